@@ -1,0 +1,227 @@
+"""BertEncoder: the BERT encoder as a functional Keras model, and its presets.
+
+Shape legend: B batch, T sequence length, H hidden size, V vocabulary size.
+"""
+
+import json
+import os
+
+import keras
+from keras import ops
+
+from bert_keras import layers
+
+
+def _small_bert_presets():
+    # Google's 24 small BERTs (Turc et al., 2019): L layers x H hidden, H/64 heads, 4H feed-forward.
+    presets = {}
+    for num_layers in (2, 4, 6, 8, 10, 12):
+        for hidden_size in (128, 256, 512, 768):
+            presets[f"bert_L-{num_layers}_H-{hidden_size}"] = dict(
+                num_layers=num_layers,
+                hidden_size=hidden_size,
+                num_heads=hidden_size // 64,
+                intermediate_size=4 * hidden_size,
+            )
+    return presets
+
+
+PRESETS = _small_bert_presets()
+PRESETS.update(
+    bert_tiny=PRESETS["bert_L-2_H-128"],
+    bert_mini=PRESETS["bert_L-4_H-256"],
+    bert_small=PRESETS["bert_L-4_H-512"],
+    bert_medium=PRESETS["bert_L-8_H-512"],
+    bert_base=PRESETS["bert_L-12_H-768"],
+    bert_large=dict(num_layers=24, hidden_size=1024, num_heads=16, intermediate_size=4096),
+)
+# The standard English WordPiece vocabularies (uncased and cased are within a few hundred).
+DEFAULT_VOCAB_SIZE = 30522
+
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class BertEncoder(keras.Model):
+    """The BERT encoder: three int32 inputs to `sequence_output`, `pooled_output` and `encoder_outputs`.
+
+    Inputs (a dict): `input_word_ids`, `input_mask` (1 = real token), `input_type_ids`, each
+    int32 of shape (batch, seq); any seq up to `max_positions`. Outputs (a dict):
+    `sequence_output` (B, T, H), `pooled_output` (B, H) (tanh dense on [CLS]) and
+    `encoder_outputs`, the list of every block's output.
+
+    Example:
+    >>> import numpy as np
+    >>> import bert_keras as bk
+    >>> encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=100)
+    >>> inputs = {
+    ...     "input_word_ids": np.array([[2, 7, 9, 3, 0]], "int32"),
+    ...     "input_mask": np.array([[1, 1, 1, 1, 0]], "int32"),
+    ...     "input_type_ids": np.zeros((1, 5), "int32"),
+    ... }
+    >>> encoder(inputs)["sequence_output"].shape
+    TensorShape([1, 5, 128])
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        num_layers=12,
+        hidden_size=768,
+        num_heads=12,
+        intermediate_size=3072,
+        activation="gelu",
+        dropout=0.1,
+        attention_dropout=0.1,
+        max_positions=512,
+        type_vocab_size=2,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        dtype=None,
+        **kwargs,
+    ):
+        for name, value in dict(
+            vocab_size=vocab_size,
+            num_layers=num_layers,
+            hidden_size=hidden_size,
+            num_heads=num_heads,
+            intermediate_size=intermediate_size,
+            max_positions=max_positions,
+            type_vocab_size=type_vocab_size,
+        ).items():
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"BertEncoder: {name} must be a positive integer, got {value!r}.")
+        if hidden_size % num_heads:
+            raise ValueError(
+                f"BertEncoder: hidden_size={hidden_size} is not divisible by num_heads={num_heads}."
+            )
+        layers.get_activation(activation)
+        init = layers.dense_initializer(initializer_range)
+
+        # === Layers ===
+        token_embedding = keras.layers.Embedding(
+            vocab_size, hidden_size, embeddings_initializer=init, dtype=dtype,
+            name="token_embedding",
+        )
+        segment_embedding = keras.layers.Embedding(
+            type_vocab_size, hidden_size, embeddings_initializer=init, dtype=dtype,
+            name="segment_embedding",
+        )
+        position_embedding = layers.PositionEmbedding(
+            max_positions, initializer_range, dtype=dtype, name="position_embedding"
+        )
+        embeddings_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_layer_norm"
+        )
+        embeddings_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
+        blocks = [
+            layers.TransformerBlock(
+                num_heads, intermediate_size, activation=activation, dropout=dropout,
+                attention_dropout=attention_dropout, layer_norm_epsilon=layer_norm_epsilon,
+                initializer_range=initializer_range, dtype=dtype, name=f"transformer_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        pooler = keras.layers.Dense(
+            hidden_size, activation="tanh", kernel_initializer=init, dtype=dtype, name="pooler"
+        )
+
+        # === Functional graph ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        tokens = token_embedding(inputs["input_word_ids"])  # (B, T, H)
+        x = tokens + segment_embedding(inputs["input_type_ids"]) + position_embedding(tokens)
+        x = embeddings_dropout(embeddings_layer_norm(x))
+        encoder_outputs = []
+        for block in blocks:
+            x = block(x, inputs["input_mask"])  # (B, T, H)
+            encoder_outputs.append(x)
+        pooled = pooler(ops.take(x, 0, axis=1))  # (B, H) from [CLS]
+        outputs = dict(sequence_output=x, pooled_output=pooled, encoder_outputs=encoder_outputs)
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+        # === Config ===
+        self.vocab_size = vocab_size
+        self.num_layers = num_layers
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.activation = activation
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.max_positions = max_positions
+        self.type_vocab_size = type_vocab_size
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+        self.token_embedding = token_embedding
+
+    def get_config(self):
+        return dict(
+            name=self.name,
+            trainable=self.trainable,
+            dtype=keras.dtype_policies.serialize(self.dtype_policy),
+            vocab_size=self.vocab_size,
+            num_layers=self.num_layers,
+            hidden_size=self.hidden_size,
+            num_heads=self.num_heads,
+            intermediate_size=self.intermediate_size,
+            activation=self.activation,
+            dropout=self.dropout,
+            attention_dropout=self.attention_dropout,
+            max_positions=self.max_positions,
+            type_vocab_size=self.type_vocab_size,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            initializer_range=self.initializer_range,
+        )
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+    @property
+    def architecture(self):
+        """The constructor arguments that define the weights' shapes and the math."""
+        config = self.get_config()
+        for key in ("name", "trainable", "dtype"):
+            config.pop(key)
+        return config
+
+    @classmethod
+    def from_preset(cls, name, vocab_size=DEFAULT_VOCAB_SIZE, **overrides):
+        """A randomly initialised encoder of a preset size (see `bert_keras.PRESETS`).
+
+        >>> import bert_keras as bk
+        >>> bk.BertEncoder.from_preset("bert_L-2_H-128", vocab_size=100).num_layers
+        2
+        """
+        if name not in PRESETS:
+            raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
+        return cls(vocab_size=vocab_size, **{**PRESETS[name], **overrides})
+
+    @classmethod
+    def from_pretrained(cls, path, dtype=None, **overrides):
+        """Loads a Hugging Face, Google TF1, or bert_keras checkpoint directory.
+
+        >>> import bert_keras as bk  # doctest: +SKIP
+        >>> encoder = bk.BertEncoder.from_pretrained("path/to/all-MiniLM-L6-v2")  # doctest: +SKIP
+        """
+        from bert_keras import checkpoints  # Import here: checkpoints imports this module.
+
+        return checkpoints.load_encoder(path, dtype=dtype, **overrides)
+
+    def save_pretrained(self, path, tokenizer=None):
+        """Writes `bert_keras.json`, `model.weights.h5` and (with a tokenizer) `vocab.txt`.
+
+        The directory loads with `BertEncoder.from_pretrained` and `BertTokenizer.from_pretrained`.
+        """
+        os.makedirs(path, exist_ok=True)
+        config = {"format": "bert_keras", "encoder": self.architecture}
+        if tokenizer is not None:
+            config["lower_case"] = bool(tokenizer.lower_case)
+            with open(os.path.join(path, "vocab.txt"), "w", encoding="utf-8") as f:
+                f.write("".join(token + "\n" for token in tokenizer.vocab))
+        with open(os.path.join(path, "bert_keras.json"), "w") as f:
+            json.dump(config, f, indent=2)
+        self.save_weights(os.path.join(path, "model.weights.h5"))

@@ -1,0 +1,233 @@
+"""Keras 3 layers of the BERT encoder: position embedding, self-attention, transformer block.
+
+Shape legend: B batch, T sequence length, H hidden size, N attention heads, D = H / N head size,
+I intermediate (feed-forward) size.
+
+Every layer follows the Keras layer contract: each constructor argument is stored under its
+own name and returned by `get_config()`, `**kwargs` go to `super()`, sizes are inferred in
+`build()`.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+ACTIVATIONS = ("gelu", "gelu_approximate", "relu")
+
+
+def get_activation(name):
+    """Returns the feed-forward activation called `name`.
+
+    `gelu` is the exact (erf) GELU of Hugging Face's BERT; `gelu_approximate` is the tanh
+    approximation of Google's original TF1 code (its config also says "gelu").
+    """
+    if name == "gelu":
+        return lambda x: keras.activations.gelu(x, approximate=False)
+    if name == "gelu_approximate":
+        return lambda x: keras.activations.gelu(x, approximate=True)
+    if name == "relu":
+        return keras.activations.relu
+    raise ValueError(f"Unknown activation {name!r}; expected one of {ACTIVATIONS}.")
+
+
+def dense_initializer(initializer_range):
+    return keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class PositionEmbedding(keras.layers.Layer):
+    """Learned absolute position embeddings, sliced to the input's length.
+
+    Example:
+    >>> import numpy as np
+    >>> layer = PositionEmbedding(max_positions=16)
+    >>> layer(np.zeros((2, 5, 8), "float32")).shape
+    (5, 8)
+    """
+
+    def __init__(self, max_positions, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.max_positions = max_positions
+        self.initializer_range = initializer_range
+
+    def build(self, input_shape):
+        self.embeddings = self.add_weight(
+            name="embeddings",
+            shape=(self.max_positions, input_shape[-1]),
+            initializer=dense_initializer(self.initializer_range),
+        )
+
+    def call(self, inputs):
+        # inputs: (B, T, H) token embeddings; returns (T, H), broadcast by the caller.
+        length = ops.shape(inputs)[1]
+        if isinstance(length, int) and length > self.max_positions:
+            raise ValueError(
+                f"Sequence length {length} exceeds max_positions={self.max_positions} "
+                "of this encoder; truncate the input (e.g. BertPreprocessor(seq_length=...))."
+            )
+        return ops.cast(self.embeddings[:length], self.compute_dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(max_positions=self.max_positions, initializer_range=self.initializer_range)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class SelfAttention(keras.layers.Layer):
+    """Multi-head self-attention with one fused query/key/value projection.
+
+    The fused (H, 3H) kernel does one large matmul instead of three; checkpoint import
+    concatenates the query, key and value kernels (in that order) into it.
+
+    Example:
+    >>> import numpy as np
+    >>> attention = SelfAttention(num_heads=2)
+    >>> x = np.random.rand(1, 4, 8).astype("float32")
+    >>> attention(x, np.ones((1, 4), "int32")).shape
+    (1, 4, 8)
+    """
+
+    def __init__(self, num_heads, dropout=0.0, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+
+    def build(self, input_shape):
+        hidden_size = input_shape[-1]
+        if hidden_size % self.num_heads:
+            raise ValueError(
+                f"hidden_size={hidden_size} is not divisible by num_heads={self.num_heads}."
+            )
+        self.head_size = hidden_size // self.num_heads
+        init = dense_initializer(self.initializer_range)
+        self.qkv = keras.layers.Dense(
+            3 * hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="qkv"
+        )
+        self.qkv.build(input_shape)
+        self.output_dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="output"
+        )
+        self.output_dense.build(input_shape)
+        self.attention_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+
+    def call(self, inputs, input_mask, training=None):
+        batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        qkv = self.qkv(inputs)  # (B, T, 3H)
+        qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_size))
+        qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # (3, B, N, T, D)
+        query, key, value = qkv[0], qkv[1], qkv[2]
+        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (B, N, T, T)
+        # Softmax in float32 under mixed precision; padded keys get a large negative bias.
+        scores = ops.cast(scores, "float32")
+        key_is_padding = 1.0 - ops.cast(input_mask, "float32")[:, None, None, :]  # (B, 1, 1, T)
+        scores = scores - 1e9 * key_is_padding
+        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        probs = self.attention_dropout(probs, training=training)
+        context = ops.matmul(probs, value)  # (B, N, T, D)
+        context = ops.transpose(context, (0, 2, 1, 3))  # (B, T, N, D)
+        context = ops.reshape(context, (batch, length, self.num_heads * self.head_size))
+        return self.output_dense(context)  # (B, T, H)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            dropout=self.dropout,
+            initializer_range=self.initializer_range,
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class TransformerBlock(keras.layers.Layer):
+    """A post-layer-norm transformer block, as in BERT.
+
+    x = LayerNorm(x + Dropout(SelfAttention(x)));  x = LayerNorm(x + Dropout(FFN(x))).
+
+    Example:
+    >>> import numpy as np
+    >>> block = TransformerBlock(num_heads=2, intermediate_size=16)
+    >>> x = np.random.rand(1, 4, 8).astype("float32")
+    >>> block(x, np.ones((1, 4), "int32")).shape
+    (1, 4, 8)
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        intermediate_size,
+        activation="gelu",
+        dropout=0.1,
+        attention_dropout=0.1,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        get_activation(activation)  # Fail early on an unknown name.
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.activation = activation
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+
+    def build(self, input_shape):
+        hidden_size = input_shape[-1]
+        init = dense_initializer(self.initializer_range)
+        policy = self.dtype_policy
+        self.attention = SelfAttention(
+            self.num_heads,
+            dropout=self.attention_dropout,
+            initializer_range=self.initializer_range,
+            dtype=policy,
+            name="attention",
+        )
+        self.attention.build(input_shape)
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=policy, name="attention_layer_norm"
+        )
+        self.attention_layer_norm.build(input_shape)
+        self.intermediate = keras.layers.Dense(
+            self.intermediate_size,
+            activation=get_activation(self.activation),
+            kernel_initializer=init,
+            dtype=policy,
+            name="intermediate",
+        )
+        self.intermediate.build(input_shape)
+        self.output_dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=init, dtype=policy, name="output"
+        )
+        self.output_dense.build(tuple(input_shape[:-1]) + (self.intermediate_size,))
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=policy, name="output_layer_norm"
+        )
+        self.output_layer_norm.build(input_shape)
+        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=policy)
+
+    def call(self, inputs, input_mask, training=None):
+        attended = self.attention(inputs, input_mask, training=training)  # (B, T, H)
+        attended = self.dropout_layer(attended, training=training)
+        x = self.attention_layer_norm(inputs + attended)
+        hidden = self.output_dense(self.intermediate(x))  # (B, T, I) -> (B, T, H)
+        hidden = self.dropout_layer(hidden, training=training)
+        return self.output_layer_norm(x + hidden)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            intermediate_size=self.intermediate_size,
+            activation=self.activation,
+            dropout=self.dropout,
+            attention_dropout=self.attention_dropout,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            initializer_range=self.initializer_range,
+        )
+        return config

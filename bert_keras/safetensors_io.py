@@ -1,0 +1,49 @@
+"""Reads `.safetensors` files with numpy alone (no torch, no safetensors package at runtime).
+
+The format: an 8-byte little-endian header length, a JSON header mapping each tensor name to
+its dtype, shape and byte range, then the raw little-endian data.
+"""
+
+import json
+import struct
+
+import numpy as np
+
+_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64,
+           "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
+
+
+def _bfloat16_to_float32(raw):
+    # bfloat16 is the top half of a float32: shift the 16 bits into place.
+    return (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
+
+
+def read_safetensors(path):
+    """{name: numpy array} of every tensor in the file (bfloat16 widened to float32).
+
+    >>> tensors = read_safetensors("model.safetensors")  # doctest: +SKIP
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 8:
+        raise ValueError(f"{path} is not a safetensors file: only {len(data)} bytes.")
+    (header_size,) = struct.unpack("<Q", data[:8])
+    if header_size > len(data) - 8:
+        raise ValueError(f"{path} is not a safetensors file: header size {header_size} "
+                         f"exceeds the file size {len(data)}.")
+    header = json.loads(data[8 : 8 + header_size])
+    body = memoryview(data)[8 + header_size :]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        start, end = info["data_offsets"]
+        raw = body[start:end]
+        if info["dtype"] == "BF16":
+            array = _bfloat16_to_float32(raw)
+        elif info["dtype"] in _DTYPES:
+            array = np.frombuffer(raw, np.dtype(_DTYPES[info["dtype"]]).newbyteorder("<"))
+        else:
+            raise ValueError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}.")
+        tensors[name] = array.reshape(info["shape"])
+    return tensors

@@ -1,0 +1,134 @@
+"""BertEncoder: shapes, padding mask, config and .keras round trips, presets, bad arguments."""
+
+import numpy as np
+import pytest
+
+import bert_keras as bk
+from bert_keras.encoder import BertEncoder
+
+
+def tiny_encoder(**overrides):
+    config = dict(vocab_size=50, num_layers=2, hidden_size=16, num_heads=2,
+                  intermediate_size=32, max_positions=24)
+    return BertEncoder(**{**config, **overrides})
+
+
+def random_inputs(batch=2, length=7, vocab=50, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = np.ones((batch, length), "int32")
+    mask[0, length - 3:] = 0  # The first row has three padding tokens.
+    return {
+        "input_word_ids": rng.integers(1, vocab, (batch, length)).astype("int32") * mask,
+        "input_mask": mask,
+        "input_type_ids": (rng.random((batch, length)) > 0.5).astype("int32") * mask,
+    }
+
+
+def test_output_names_and_shapes():
+    encoder = tiny_encoder()
+    outputs = encoder(random_inputs())
+    assert set(outputs) == {"sequence_output", "pooled_output", "encoder_outputs"}
+    assert outputs["sequence_output"].shape == (2, 7, 16)
+    assert outputs["pooled_output"].shape == (2, 16)
+    assert len(outputs["encoder_outputs"]) == 2
+    np.testing.assert_array_equal(outputs["encoder_outputs"][-1], outputs["sequence_output"])
+
+
+def test_padded_tokens_never_change_real_tokens():
+    encoder = tiny_encoder()
+    inputs = random_inputs()
+    changed = {k: v.copy() for k, v in inputs.items()}
+    changed["input_word_ids"][0, -3:] = [11, 12, 13]  # Garbage under the padding.
+    changed["input_type_ids"][0, -3:] = 1
+    a = encoder(inputs)["sequence_output"].numpy()
+    b = encoder(changed)["sequence_output"].numpy()
+    np.testing.assert_allclose(a[0, :4], b[0, :4], atol=1e-6)
+    np.testing.assert_allclose(a[1], b[1], atol=1e-6)
+    # More padding at the end does not change real tokens either.
+    longer = {k: np.pad(v, ((0, 0), (0, 5))) for k, v in inputs.items()}
+    c = encoder(longer)["sequence_output"].numpy()
+    np.testing.assert_allclose(a[0, :4], c[0, :4], atol=1e-5)
+    # ... while changing a real token does change them (the test can fail).
+    changed["input_word_ids"][0, 1] += 1
+    d = encoder(changed)["sequence_output"].numpy()
+    assert np.abs(a[0, 0] - d[0, 0]).max() > 1e-4
+
+
+@pytest.mark.parametrize("length", [1, 24])
+def test_any_length_up_to_max_positions(length):
+    encoder = tiny_encoder()
+    assert encoder(random_inputs(length=length))["sequence_output"].shape == (2, length, 16)
+
+
+def test_longer_than_max_positions_is_a_clear_error():
+    with pytest.raises(Exception, match="max_positions=24"):
+        tiny_encoder()(random_inputs(length=25))
+
+
+def test_get_config_round_trip():
+    encoder = tiny_encoder(activation="gelu_approximate", dropout=0.2, layer_norm_epsilon=1e-6)
+    config = encoder.get_config()
+    clone = BertEncoder.from_config(config)
+    assert clone.get_config() == config
+    assert clone.count_params() == encoder.count_params()
+
+
+def test_keras_save_load_round_trip(tmp_path):
+    import keras
+
+    encoder = tiny_encoder()
+    inputs = random_inputs()
+    path = str(tmp_path / "encoder.keras")
+    encoder.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded, BertEncoder)
+    np.testing.assert_allclose(
+        encoder(inputs)["sequence_output"], loaded(inputs)["sequence_output"], atol=1e-6
+    )
+
+
+def test_save_pretrained_round_trip(tmp_path):
+    encoder = tiny_encoder()
+    inputs = random_inputs()
+    encoder.save_pretrained(str(tmp_path))
+    loaded = BertEncoder.from_pretrained(str(tmp_path))
+    assert loaded.get_config() == encoder.get_config() | {"name": loaded.name}
+    np.testing.assert_array_equal(
+        encoder(inputs)["pooled_output"], loaded(inputs)["pooled_output"]
+    )
+
+
+def test_presets():
+    assert len([name for name in bk.PRESETS if name.startswith("bert_L-")]) == 24
+    assert bk.PRESETS["bert_base"] == dict(num_layers=12, hidden_size=768, num_heads=12,
+                                           intermediate_size=3072)
+    assert bk.PRESETS["bert_large"]["num_layers"] == 24
+    small = BertEncoder.from_preset("bert_L-4_H-512", vocab_size=100)
+    assert (small.num_layers, small.hidden_size, small.num_heads) == (4, 512, 8)
+    with pytest.raises(ValueError, match="bert_nonexistent"):
+        BertEncoder.from_preset("bert_nonexistent")
+
+
+@pytest.mark.parametrize("activation", ["gelu", "gelu_approximate", "relu"])
+def test_activations(activation):
+    assert tiny_encoder(activation=activation)(random_inputs())["pooled_output"].shape == (2, 16)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(hidden_size=15), "not divisible by num_heads=2"),
+        (dict(activation="swishy"), "swishy"),
+        (dict(num_layers=0), "num_layers must be a positive integer, got 0"),
+    ],
+)
+def test_bad_arguments_name_the_value(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_encoder(**overrides)
+
+
+def test_mixed_bfloat16_runs_and_keeps_float32_variables():
+    encoder = tiny_encoder(dtype="mixed_bfloat16")
+    outputs = encoder(random_inputs())
+    assert all(v.dtype == "float32" for v in encoder.weights)
+    assert np.isfinite(np.asarray(outputs["sequence_output"], np.float32)).all()
