@@ -1,0 +1,60 @@
+"""A trained task directory: the one hand-off between training tools and export.
+
+    DIR/task.json    {"task": ..., "labels": [...] | null, "seq_length": int,
+                      "lower_case": bool, "text_fields": [...], "metrics": {...}}
+    DIR/model.keras  the Keras task model (BertClassifier, BertTokenClassifier, BertSpanQA,
+                     BertPretrainer or a bare BertEncoder)
+    DIR/vocab.txt    the WordPiece vocabulary
+
+`tools/finetune.py` and `tools/pretrain.py` write it; `tools/export.py` reads it.
+
+Example:
+>>> import bert_keras as bk  # doctest: +SKIP
+>>> bk.save_task("runs/paraphrase/best", clf, tokenizer, task="classification",
+...              labels=["0", "1"], seq_length=128, text_fields=["text_a", "text_b"])  # doctest: +SKIP
+>>> model, tokenizer, info = bk.load_task("runs/paraphrase/best")  # doctest: +SKIP
+"""
+
+import json
+import os
+
+import keras
+
+TASKS = ("classification", "multi_label", "regression", "tagging", "span_qa", "pretraining",
+         "encoder")
+
+
+def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_fields=("text",),
+              metrics=None):
+    """Writes `model`, its tokenizer's vocab and the task metadata to `directory`."""
+    if task not in TASKS:
+        raise ValueError(f"Unknown task {task!r}; expected one of {TASKS}.")
+    os.makedirs(directory, exist_ok=True)
+    info = dict(task=task, labels=None if labels is None else [str(l) for l in labels],
+                seq_length=int(seq_length), lower_case=bool(tokenizer.lower_case),
+                text_fields=list(text_fields), metrics=metrics or {})
+    model.save(os.path.join(directory, "model.keras"))
+    with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
+        f.write("".join(token + "\n" for token in tokenizer.vocab))
+    # task.json last: its presence marks a complete directory.
+    with open(os.path.join(directory, "task.json"), "w") as f:
+        json.dump(info, f, indent=2)
+
+
+def load_task(directory):
+    """(model, tokenizer, info) from a directory written by `save_task`."""
+    from bert_keras.tokenization import BertTokenizer
+
+    info_path = os.path.join(directory, "task.json")
+    if not os.path.exists(info_path):
+        raise FileNotFoundError(
+            f"{directory} is not a trained task directory: no task.json (written last by "
+            "tools/finetune.py and tools/pretrain.py, so the run may not have finished)."
+        )
+    with open(info_path) as f:
+        info = json.load(f)
+    import bert_keras  # noqa: F401  Registers the custom layers and models for deserialization.
+
+    model = keras.saving.load_model(os.path.join(directory, "model.keras"), compile=False)
+    tokenizer = BertTokenizer(os.path.join(directory, "vocab.txt"), lower_case=info["lower_case"])
+    return model, tokenizer, info
