@@ -1,0 +1,420 @@
+"""Task readers: the bundled files, hand-written files, error cases, TFDS mocks."""
+
+import gzip
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from bert_keras import finetuning_data as fd
+
+
+def _gz_lines(path):
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return f.read().split("\n")[:-1]  # like `zcat | wc -l`: the file ends with "\n"
+
+
+def _write(path, text, compress=False):
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    if compress:
+        data = gzip.compress(data)
+    with open(path, "wb") as f:
+        f.write(data)
+    return str(path)
+
+
+# ---------------------------------------------------------------- bundled files
+
+
+@pytest.mark.parametrize("split", ["train", "dev", "test"])
+def test_bundled_bible_paraphrase(split):
+    path = fd.bundled_task_path("bible_paraphrase", split)
+    lines = _gz_lines(path)
+    examples = fd.load_bundled_task("bible_paraphrase", split)
+    assert len(examples) == len(lines)
+    assert {e.label for e in examples} == {"0", "1"}
+    label, a, b = lines[0].split("\t")
+    assert examples[0] == fd.ClassificationExample(a, b, label)
+    assert examples[0].source == f"{path}:1"
+
+
+def test_bundled_wordnet_topics():
+    for split in ("train", "dev", "test"):
+        path = fd.bundled_task_path("wordnet_topics", split)
+        examples = fd.read_tsv(path)  # defaults: label_column=0, text_a_column=1
+        assert len(examples) == len(_gz_lines(path))
+        assert examples[-1].text_b is None
+    train = fd.load_bundled_task("wordnet_topics", "train")
+    label_map = fd.LabelMap.from_examples(train)
+    assert len(label_map) == 45 and label_map.labels == sorted(label_map.labels)
+    assert "noun.food" in label_map
+
+
+def test_bundled_wordnet_qa_offsets():
+    for split in ("train", "dev", "test"):
+        path = fd.bundled_task_path("wordnet_qa", split)
+        examples = fd.load_bundled_task("wordnet_qa", split)
+        assert len(examples) == len(_gz_lines(path))
+        assert len({e.qid for e in examples}) == len(examples)
+        for e in examples:
+            assert e.answers and not e.is_impossible
+            for text, start in e.answers:
+                assert e.context[start:start + len(text)] == text
+    first = json.loads(_gz_lines(path)[0])
+    assert examples[0].question == first["question"]
+
+
+def test_bundled_bible_ner():
+    for split in ("train", "dev", "test"):
+        path = fd.bundled_task_path("bible_ner", split)
+        lines = _gz_lines(path)
+        sentences = sum(1 for i, l in enumerate(lines) if l and (i + 1 == len(lines) or not lines[i + 1]))
+        examples = fd.load_bundled_task("bible_ner", split)
+        assert len(examples) == sentences
+        assert sum(len(e.words) for e in examples) == sum(1 for l in lines if l)
+        assert all(len(e.words) == len(e.tags) for e in examples)
+    assert fd.LabelMap.from_examples(examples).labels == ["B-LOC", "B-PER", "O"]
+    assert (examples[0].words[0], examples[0].tags[0]) == tuple(lines[0].split())
+    assert (examples[-1].words[-1], examples[-1].tags[-1]) == tuple(
+        [l for l in lines if l][-1].split()
+    )
+
+
+# ---------------------------------------------------------------- hand-written files
+
+
+def test_tsv_header_columns_by_name_and_gzip(tmp_path):
+    text = "id\tsentence1\tsentence2\tquality\n7\tA b.\tC \"d\".\t1\n8\tE\tF\t0\n"
+    path = _write(tmp_path / "pairs.tsv.gz", text, compress=True)
+    ex = fd.read_tsv(path, header=True, text_a_column="sentence1", text_b_column="sentence2", label_column="quality")
+    assert ex == [fd.ClassificationExample("A b.", 'C "d".', "1"), fd.ClassificationExample("E", "F", "0")]
+    assert ex[1].source.endswith("pairs.tsv.gz:3")
+    # Indices (negative too) and unlabeled data.
+    ex = fd.read_tsv(path, header=True, text_a_column=-3, label_column=None)
+    assert [e.text_a for e in ex] == ["A b.", "E"] and ex[0].label is None
+
+
+def test_csv_quoting_and_glob(tmp_path):
+    _write(tmp_path / "a.csv", 'label,text\npos,"Hello, world"\nneg,"two\nlines"\n')
+    _write(tmp_path / "b.csv", "label,text\npos,last\n")
+    ex = fd.read_csv(str(tmp_path / "*.csv"), header=True, text_a_column="text", label_column="label")
+    assert [(e.text_a, e.label) for e in ex] == [("Hello, world", "pos"), ("two\nlines", "neg"), ("last", "pos")]
+    assert ex[2].source.endswith("b.csv:2")
+    # No header: columns by index.
+    path = _write(tmp_path / "c.csv", "x,1\ny,0\n")
+    assert [e.label for e in fd.read_csv(path, text_a_column=0, label_column=1)] == ["1", "0"]
+
+
+def test_multi_label_and_regression(tmp_path):
+    path = _write(tmp_path / "multi.tsv", "a,b\tfirst\nc\tsecond\n b , c \tthird\n")
+    ex = fd.read_tsv(path, label_type="multi")
+    assert [e.label for e in ex] == [["a", "b"], ["c"], ["b", "c"]]
+    label_map = fd.LabelMap.from_examples(ex)
+    assert label_map.multi_label and label_map.labels == ["a", "b", "c"]
+    np.testing.assert_array_equal(label_map.encode(ex), [[1, 1, 0], [0, 0, 1], [0, 1, 1]])
+    assert label_map.decode_multi_hot([[0.9, 0.1, 0.7]]) == [["a", "c"]]
+
+    path = _write(tmp_path / "reg.tsv", "3.5\tx\t y\n-1e-2\tz\tw\n")
+    ex = fd.read_tsv(path, text_b_column=2, label_type="regression")
+    assert [e.label for e in ex] == [3.5, -0.01]
+    with pytest.raises(ValueError, match="regression examples need no LabelMap"):
+        fd.LabelMap.from_examples(ex)
+    bad = _write(tmp_path / "bad_reg.tsv", "3.5\tx\nhigh\ty\n")
+    with pytest.raises(ValueError, match=r"bad_reg.tsv:2: regression label 'high'"):
+        fd.read_tsv(bad, label_type="regression")
+
+
+def test_jsonl_fields(tmp_path):
+    rows = [{"premise": "p1", "hyp": "h1", "gold": 2}, {"premise": "p2", "hyp": "h2", "gold": 0}]
+    path = _write(tmp_path / "nli.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    ex = fd.read_jsonl(path, text_a_field="premise", text_b_field="hyp", label_field="gold")
+    assert ex == [fd.ClassificationExample("p1", "h1", "2"), fd.ClassificationExample("p2", "h2", "0")]
+    with pytest.raises(ValueError, match=r"nli.jsonl:1: missing field 'label'"):
+        fd.read_jsonl(path)
+    bad = _write(tmp_path / "bad.jsonl", '{"text": "a", "label": "x"}\n{"text": oops}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: invalid JSON .*oops"):
+        fd.read_jsonl(bad)
+
+
+SQUAD_V2 = {
+    "version": "v2.0",
+    "data": [
+        {
+            "title": "Denver",
+            "paragraphs": [
+                {
+                    "context": "Denver won Super Bowl 50.",
+                    "qas": [
+                        {"id": "q1", "question": "Who won?", "is_impossible": False,
+                         "answers": [{"text": "Denver", "answer_start": 0}, {"text": "Denver", "answer_start": 0}]},
+                        {"id": "q2", "question": "Who lost?", "is_impossible": True, "answers": [],
+                         "plausible_answers": [{"text": "Denver", "answer_start": 0}]},
+                    ],
+                }
+            ],
+        }
+    ],
+}
+
+
+def test_squad_json_v1_and_v2(tmp_path):
+    ex = fd.read_squad_json(_write(tmp_path / "v2.json", json.dumps(SQUAD_V2)))
+    assert ex == [
+        fd.SpanExample("q1", "Who won?", "Denver won Super Bowl 50.", [("Denver", 0), ("Denver", 0)], False),
+        fd.SpanExample("q2", "Who lost?", "Denver won Super Bowl 50.", [], True),
+    ]
+    v1 = json.loads(json.dumps(SQUAD_V2))
+    qas = v1["data"][0]["paragraphs"][0]["qas"]
+    del qas[1]
+    del qas[0]["is_impossible"]
+    qas[0]["answers"] = [{"text": "Super Bowl 50", "answer_start": 11}]
+    ex = fd.read_squad_json(_write(tmp_path / "v1.json.gz", json.dumps(v1), compress=True))
+    assert ex[0].answers == [("Super Bowl 50", 11)] and not ex[0].is_impossible
+    assert ex[0].context[11:24] == "Super Bowl 50"
+    with pytest.raises(ValueError, match="not SQuAD JSON"):
+        fd.read_squad_json(_write(tmp_path / "x.json", "[1, 2]"))
+
+
+def test_squad_jsonl_ids_and_no_answer(tmp_path):
+    rows = [
+        {"id": "a", "question": "q", "context": "ctx here", "answers": [{"text": "here", "answer_start": 4}]},
+        {"question": "q2", "context": "c2", "answers": []},
+    ]
+    path = _write(tmp_path / "qa.jsonl", "\n".join(json.dumps(r) for r in rows))  # no final newline
+    ex = fd.read_squad_jsonl(path)
+    assert ex[0] == fd.SpanExample("a", "q", "ctx here", [("here", 4)], False)
+    assert ex[1].qid == "qa.jsonl-2" and ex[1].is_impossible and ex[1].answers == []
+    bad = _write(tmp_path / "bad.jsonl", json.dumps({"question": "q", "context": "c", "answers": [{"text": "c"}]}))
+    with pytest.raises(ValueError, match=r"bad.jsonl:1: bad answer"):
+        fd.read_squad_jsonl(bad)
+
+
+def test_conll_docstart_columns_and_blank_lines(tmp_path):
+    text = (
+        "-DOCSTART- -X- -X- O\n\n"
+        "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\nGerman JJ B-NP B-MISC\n\n\n"
+        "Peter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n\n"
+        "-DOCSTART- -X- -X- O\n\n"
+        "BRUSSELS NNP B-NP B-LOC"  # last sentence without a trailing blank line
+    )
+    path = _write(tmp_path / "c.conll", text)
+    ex = fd.read_conll(path)
+    assert ex == [
+        fd.TaggingExample(["EU", "rejects", "German"], ["B-ORG", "O", "B-MISC"]),
+        fd.TaggingExample(["Peter", "Blackburn"], ["B-PER", "I-PER"]),
+        fd.TaggingExample(["BRUSSELS"], ["B-LOC"]),
+    ]
+    assert ex[1].source.endswith("c.conll:8")
+    assert fd.read_conll(path, tag_column=1)[0].tags == ["NNP", "VBZ", "JJ"]
+    assert fd.read_conll(path, tag_column=None)[0].tags is None
+    enc = fd.LabelMap.from_examples(ex).encode_tags(ex)
+    assert [a.tolist() for a in enc] == [[2, 5, 1], [3, 4], [0]]  # B-LOC B-MISC B-ORG B-PER I-PER O
+
+
+def test_conll_tab_delimiter_keeps_spaces(tmp_path):
+    path = _write(tmp_path / "t.conll", "New York\tB-LOC\nis\tO\n")
+    assert fd.read_conll(path, delimiter="\t")[0].words == ["New York", "is"]
+
+
+# ---------------------------------------------------------------- label maps
+
+
+def test_label_map_sorting_save_load(tmp_path):
+    assert fd.LabelMap.infer(["10", "2", "1", "2"]).labels == ["1", "2", "10"]  # numeric
+    assert fd.LabelMap.infer(["b", "a", "B"]).labels == ["B", "a", "b"]
+    kept = fd.LabelMap(["entailment", "neutral", "contradiction"])  # order kept as given
+    assert kept.encode(["contradiction"]).tolist() == [2]
+    assert kept.decode(np.array([0, 1])) == ["entailment", "neutral"]
+    path = str(tmp_path / "labels.json")
+    kept.save(path)
+    assert fd.LabelMap.load(path) == kept
+    assert json.load(open(path)) == {"labels": ["entailment", "neutral", "contradiction"], "multi_label": False}
+    with pytest.raises(ValueError, match="duplicate labels"):
+        fd.LabelMap(["a", "a"])
+    with pytest.raises(ValueError, match="label id 3 is out of range"):
+        kept.decode([3])
+
+
+def test_label_map_unseen_label_names_value_and_row(tmp_path):
+    train = fd.read_tsv(_write(tmp_path / "train.tsv", "pos\tgood\nneg\tbad\n"))
+    dev = fd.read_tsv(_write(tmp_path / "dev.tsv", "pos\tfine\nneutral\tmeh\n"))
+    label_map = fd.LabelMap.from_examples(train)
+    assert label_map.labels == ["neg", "pos"]
+    with pytest.raises(ValueError, match=r"label 'neutral' in .*dev.tsv:2 is not in the label map"):
+        label_map.encode(dev)
+    with pytest.raises(ValueError, match=r"label 'x' in eval.tsv:9"):
+        label_map.encode(["pos", "x"], sources=["eval.tsv:8", "eval.tsv:9"])
+    with pytest.raises(ValueError, match=r"label 'I-PER' in .*:1 is not in the label map"):
+        fd.LabelMap(["O"]).encode_tags([fd.TaggingExample(["a"], ["I-PER"], source="f.conll:1")])
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_missing_files_name_the_pattern(tmp_path):
+    missing = str(tmp_path / "nope.tsv")
+    with pytest.raises(FileNotFoundError, match="nope.tsv"):
+        fd.read_tsv(missing)
+    with pytest.raises(FileNotFoundError, match=r"\*.conll"):
+        fd.read_conll(str(tmp_path / "*.conll"))
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        fd.read_squad_json(str(tmp_path / "nope.json"))
+    with pytest.raises(FileNotFoundError, match="nope.tsv"):
+        fd.read_tsv([fd.bundled_task_path("wordnet_topics", "dev"), missing])
+
+
+def test_wrong_column_count_names_file_line_row(tmp_path):
+    path = _write(tmp_path / "bad.tsv", "1\ta\tb\n0\tc\td\n1\tonly two\n")
+    with pytest.raises(ValueError, match=r"bad.tsv:3: expected 3 columns, got 2: \['1', 'only two'\]"):
+        fd.read_tsv(path, text_b_column=2)
+    path = _write(tmp_path / "bad.csv", "label,text\n1,a\n0,b,extra\n")
+    with pytest.raises(ValueError, match=r"bad.csv:3: expected 2 columns, got 3"):
+        fd.read_csv(path, header=True, text_a_column="text", label_column="label")
+    path = _write(tmp_path / "bad.conll", "a O\nb\n")
+    with pytest.raises(ValueError, match=r"bad.conll:2: expected 2 columns, got 1: 'b'"):
+        fd.read_conll(path)
+    with pytest.raises(ValueError, match=r"'sentence' is not in the header"):
+        fd.read_csv(str(tmp_path / "bad.csv"), header=True, text_a_column="sentence")
+    with pytest.raises(ValueError, match="without a header"):
+        fd.read_tsv(str(tmp_path / "bad.tsv"), text_a_column="text")
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path):
+    path = _write(tmp_path / "latin1.tsv", "1\tok\n0\tcaf\xe9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.tsv:2: invalid UTF-8"):
+        fd.read_tsv(path)
+    path = _write(tmp_path / "latin1.conll.gz", "a O\n\nb O\nc\xe9 O\n".encode("latin-1"), compress=True)
+    with pytest.raises(ValueError, match=r"latin1.conll.gz:4: invalid UTF-8"):
+        fd.read_conll(path)
+
+
+def test_empty_files(tmp_path):
+    for name, reader in [("e.tsv", fd.read_tsv), ("e.jsonl", fd.read_jsonl), ("e.conll", fd.read_conll),
+                         ("e.json", fd.read_squad_json), ("e.qa.jsonl", fd.read_squad_jsonl)]:
+        with pytest.raises(ValueError, match=f"{name} is empty"):
+            reader(_write(tmp_path / name, ""))
+    with pytest.raises(ValueError, match="e.tsv.gz is empty"):
+        fd.read_tsv(_write(tmp_path / "e.tsv.gz", "\n\n", compress=True))
+    with pytest.raises(ValueError, match="header.csv has no data rows"):
+        fd.read_csv(_write(tmp_path / "header.csv", "label,text\n"), header=True)
+    with pytest.raises(ValueError, match="doc.conll has no sentences"):
+        fd.read_conll(_write(tmp_path / "doc.conll", "-DOCSTART- O\n\n"))
+
+
+# ---------------------------------------------------------------- TFDS (mock data, no network)
+
+
+@pytest.mark.parametrize("task", sorted(fd.GLUE_TEXT_FEATURES))
+def test_tfds_glue_random_mock_uses_real_feature_keys(task):
+    name = f"glue/{task}"
+    split = "test" if task == "ax" else "train"
+    with tfds.testing.mock_data(num_examples=3):
+        examples = fd.load_tfds_task(name, split)
+        label_map = fd.tfds_label_map(name)
+    assert len(examples) == 3
+    a_key, b_key = fd.GLUE_TEXT_FEATURES[task]
+    for e in examples:
+        assert isinstance(e.text_a, str) and e.text_a
+        assert (e.text_b is None) == (b_key is None)
+    if task == "stsb":
+        assert label_map is None and all(isinstance(e.label, float) for e in examples)
+    elif task != "ax":
+        assert all(e.label in label_map for e in examples)
+
+
+def _fixed_dataset(rows, signature):
+    def as_dataset(self, *args, **kwargs):
+        return tf.data.Dataset.from_generator(lambda: iter(rows), output_signature=signature)
+
+    return as_dataset
+
+
+def _spec(shape, dtype):
+    return tf.TensorSpec(shape, dtype)
+
+
+def test_tfds_glue_mrpc_exact_mapping():
+    rows = [
+        {"sentence1": "He said hi.", "sentence2": "He greeted.", "label": 1, "idx": 0},
+        {"sentence1": "Dogs bark.", "sentence2": "Cats meow.", "label": 0, "idx": 1},
+    ]
+    sig = {"sentence1": _spec((), tf.string), "sentence2": _spec((), tf.string),
+           "label": _spec((), tf.int64), "idx": _spec((), tf.int32)}
+    with tfds.testing.mock_data(as_dataset_fn=_fixed_dataset(rows, sig)):
+        examples = fd.load_tfds_task("glue/mrpc", "validation")
+        label_map = fd.tfds_label_map("glue/mrpc")
+    assert label_map.labels == ["not_equivalent", "equivalent"]  # TFDS ClassLabel order
+    assert examples == [
+        fd.ClassificationExample("He said hi.", "He greeted.", "equivalent"),
+        fd.ClassificationExample("Dogs bark.", "Cats meow.", "not_equivalent"),
+    ]
+    assert label_map.encode(examples).tolist() == [1, 0]
+    # Unlabeled test rows (label -1) get label None.
+    rows = [{**rows[0], "label": -1}]
+    with tfds.testing.mock_data(as_dataset_fn=_fixed_dataset(rows, sig)):
+        assert fd.load_tfds_task("glue/mrpc", "test")[0].label is None
+
+
+def test_tfds_glue_stsb_float_labels():
+    rows = [{"sentence1": "a", "sentence2": "b", "label": 3.8, "idx": 0}]
+    sig = {"sentence1": _spec((), tf.string), "sentence2": _spec((), tf.string),
+           "label": _spec((), tf.float32), "idx": _spec((), tf.int32)}
+    with tfds.testing.mock_data(as_dataset_fn=_fixed_dataset(rows, sig)):
+        (ex,) = fd.load_tfds_task("glue/stsb", "train")
+    assert (ex.text_a, ex.text_b) == ("a", "b") and ex.label == pytest.approx(3.8)
+
+
+@pytest.mark.parametrize("name", ["squad/v1.1", "squad/v2.0"])
+def test_tfds_squad_random_mock(name):
+    with tfds.testing.mock_data(num_examples=2):
+        examples = fd.load_tfds_task(name, "validation")
+    assert len(examples) == 2
+    for e in examples:
+        assert isinstance(e, fd.SpanExample) and e.qid and e.context and e.question
+        assert all(isinstance(t, str) and isinstance(s, int) for t, s in e.answers)
+    assert fd.tfds_label_map(name) is None
+
+
+def test_tfds_squad_v2_exact_mapping():
+    rows = [
+        {"id": "q1", "title": "t", "context": "Denver won.", "question": "Who won?", "is_impossible": False,
+         "answers": {"text": ["Denver"], "answer_start": [0]},
+         "plausible_answers": {"text": [], "answer_start": []}},
+        {"id": "q2", "title": "t", "context": "Denver won.", "question": "Who lost?", "is_impossible": True,
+         "answers": {"text": [], "answer_start": []},
+         "plausible_answers": {"text": ["Denver"], "answer_start": [0]}},
+    ]
+    answers_sig = {"text": _spec((None,), tf.string), "answer_start": _spec((None,), tf.int32)}
+    sig = {"id": _spec((), tf.string), "title": _spec((), tf.string), "context": _spec((), tf.string),
+           "question": _spec((), tf.string), "is_impossible": _spec((), tf.bool),
+           "answers": answers_sig, "plausible_answers": answers_sig}
+    with tfds.testing.mock_data(as_dataset_fn=_fixed_dataset(rows, sig)):
+        examples = fd.load_tfds_task("squad/v2.0", "validation")
+    assert examples == [
+        fd.SpanExample("q1", "Who won?", "Denver won.", [("Denver", 0)], False),
+        fd.SpanExample("q2", "Who lost?", "Denver won.", [], True),
+    ]
+
+
+def test_tfds_conll2003_tag_names():
+    rows = [{"tokens": ["EU", "rejects", "German", "call"], "pos": [22, 42, 16, 21],
+             "chunks": [11, 21, 11, 12], "ner": [3, 0, 7, 0]}]
+    sig = {"tokens": _spec((None,), tf.string), "pos": _spec((None,), tf.int64),
+           "chunks": _spec((None,), tf.int64), "ner": _spec((None,), tf.int64)}
+    with tfds.testing.mock_data(as_dataset_fn=_fixed_dataset(rows, sig)):
+        examples = fd.load_tfds_task("conll2003", "train")
+        label_map = fd.tfds_label_map("conll2003")
+    assert examples == [fd.TaggingExample(["EU", "rejects", "German", "call"], ["B-ORG", "O", "B-MISC", "O"])]
+    assert label_map.labels[:3] == ["O", "B-PER", "I-PER"]
+    # Token / tag count mismatch is reported (the random mock generates exactly that).
+    with tfds.testing.mock_data(num_examples=2):
+        with pytest.raises(ValueError, match=r"conll2003\[train\]:0: \d+ tokens but \d+ ner tags"):
+            fd.load_tfds_task("conll2003", "train")
+
+
+def test_unsupported_tfds_task():
+    with pytest.raises(ValueError, match="unsupported TFDS task 'imdb_reviews'"):
+        fd.load_tfds_task("imdb_reviews", "train")
