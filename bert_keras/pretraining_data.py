@@ -1,0 +1,417 @@
+"""Pretraining data: static TFRecords (Google's schema) and a dynamic tf.data pipeline.
+
+Both paths share the same stages: documents (`pairing.read_documents` / TFDS) -> batched
+WordPiece tokenization -> NSP/SOP/FULL-SENTENCES instances (`pairing.InstanceBuilder`, numpy with
+seeded generators) -> in-graph masking (`masking.mask_tokens`, stateless seeds, run in tf.data).
+
+- `create_pretraining_tfrecords(...)`: the library behind `tools/create_pretraining_data.py`;
+  sharded TFRecords, multiprocessing workers, bounded memory (one chunk of documents at a time per
+  worker), byte-identical output for a given seed whatever the number of workers.
+- `dynamic_pretraining_dataset(...)`: raw text -> batches with fresh pairs and masks every epoch.
+- `read_pretraining_tfrecords(...)`: our files or Google's -> the model's input names.
+
+Differences from Google's script (documented, deliberate): instances are shuffled within a chunk of
+`documents_per_chunk` documents x dupe_factor (not across the whole corpus; the reader shuffles
+again), the random next document is drawn from the same chunk, num_to_predict counts non-special
+tokens, and the random replacement token is never a bracketed special token.
+"""
+
+import math
+import multiprocessing
+import os
+import time
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from bert_keras import masking, pairing
+
+# Google's TFRecord feature names -> the model's input names. The one place they are mapped.
+GOOGLE_TO_MODEL_NAMES = {
+    "input_ids": "input_word_ids",
+    "input_mask": "input_mask",
+    "segment_ids": "input_type_ids",
+    "masked_lm_positions": "masked_lm_positions",
+    "masked_lm_ids": "masked_lm_ids",
+    "masked_lm_weights": "masked_lm_weights",
+    "next_sentence_labels": "next_sentence_labels",
+}
+_MODEL_TO_GOOGLE_NAMES = {v: k for k, v in GOOGLE_TO_MODEL_NAMES.items()}
+
+
+def default_vocab_file():
+    """The vocab bundled with the package (bert_keras/data/vocab.txt)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "vocab.txt")
+
+
+def _feature_lengths(max_seq_length, max_predictions_per_seq):
+    """Google name -> (length, is_float)."""
+    t, p = max_seq_length, max_predictions_per_seq
+    return {"input_ids": (t, False), "input_mask": (t, False), "segment_ids": (t, False),
+            "masked_lm_positions": (p, False), "masked_lm_ids": (p, False),
+            "masked_lm_weights": (p, True), "next_sentence_labels": (1, False)}
+
+
+def make_masker(tokenizer, max_predictions_per_seq=20, masked_lm_prob=0.15,
+                whole_word_mask=False):
+    """(instances dict of [B, T] arrays, seed [2]) -> model-named dict, masked; a tf.function.
+
+    The same function masks for the static tool and the dynamic pipeline.
+    """
+    kwargs = dict(mask_id=tokenizer.mask_id,
+                  special_ids=[tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id],
+                  replacement_ids=masking.replacement_token_ids(tokenizer.vocab),
+                  masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq)
+
+    @tf.function(autograph=False)
+    def mask_batch(batch, seed):
+        out = masking.mask_tokens(
+            batch["input_ids"], batch["input_mask"], seed,
+            word_starts=batch["word_starts"] if whole_word_mask else None, **kwargs)
+        out["input_mask"] = tf.cast(batch["input_mask"], tf.int32)  # (B, T)
+        out["input_type_ids"] = tf.cast(batch["segment_ids"], tf.int32)  # (B, T)
+        out["next_sentence_labels"] = tf.cast(batch["next_sentence_labels"], tf.int32)  # (B,)
+        return out
+
+    return mask_batch
+
+
+def serialize_examples(batch):
+    """Model-named dict of [B, ...] tensors -> tf.string [B] serialized tf.train.Example.
+
+    In-graph (`tf.io.encode_proto`), Google's schema: int64 lists and a float list for
+    masked_lm_weights, keys in sorted order: the same bytes as the protobuf library's
+    `SerializeToString(deterministic=True)`.
+    """
+    n = tf.shape(batch["input_word_ids"])[0]
+
+    def feature(google_name):
+        value = batch[GOOGLE_TO_MODEL_NAMES[google_name]]
+        value = tf.reshape(value, [n, -1])  # (B, L)
+        is_float = google_name == "masked_lm_weights"
+        value = tf.cast(value, tf.float32 if is_float else tf.int64)
+        kind = "float_list" if is_float else "int64_list"
+        values = tf.io.encode_proto(tf.fill([n, 1], tf.shape(value)[1]), [value], ["value"],
+                                    "tensorflow.FloatList" if is_float else "tensorflow.Int64List")
+        feat = tf.io.encode_proto(tf.ones([n, 1], tf.int32), [values[:, None]], [kind],
+                                  "tensorflow.Feature")
+        return tf.io.encode_proto(tf.ones([n, 2], tf.int32),
+                                  [tf.fill([n, 1], google_name), feat[:, None]],
+                                  ["key", "value"], "tensorflow.Features.FeatureEntry")
+
+    entries = tf.stack([feature(k) for k in sorted(GOOGLE_TO_MODEL_NAMES)], axis=1)  # (B, 7)
+    features = tf.io.encode_proto(tf.fill([n, 1], len(GOOGLE_TO_MODEL_NAMES)), [entries],
+                                  ["feature"], "tensorflow.Features")
+    return tf.io.encode_proto(tf.ones([n, 1], tf.int32), [features[:, None]], ["features"],
+                              "tensorflow.Example")
+
+
+def shard_file_names(output_file, num_output_shards):
+    """`out.tfrecord` -> itself for one shard, else `out.tfrecord-00000-of-00004`, ..."""
+    if num_output_shards == 1:
+        return [output_file]
+    return [f"{output_file}-{k:05d}-of-{num_output_shards:05d}" for k in range(num_output_shards)]
+
+
+def _documents(source, stats):
+    if source["tfds_name"]:
+        return pairing.read_tfds_documents(source["tfds_name"], source["tfds_split"],
+                                           source["tfds_text_key"], source["tfds_data_dir"], stats)
+    return pairing.read_documents(source["input_files"], stats)
+
+
+def _chunks(documents, size):
+    chunk = []
+    for doc in documents:
+        chunk.append(doc)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _instance_signature(max_seq_length):
+    signature = {k: tf.TensorSpec([None, max_seq_length], tf.int32)
+                 for k in ("input_ids", "input_mask", "segment_ids", "word_starts")}
+    signature["next_sentence_labels"] = tf.TensorSpec([None], tf.int32)
+    return signature
+
+
+def _write_shard(job):
+    """Worker: writes shard `job["shard"]` from chunks c with c % num_shards == shard."""
+    from bert_keras.tokenization import BertTokenizer  # imported in the (spawned) worker
+
+    shard, num_shards, c = job["shard"], job["num_shards"], job["config"]
+    tokenizer = BertTokenizer(c["vocab_file"], lower_case=c["lower_case"])
+    builder = pairing.InstanceBuilder(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
+                                      c["max_seq_length"], c["short_seq_prob"], c["pair_mode"])
+    mask_batch = make_masker(tokenizer, c["max_predictions_per_seq"], c["masked_lm_prob"],
+                             c["whole_word_mask"])
+    stats, read_stats = pairing.DocumentStats(), pairing.DocumentStats()
+    signature = _instance_signature(c["max_seq_length"])
+
+    def batches():  # unmasked instances of this shard's chunks, shuffled within each chunk
+        for index, chunk in enumerate(_chunks(_documents(c, read_stats),
+                                              c["documents_per_chunk"])):
+            if index % num_shards != shard:
+                continue
+            docs = pairing.tokenize_documents(tokenizer, chunk, stats)
+            parts = [builder.build(docs, np.random.default_rng([c["random_seed"], index, d]), stats)
+                     for d in range(c["dupe_factor"])]
+            inst = {k: np.concatenate([p[k] for p in parts]) for k in signature}
+            order = np.random.default_rng([c["random_seed"], index]).permutation(
+                len(inst["input_ids"]))
+            for b, lo in enumerate(range(0, len(order), 256)):
+                seed = np.array([c["random_seed"], index * 1_000_003 + b], np.int64)
+                yield {k: v[order[lo:lo + 256]] for k, v in inst.items()}, seed
+
+    ds = tf.data.Dataset.from_generator(
+        batches, output_signature=(signature, tf.TensorSpec([2], tf.int64)))
+    ds = ds.map(tf.autograph.experimental.do_not_convert(
+                    lambda b, seed: serialize_examples(mask_batch(b, seed))),
+                num_parallel_calls=2, deterministic=True).prefetch(4)
+    start, written, next_log = time.time(), 0, c["log_every"]
+    with tf.io.TFRecordWriter(job["path"]) as writer:
+        for records in ds.as_numpy_iterator():
+            for record in records:
+                writer.write(record)
+            written += len(records)
+            if written >= next_log:
+                next_log += c["log_every"]
+                logging.info("shard %d: %d examples, %.0f examples/s", shard, written,
+                             written / (time.time() - start))
+    if shard == 0:  # every worker reads all files; count file-level skips once
+        stats.files, stats.empty_files = read_stats.files, read_stats.empty_files
+        stats.invalid_utf8_lines = read_stats.invalid_utf8_lines
+    return stats
+
+
+def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=None,
+                                 lower_case=True, tfds_name=None, tfds_split="train",
+                                 tfds_text_key="text", tfds_data_dir=None, max_seq_length=128,
+                                 max_predictions_per_seq=20, masked_lm_prob=0.15, dupe_factor=10,
+                                 short_seq_prob=0.1, whole_word_mask=False, pair_mode="nsp",
+                                 random_seed=12345, num_output_shards=1, num_workers=1,
+                                 documents_per_chunk=1000, log_every=10000):
+    """Writes masked pretraining examples as TFRecords with Google's feature names and shapes.
+
+    Args:
+      output_file: path; with num_output_shards > 1, `{output_file}-0000k-of-0000n`.
+      input_files: comma-separated globs or a list (text, `.gz` ok); or tfds_name instead.
+      vocab_file: defaults to the bundled vocab. Other args as in Google's script, plus
+      pair_mode ("nsp", "sop", "none"), num_workers (processes; each writes whole shards) and
+      documents_per_chunk (memory bound and random-next-document pool).
+
+    Returns:
+      dict of counts (files, empty_files, documents, lines, invalid_utf8_lines,
+      empty_token_lines, skipped_documents, instances) plus `output_files` and
+      `examples_per_second`.
+
+    Example:
+      create_pretraining_tfrecords("/tmp/pt.tfrecord",
+                                   input_files="bert_keras/data/web_bible_corpus.txt.gz",
+                                   dupe_factor=1)
+    """
+    if (input_files is None) == (tfds_name is None):
+        raise ValueError("give exactly one of input_files and tfds_name, got "
+                         f"input_files={input_files!r}, tfds_name={tfds_name!r}")
+    if pair_mode not in pairing.PAIR_MODES:
+        raise ValueError(f"pair_mode must be one of {pairing.PAIR_MODES}, got {pair_mode!r}")
+    for name, value in [("num_output_shards", num_output_shards), ("num_workers", num_workers),
+                        ("dupe_factor", dupe_factor), ("documents_per_chunk", documents_per_chunk),
+                        ("max_predictions_per_seq", max_predictions_per_seq)]:
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    if not 0.0 < masked_lm_prob < 1.0:
+        raise ValueError(f"masked_lm_prob must be in (0, 1), got {masked_lm_prob}")
+    vocab_file = vocab_file or default_vocab_file()
+    if not os.path.exists(vocab_file):
+        raise FileNotFoundError(f"vocab_file {vocab_file!r} does not exist")
+    config = dict(input_files=pairing.expand_input_files(input_files) if input_files else None,
+                  vocab_file=vocab_file, lower_case=lower_case, tfds_name=tfds_name,
+                  tfds_split=tfds_split, tfds_text_key=tfds_text_key, tfds_data_dir=tfds_data_dir,
+                  max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
+                  masked_lm_prob=masked_lm_prob, dupe_factor=dupe_factor,
+                  short_seq_prob=short_seq_prob, whole_word_mask=whole_word_mask,
+                  pair_mode=pair_mode, random_seed=random_seed,
+                  documents_per_chunk=documents_per_chunk, log_every=log_every)
+    paths = shard_file_names(output_file, num_output_shards)
+    os.makedirs(os.path.dirname(os.path.abspath(output_file)), exist_ok=True)
+    jobs = [dict(shard=k, num_shards=num_output_shards, path=p, config=config)
+            for k, p in enumerate(paths)]
+    start = time.time()
+    workers = min(num_workers, len(jobs))
+    if workers == 1:
+        results = [_write_shard(job) for job in jobs]
+    else:  # spawn: TF is not fork-safe
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            results = pool.map(_write_shard, jobs, chunksize=1)
+    stats = pairing.DocumentStats()
+    for r in results:
+        stats.add(r)
+    seconds = time.time() - start
+    summary = dict(vars(stats), output_files=paths,
+                   examples_per_second=stats.instances / max(seconds, 1e-9))
+    logging.info("wrote %d instances to %d file(s) in %.1f s (%.0f examples/s); documents %d, "
+                 "skipped documents %d, empty files %d, invalid UTF-8 lines %d, empty lines %d",
+                 stats.instances, len(paths), seconds, summary["examples_per_second"],
+                 stats.documents, stats.skipped_documents, stats.empty_files,
+                 stats.invalid_utf8_lines, stats.empty_token_lines)
+    return summary
+
+
+def _to_model_format(batch, as_dict, next_sentence=True):
+    """Model-named dict -> itself (as_dict) or Keras (features, labels, sample_weights)."""
+    if as_dict:
+        return batch
+    features = {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids",
+                                        "masked_lm_positions")}
+    labels = {"masked_lm": batch["masked_lm_ids"]}
+    if next_sentence:
+        labels["next_sentence"] = batch["next_sentence_labels"]
+    return features, labels, {"masked_lm": batch["masked_lm_weights"]}
+
+
+def _validate_first_record(path, lengths):
+    """Raises ValueError naming the file and the missing/misshaped feature; False if empty."""
+    for raw in tf.data.TFRecordDataset(path).take(1):
+        try:
+            example = tf.train.Example.FromString(raw.numpy())
+        except Exception as e:  # noqa: BLE001 - protobuf raises its own DecodeError
+            raise ValueError(f"{path}: first record is not a tf.train.Example ({e})") from e
+        feats = example.features.feature
+        for name, (length, is_float) in lengths.items():
+            if name not in feats:
+                raise ValueError(f"{path}: feature {name!r} is missing; has {sorted(feats)}")
+            kind = feats[name].WhichOneof("kind")
+            want = "float_list" if is_float else "int64_list"
+            got = len(getattr(feats[name], kind).value) if kind else 0
+            if kind != want or got != length:
+                raise ValueError(f"{path}: feature {name!r} is {kind} of length {got}, expected "
+                                 f"{want} of length {length}")
+        return True
+    return False
+
+
+def read_pretraining_tfrecords(file_pattern, batch_size, max_seq_length, max_predictions_per_seq,
+                               *, is_training=True, input_context=None, shuffle_buffer=10000,
+                               seed=None, drop_remainder=True, next_sentence=True, as_dict=False):
+    """Reads static pretraining TFRecords (ours or Google's) into the model's input names.
+
+    Each file's first record is checked eagerly (error names the file and feature); empty files
+    are skipped with a warning. Training: files sharded by `input_context` (a
+    tf.distribute.InputContext) when there are enough, else examples; shuffled, repeated.
+    batch_size is per input pipeline. Returns (features, labels, sample_weights) for
+    `model.fit`, or with as_dict=True one dict with all seven model names;
+    next_sentence=False drops the "next_sentence" label (no-NSP files).
+    """
+    files = tf.io.gfile.glob(file_pattern) if isinstance(file_pattern, str) else [
+        f for p in file_pattern for f in tf.io.gfile.glob(p)]
+    if not files:
+        raise FileNotFoundError(f"file_pattern {file_pattern!r} matches no file")
+    lengths = _feature_lengths(max_seq_length, max_predictions_per_seq)
+    nonempty = []
+    for f in sorted(files):
+        if _validate_first_record(f, lengths):
+            nonempty.append(f)
+        else:
+            logging.warning("pretraining TFRecord %s is empty; skipped", f)
+    files = nonempty
+    if not files:
+        raise ValueError(f"all files of {file_pattern!r} are empty")
+    spec = {name: tf.io.FixedLenFeature([n], tf.float32 if is_float else tf.int64)
+            for name, (n, is_float) in lengths.items()}
+    ds = tf.data.Dataset.from_tensor_slices(files)
+    ds, example_shard = _shard(ds, len(files), input_context)
+    if is_training:
+        ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
+    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=min(8, len(files)),
+                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=seed is not None)
+    if example_shard:
+        ds = ds.shard(*example_shard)
+    if is_training:
+        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+
+    def parse(records):
+        parsed = tf.io.parse_example(records, spec)
+        out = {GOOGLE_TO_MODEL_NAMES[k]: tf.cast(v, tf.float32 if k == "masked_lm_weights"
+                                                 else tf.int32) for k, v in parsed.items()}
+        out["next_sentence_labels"] = out["next_sentence_labels"][:, 0]  # (B,)
+        return _to_model_format(out, as_dict, next_sentence)
+
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def _shard(files_ds, num_files, input_context):
+    """Shards over files when each pipeline gets one, else returns (n, i) for example sharding."""
+    if input_context is None or input_context.num_input_pipelines <= 1:
+        return files_ds, None
+    n, i = input_context.num_input_pipelines, input_context.input_pipeline_id
+    if num_files >= n:
+        return files_ds.shard(n, i), None
+    return files_ds, (n, i)
+
+
+def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_length=128,
+                                max_predictions_per_seq=20, masked_lm_prob=0.15,
+                                short_seq_prob=0.1, whole_word_mask=False, pair_mode="nsp",
+                                seed=0, input_context=None, shuffle_buffer=10000,
+                                documents_per_chunk=1000, repeat=True, drop_remainder=True,
+                                as_dict=False):
+    """Raw text files -> batches with fresh pairs and masks every epoch (dynamic masking).
+
+    Deterministic for a seed: epoch k of a run equals epoch k of any other run. Files are read
+    in parallel (one generator per file: documents -> tokenize -> pair), then shuffled, batched
+    and masked in-graph by the same function as the static tool. With `input_context`, files are
+    sharded by input_pipeline_id when there are at least as many files as pipelines, else
+    examples are. batch_size is per pipeline. Elements: (features, labels, sample_weights) for
+    `model.fit` with outputs "masked_lm" and "next_sentence" (the latter absent for
+    pair_mode="none"), or with as_dict=True one dict with all seven model names.
+
+    Example:
+      tok = BertTokenizer(default_vocab_file())
+      ds = dynamic_pretraining_dataset("bert_keras/data/web_bible_corpus.txt.gz", tok, 32)
+    """
+    files = pairing.expand_input_files(input_files)
+    builder = pairing.InstanceBuilder(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
+                                      max_seq_length, short_seq_prob, pair_mode)
+    mask_batch = make_masker(tokenizer, max_predictions_per_seq, masked_lm_prob, whole_word_mask)
+    signature = _instance_signature(max_seq_length)
+
+    def generate(path, file_seed):
+        for index, chunk in enumerate(_chunks(pairing.read_documents([path]),
+                                              documents_per_chunk)):
+            rng = np.random.default_rng([int(file_seed) & 0x7FFFFFFFFFFFFFFF, index])
+            inst = builder.build(pairing.tokenize_documents(tokenizer, chunk), rng)
+            order = rng.permutation(len(inst["input_ids"]))
+            for lo in range(0, len(order), 256):
+                yield {k: inst[k][order[lo:lo + 256]] for k in signature}
+
+    def file_instances(path, file_seed):
+        return tf.data.Dataset.from_generator(
+            generate, args=(path, file_seed), output_signature=signature).unbatch()
+
+    pipeline_id = input_context.input_pipeline_id if input_context else 0
+    ds = tf.data.Dataset.from_tensor_slices(files)
+    ds, example_shard = _shard(ds, len(files), input_context)
+    ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    seeds = tf.data.Dataset.random(seed=seed * 7919 + pipeline_id, rerandomize_each_iteration=True)
+    ds = tf.data.Dataset.zip(ds, seeds).interleave(
+        file_instances, cycle_length=min(4, len(files)), num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True)
+    if example_shard:
+        ds = ds.shard(*example_shard)
+    ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    mask_seeds = tf.data.Dataset.random(seed=seed * 7919 + pipeline_id + 1,
+                                        rerandomize_each_iteration=True).batch(2)
+    ds = tf.data.Dataset.zip(ds, mask_seeds).map(
+        tf.autograph.experimental.do_not_convert(
+            lambda b, s: _to_model_format(mask_batch(b, s), as_dict, pair_mode != "none")),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return ds.prefetch(tf.data.AUTOTUNE)
