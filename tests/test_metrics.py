@@ -139,6 +139,9 @@ def test_squad_exact_match():
     assert M.squad_exact_match("the", []) == 1.0  # normalizes to ""
     assert M.squad_exact_match("Denver", []) == 0.0
     assert M.squad_exact_match("", ["Denver"]) == 0.0
+    # Empty gold strings are dropped first (official v2): an answerable question stays answerable.
+    assert M.squad_exact_match("", ["", "Denver"]) == 0.0
+    assert M.squad_f1("", ["", "Denver"]) == 0.0
 
 
 def test_squad_f1():
