@@ -1,4 +1,21 @@
 """bert_keras: BERT in TensorFlow 2.21 and Keras 3, from raw text to TF Serving."""
 
+from bert_keras import finetuning_data, metrics
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.encoder import PRESETS, BertEncoder
+from bert_keras.finetuning_data import (
+    ClassificationExample,
+    LabelMap,
+    SpanExample,
+    TaggingExample,
+    load_tfds_task,
+)
+from bert_keras.optimization import AdamW, Lamb, WarmupDecay, create_optimizer
+from bert_keras.preprocessing import BertPreprocessor
+from bert_keras.pretraining_data import (
+    create_pretraining_tfrecords,
+    dynamic_pretraining_dataset,
+    read_pretraining_tfrecords,
+)
+from bert_keras.task_io import load_task, save_task
+from bert_keras.tokenization import BertTokenizer, learn_vocab, load_vocab
