@@ -1,0 +1,49 @@
+"""Learns a BERT WordPiece vocab from text files (tensorflow-text's vocab learner).
+
+Special tokens [PAD] [UNK] [CLS] [SEP] [MASK] get ids 0..4. Text is normalized exactly as
+`bert_keras.tokenization.BertTokenizer(lower_case=...)` does, so the vocab fits the tokenizer.
+
+Example (the bundled vocab: 7,887 tokens in about 20 s on 2 cores):
+  python tools/build_vocab.py --input=bert_keras/data/web_bible_corpus.txt.gz \\
+      --vocab_size=8000 --lower_case --output=bert_keras/data/vocab.txt
+"""
+
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from absl import app, flags, logging  # noqa: E402
+
+from bert_keras import tokenization  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("input", None, "Glob(s) of text files, one sentence per line; .gz accepted.")
+flags.DEFINE_integer("vocab_size", 8000, "Target vocab size (reached within a few percent).")
+flags.DEFINE_bool("lower_case", True, "Uncased vocab (lower-case, strip accents).")
+flags.DEFINE_string("output", None, "Where to write the vocab (one token per line).")
+flags.DEFINE_integer("min_count", 2, "Lowest word count the learner's threshold search may use.")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if not FLAGS.input or not FLAGS.output:
+        raise app.UsageError("--input and --output are required.")
+    if FLAGS.vocab_size < 10:
+        raise app.UsageError(f"--vocab_size must be >= 10, got {FLAGS.vocab_size}.")
+    try:
+        dataset = tokenization.text_files_dataset(FLAGS.input)
+    except ValueError as e:
+        raise app.UsageError(str(e))
+    start = time.time()
+    vocab = tokenization.learn_vocab(dataset, FLAGS.vocab_size, lower_case=FLAGS.lower_case,
+                                     min_count=FLAGS.min_count)
+    tokenization.save_vocab(vocab, FLAGS.output)
+    logging.info("Wrote %d tokens to %s in %.0f s.", len(vocab), FLAGS.output, time.time() - start)
+    print(f"Wrote {len(vocab)} tokens to {FLAGS.output} in {time.time() - start:.0f} s.")
+
+
+if __name__ == "__main__":
+    app.run(main)
