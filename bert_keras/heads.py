@@ -1,0 +1,380 @@
+"""Task heads on top of BertEncoder: masked LM, next sentence, classification, tagging, span.
+
+Shape legend: B batch, T sequence length, H hidden size, V vocabulary size, P masked
+positions per sequence, C classes.
+
+Every head returns float32 logits, also under a mixed precision policy: the last
+projection is a float32 layer (Keras' mixed-precision advice for model outputs), so the
+loss sees full-precision logits. The hidden computations follow the layer's policy.
+
+Variable paths (for `pretraining_head_name_map`): a `MaskedLMHead` named "masked_lm_head"
+owns `masked_lm_head/transform/{kernel,bias}`, `masked_lm_head/transform_layer_norm/
+{gamma,beta}` and `masked_lm_head/output_bias`; its decoder matrix is the encoder's
+`token_embedding/embeddings` (tied: the same variable). A `NextSentenceHead` named
+"next_sentence_head" owns `next_sentence_head/logits/{kernel,bias}`.
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+from bert_keras import layers as bert_layers
+
+# Logit of a padding position in SpanHead: exp() of it underflows to exactly 0 in
+# float32, yet it is finite, so a cross entropy never sees inf - inf.
+PADDING_LOGIT = -1e9
+
+
+def _initializer(initializer_range):
+    return bert_layers.dense_initializer(initializer_range)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class MaskedLMHead(keras.layers.Layer):
+    """Masked-LM head: gather the masked positions, transform, project onto the tied embeddings.
+
+    `call(sequence_output, masked_lm_positions)`: (B, T, H), int32 (B, P) -> float32 (B, P, V).
+    Only the P gathered positions are transformed and projected, never all T.
+
+    logits = LayerNorm(act(gathered @ W + b)) @ E^T + output_bias, where E is the [V, H]
+    word-embedding table of `token_embedding` (the same variable, so training updates both).
+
+    Args:
+        token_embedding: the encoder's `keras.layers.Embedding` (`encoder.token_embedding`)
+            or its table variable (`encoder.token_embedding.embeddings`). None: the head
+            owns an untied table of `vocab_size` rows.
+        vocab_size: only with `token_embedding=None`.
+        activation: transform activation, a name of `bert_keras.layers.get_activation`.
+        layer_norm_epsilon, initializer_range: as in BertEncoder.
+
+    `get_config` stores `vocab_size`, not the shared layer: `from_config` builds a head with
+    its own (untied) table of that shape. Task models re-tie in their own `from_config`.
+
+    Example:
+    >>> import numpy as np
+    >>> import bert_keras as bk
+    >>> encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=100)
+    >>> head = MaskedLMHead(encoder.token_embedding)
+    >>> sequence = np.random.rand(2, 8, 128).astype("float32")
+    >>> head(sequence, np.array([[1, 3], [2, 0]], "int32")).shape
+    TensorShape([2, 2, 100])
+    >>> head.decoder_table is encoder.token_embedding.embeddings
+    True
+    """
+
+    def __init__(
+        self,
+        token_embedding=None,
+        vocab_size=None,
+        activation="gelu",
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        bert_layers.get_activation(activation)  # Fail early on an unknown name.
+        if token_embedding is None:
+            if not isinstance(vocab_size, int) or vocab_size < 1:
+                raise ValueError(
+                    "MaskedLMHead needs token_embedding (the encoder's embedding layer or table) "
+                    f"or a positive integer vocab_size; got token_embedding=None, vocab_size={vocab_size!r}."
+                )
+        elif not (isinstance(token_embedding, keras.Variable) or hasattr(token_embedding, "embeddings")):
+            raise ValueError(
+                "MaskedLMHead: token_embedding must be a keras.layers.Embedding or its "
+                f"[V, H] table variable, got {type(token_embedding).__name__}."
+            )
+        self.token_embedding = token_embedding
+        self.vocab_size = vocab_size
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+
+    @property
+    def decoder_table(self):
+        """The [V, H] matrix the logits project onto (the encoder's table when tied)."""
+        if isinstance(self.token_embedding, keras.Variable):
+            return self.token_embedding
+        return self.token_embedding.embeddings
+
+    def build(self, sequence_output_shape, masked_lm_positions_shape=None):
+        hidden_size = sequence_output_shape[-1]
+        if self.token_embedding is None:
+            self.token_embedding = keras.layers.Embedding(
+                self.vocab_size, hidden_size, embeddings_initializer=_initializer(self.initializer_range),
+                dtype=self.dtype_policy, name="decoder_embedding",
+            )
+        if not isinstance(self.token_embedding, keras.Variable) and not self.token_embedding.built:
+            self.token_embedding.build((None, None))
+        table_shape = tuple(self.decoder_table.shape)
+        if table_shape[1] != hidden_size:
+            raise ValueError(
+                f"MaskedLMHead: embedding table shape {table_shape} does not match hidden size "
+                f"{hidden_size} of the sequence output {tuple(sequence_output_shape)}."
+            )
+        self.transform = keras.layers.Dense(
+            hidden_size,
+            activation=bert_layers.get_activation(self.activation),
+            kernel_initializer=_initializer(self.initializer_range),
+            dtype=self.dtype_policy,
+            name="transform",
+        )
+        self.transform.build((None, None, hidden_size))
+        self.transform_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="transform_layer_norm"
+        )
+        self.transform_layer_norm.build((None, None, hidden_size))
+        self.output_bias = self.add_weight(
+            name="output_bias", shape=(table_shape[0],), initializer="zeros", dtype="float32"
+        )
+
+    def call(self, sequence_output, masked_lm_positions):
+        positions = ops.cast(masked_lm_positions, "int32")[:, :, None]  # (B, P, 1)
+        gathered = ops.take_along_axis(sequence_output, positions, axis=1)  # (B, P, H)
+        x = self.transform_layer_norm(self.transform(gathered))  # (B, P, H)
+        # The projection onto V runs in float32: it is only B*P rows, and the loss wants
+        # full-precision logits.
+        table = ops.cast(self.decoder_table, "float32")  # (V, H)
+        logits = ops.matmul(ops.cast(x, "float32"), ops.transpose(table))  # (B, P, V)
+        return logits + self.output_bias
+
+    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
+        return tuple(masked_lm_positions_shape) + (self.decoder_table.shape[0],)
+
+    def get_config(self):
+        config = super().get_config()
+        if self.token_embedding is None:
+            vocab_size = self.vocab_size
+        elif isinstance(self.token_embedding, keras.Variable):
+            vocab_size = int(self.token_embedding.shape[0])
+        else:
+            vocab_size = int(getattr(self.token_embedding, "input_dim", None) or self.decoder_table.shape[0])
+        config.update(
+            token_embedding=None,  # A shared layer is not config; from_config makes an untied table.
+            vocab_size=vocab_size,
+            activation=self.activation,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            initializer_range=self.initializer_range,
+        )
+        return config
+
+
+class _LogitsHead(keras.layers.Layer):
+    """Optional dropout then a float32 dense layer named "logits"."""
+
+    def __init__(self, num_classes, dropout=0.0, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(num_classes, int) or num_classes < 1:
+            raise ValueError(f"{type(self).__name__}: num_classes must be a positive integer, got {num_classes!r}.")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"{type(self).__name__}: dropout must be in [0, 1), got {dropout!r}.")
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+
+    def build(self, input_shape):
+        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        # float32 output layer under mixed precision: it casts its input to float32.
+        self.logits = keras.layers.Dense(
+            self.num_classes, kernel_initializer=_initializer(self.initializer_range),
+            dtype="float32", name="logits",
+        )
+        self.logits.build(input_shape)
+
+    def call(self, inputs, training=None):
+        return self.logits(self.dropout_layer(inputs, training=training))
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (self.num_classes,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_classes=self.num_classes, dropout=self.dropout, initializer_range=self.initializer_range
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class NextSentenceHead(_LogitsHead):
+    """Next-sentence (NSP) or sentence-order (SOP) prediction: pooled (B, H) -> float32 (B, 2).
+
+    Class 0 = B follows A (in order), 1 = B is random (swapped), Google's convention.
+
+    Example:
+    >>> import numpy as np
+    >>> NextSentenceHead()(np.zeros((3, 16), "float32")).shape
+    TensorShape([3, 2])
+    """
+
+    def __init__(self, num_classes=2, dropout=0.0, initializer_range=0.02, **kwargs):
+        super().__init__(num_classes, dropout, initializer_range, **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class ClassificationHead(_LogitsHead):
+    """Sequence classification: pooled (B, H) -> dropout -> float32 logits (B, C).
+
+    Example:
+    >>> import numpy as np
+    >>> ClassificationHead(num_classes=3)(np.zeros((2, 16), "float32")).shape
+    TensorShape([2, 3])
+    """
+
+    def __init__(self, num_classes, dropout=0.1, initializer_range=0.02, **kwargs):
+        super().__init__(num_classes, dropout, initializer_range, **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class TokenClassificationHead(_LogitsHead):
+    """Token tagging: sequence (B, T, H) -> dropout -> float32 logits (B, T, C).
+
+    Example:
+    >>> import numpy as np
+    >>> TokenClassificationHead(num_classes=5)(np.zeros((2, 7, 16), "float32")).shape
+    TensorShape([2, 7, 5])
+    """
+
+    def __init__(self, num_classes, dropout=0.1, initializer_range=0.02, **kwargs):
+        super().__init__(num_classes, dropout, initializer_range, **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class SpanHead(keras.layers.Layer):
+    """Extractive QA: sequence (B, T, H) -> float32 start and end logits, each (B, T).
+
+    `call(sequence_output, input_mask)` returns `(start_logits, end_logits)`; padding
+    positions (input_mask 0) get `PADDING_LOGIT` (-1e9), so they never win and add nothing
+    to a softmax. Position 0 ([CLS]) stands for "no answer" (SQuAD 2.0).
+
+    Example:
+    >>> import numpy as np
+    >>> start, end = SpanHead()(np.zeros((2, 5, 16), "float32"), np.ones((2, 5), "int32"))
+    >>> start.shape, end.shape
+    (TensorShape([2, 5]), TensorShape([2, 5]))
+    """
+
+    def __init__(self, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.initializer_range = initializer_range
+
+    def build(self, sequence_output_shape, input_mask_shape=None):
+        self.logits = keras.layers.Dense(
+            2, kernel_initializer=_initializer(self.initializer_range), dtype="float32", name="logits"
+        )
+        self.logits.build(sequence_output_shape)
+
+    def call(self, sequence_output, input_mask):
+        logits = self.logits(sequence_output)  # (B, T, 2) float32
+        is_real = ops.cast(input_mask, "bool")  # (B, T)
+        start = ops.where(is_real, logits[:, :, 0], PADDING_LOGIT)
+        end = ops.where(is_real, logits[:, :, 1], PADDING_LOGIT)
+        return start, end
+
+    def compute_output_shape(self, sequence_output_shape, input_mask_shape):
+        shape = tuple(sequence_output_shape[:-1])
+        return shape, shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(initializer_range=self.initializer_range)
+        return config
+
+
+# --- pretraining-head import -------------------------------------------------------------
+
+def _identity(x):
+    return x
+
+
+def _transpose(x):
+    return np.asarray(x).T
+
+
+def pretraining_head_name_map(fmt, mlm_head="masked_lm_head", nsp_head="next_sentence_head",
+                              next_sentence=True):
+    """Our pretraining-head variable paths -> (checkpoint tensor names, convert).
+
+    `fmt` is "google" (TF1 `run_pretraining.py` names) or "huggingface"
+    (`BertForPreTraining` names). `convert` turns the checkpoint array into our value
+    (transposes Google's [2, H] `output_weights` and PyTorch's (out, in) kernels). The
+    decoder matrix is the tied word-embedding table, which the encoder import sets.
+
+    >>> pretraining_head_name_map("google")["masked_lm_head/output_bias"][0]
+    ['cls/predictions/output_bias']
+    """
+    m, n = mlm_head, nsp_head
+    if fmt == "google":
+        p = "cls/predictions"
+        names = {
+            f"{m}/transform/kernel": ([f"{p}/transform/dense/kernel"], _identity),
+            f"{m}/transform/bias": ([f"{p}/transform/dense/bias"], _identity),
+            f"{m}/transform_layer_norm/gamma": ([f"{p}/transform/LayerNorm/gamma"], _identity),
+            f"{m}/transform_layer_norm/beta": ([f"{p}/transform/LayerNorm/beta"], _identity),
+            f"{m}/output_bias": ([f"{p}/output_bias"], _identity),
+        }
+        if next_sentence:
+            names.update({
+                f"{n}/logits/kernel": (["cls/seq_relationship/output_weights"], _transpose),
+                f"{n}/logits/bias": (["cls/seq_relationship/output_bias"], _identity),
+            })
+    elif fmt == "huggingface":
+        p = "cls.predictions"
+        names = {
+            f"{m}/transform/kernel": ([f"{p}.transform.dense.weight"], _transpose),
+            f"{m}/transform/bias": ([f"{p}.transform.dense.bias"], _identity),
+            f"{m}/transform_layer_norm/gamma": ([f"{p}.transform.LayerNorm.weight"], _identity),
+            f"{m}/transform_layer_norm/beta": ([f"{p}.transform.LayerNorm.bias"], _identity),
+            f"{m}/output_bias": ([f"{p}.bias"], _identity),
+        }
+        if next_sentence:
+            names.update({
+                f"{n}/logits/kernel": (["cls.seq_relationship.weight"], _transpose),
+                f"{n}/logits/bias": (["cls.seq_relationship.bias"], _identity),
+            })
+    else:
+        raise ValueError(f"pretraining_head_name_map: fmt must be 'google' or 'huggingface', got {fmt!r}.")
+    return names
+
+
+def load_pretraining_heads(pretrainer, checkpoint, fmt=None):
+    """Sets a BertPretrainer's MLM (and NSP) head weights from a Google or HF checkpoint.
+
+    `checkpoint`: a checkpoint directory (read with `bert_keras.checkpoints.read_tensors`),
+    or a dict {tensor name: array} with `fmt` "google" / "huggingface". Missing head
+    tensors or wrong shapes raise `CheckpointError` naming them. The encoder weights are
+    loaded separately (`BertEncoder.from_pretrained`); the tied decoder needs nothing more.
+
+    >>> load_pretraining_heads(pretrainer, "uncased_L-12_H-768_A-12/")  # doctest: +SKIP
+    """
+    from bert_keras.checkpoints import CheckpointError, read_tensors
+
+    source = "the given tensors"
+    if isinstance(checkpoint, str):
+        source = checkpoint
+        fmt, checkpoint = read_tensors(checkpoint)
+    if fmt == "huggingface":
+        # Older Hugging Face files name LayerNorm weights gamma/beta.
+        checkpoint = {k.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias"): v
+                      for k, v in checkpoint.items()}
+    name_map = pretraining_head_name_map(
+        fmt, pretrainer.masked_lm_head.name, getattr(pretrainer.next_sentence_head, "name", None),
+        next_sentence=pretrainer.next_sentence,
+    )
+    variables = {v.path: v for v in pretrainer.weights}
+    missing = sorted(s for sources, _ in name_map.values() for s in sources if s not in checkpoint)
+    if missing:
+        raise CheckpointError(f"Checkpoint {source} has no pretraining-head tensors {missing}.")
+    wrong = []
+    values = {}
+    for path, (sources, convert) in name_map.items():
+        if path not in variables:  # A bug in the map, never the user's fault.
+            raise AssertionError(f"Head variable {path} not found among {sorted(variables)}.")
+        value = convert(np.asarray(checkpoint[sources[0]]))
+        if value.shape != tuple(variables[path].shape):
+            wrong.append(f"{sources[0]}: {value.shape} for {path} expecting {tuple(variables[path].shape)}")
+        values[path] = value
+    if wrong:
+        raise CheckpointError(f"Checkpoint {source} has head tensors of the wrong shape: {wrong}.")
+    for path, value in values.items():
+        variables[path].assign(value.astype(variables[path].dtype))

@@ -1,0 +1,497 @@
+"""Task models that join a BertEncoder and a head, with their default losses and metrics.
+
+Shape legend: B batch, T sequence length, H hidden size, V vocabulary size, P masked
+positions per sequence, C classes.
+
+Each model is a functional `keras.Model` that takes the encoder as an argument and extends
+its inputs (composition). Each compiles itself with defaults at the end of `__init__`
+(like keras-hub Tasks), so `model.fit(ds)` works at once; `model.compile()` with no
+arguments restores the defaults, and any argument left at "auto" keeps its default.
+
+tf.data element formats `(x, y)` or `(x, y, sample_weight)` (all int32 unless noted; the
+encoder inputs are `input_word_ids`, `input_mask`, `input_type_ids`, each (B, T)):
+
+=====================  ===========================================  =========================================
+model                  x (dict)                                     y  /  sample_weight
+=====================  ===========================================  =========================================
+BertPretrainer         encoder inputs + masked_lm_positions (B, P)  y = {"masked_lm": masked_lm_ids (B, P),
+                                                                    "next_sentence": next_sentence_labels (B,)}
+                                                                    sample_weight = {"masked_lm":
+                                                                    masked_lm_weights float32 (B, P)}
+BertClassifier         encoder inputs                               y = label (B,) int; multi_label: (B, C)
+                                                                    0/1 float; regression: (B,) or (B, 1) float
+BertTokenClassifier    encoder inputs                               y = labels (B, T), IGNORE_LABEL (-1, any
+                                                                    negative) where not scored
+BertSpanQA             encoder inputs                               y = {"start_positions": (B,),
+                                                                    "end_positions": (B,)}; 0 = [CLS] = no answer
+=====================  ===========================================  =========================================
+
+`sample_weight` is optional everywhere; a dict may name only some outputs (the others get
+no weight). With `next_sentence=False` a `"next_sentence"` entry in y is ignored.
+
+Losses: the masked-LM loss is Google BERT's `sum(w * ce) / (sum(w) + 1e-5)` per batch
+(`TokenCrossEntropy`), not Keras' mean over all B*P slots; token tagging averages over the
+scored tokens of the batch. Under a distribution strategy each replica normalizes by its
+own weights and the result is divided by the number of replicas, as Keras does for its
+own losses.
+"""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from bert_keras import heads
+from bert_keras.encoder import INPUT_NAMES
+
+# Token-classification label of positions that are not scored (special tokens, padding,
+# non-first WordPieces). Every negative label is ignored, so Hugging Face's -100 works too.
+IGNORE_LABEL = -1
+
+PROBLEM_TYPES = ("single_label", "multi_label", "regression")
+
+
+def _scale_for_replicas(loss):
+    # Keras' TF trainer sums the replicas' gradients: each replica's loss carries 1/N.
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    return loss / replicas if replicas > 1 else loss
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class TokenCrossEntropy(keras.losses.Loss):
+    """Sparse cross entropy from logits, averaged over weighted positions: sum(w*ce) / (sum(w) + eps).
+
+    y_true int (B, P), y_pred logits (B, P, V), sample_weight (B, P) (None: all ones).
+    Positions whose label is negative get weight 0 when `ignore_negative_labels` is set
+    (their label is never looked up). With `epsilon=1e-5` this is Google BERT's masked-LM
+    loss exactly; with `epsilon=0` (and 0/0 = 0) the mean over the scored tokens.
+
+    Example:
+    >>> import numpy as np
+    >>> loss = TokenCrossEntropy()
+    >>> logits = np.zeros((1, 2, 4), "float32")           # uniform: ce = log(4) each
+    >>> round(float(loss(np.array([[1, 2]]), logits, np.array([[1.0, 0.0]]))), 4)
+    1.3863
+    """
+
+    def __init__(self, epsilon=1e-5, ignore_negative_labels=False, name="token_cross_entropy", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.epsilon = epsilon
+        self.ignore_negative_labels = ignore_negative_labels
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        logits = ops.cast(y_pred, "float32")  # (B, P, V)
+        labels = ops.cast(y_true, "int32")  # (B, P)
+        weights = ops.ones_like(labels, dtype="float32")
+        if self.ignore_negative_labels:
+            weights = ops.cast(labels >= 0, "float32")
+            labels = ops.maximum(labels, 0)
+        if sample_weight is not None:
+            weights = weights * ops.reshape(ops.cast(sample_weight, "float32"), ops.shape(labels))
+        ce = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)  # (B, P)
+        total = ops.sum(ce * weights)
+        if self.epsilon:
+            loss = total / (ops.sum(weights) + self.epsilon)
+        else:
+            loss = ops.divide_no_nan(total, ops.sum(weights))
+        return _scale_for_replicas(loss)
+
+    def call(self, y_true, y_pred):  # Unused: __call__ does the weighting itself.
+        raise NotImplementedError("TokenCrossEntropy is used through __call__.")
+
+    def get_config(self):
+        return dict(name=self.name, epsilon=self.epsilon, ignore_negative_labels=self.ignore_negative_labels)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class TokenAccuracy(keras.metrics.Metric):
+    """Weighted accuracy of (B, T) labels against (B, T, C) logits; negative labels are skipped.
+
+    Example:
+    >>> import numpy as np
+    >>> m = TokenAccuracy()
+    >>> m.update_state(np.array([[1, -1, 0]]), np.array([[[0., 1.], [1., 0.], [0., 1.]]]))
+    >>> float(m.result())
+    0.5
+    """
+
+    def __init__(self, name="accuracy", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.correct = self.add_variable(shape=(), initializer="zeros", name="correct")
+        self.count = self.add_variable(shape=(), initializer="zeros", name="count")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        labels = ops.cast(y_true, "int32")
+        weights = ops.cast(labels >= 0, "float32")
+        if sample_weight is not None:
+            weights = weights * ops.reshape(ops.cast(sample_weight, "float32"), ops.shape(labels))
+        hits = ops.cast(ops.argmax(y_pred, axis=-1) == ops.cast(labels, "int64"), "float32")
+        self.correct.assign_add(ops.sum(hits * weights))
+        self.count.assign_add(ops.sum(weights))
+
+    def result(self):
+        return ops.divide_no_nan(self.correct, self.count)
+
+    def reset_state(self):
+        self.correct.assign(0.0)
+        self.count.assign(0.0)
+
+
+def default_optimizer(learning_rate):
+    """AdamW (weight decay 0.01 except LayerNorm and biases, eps 1e-6, clip norm 1.0)."""
+    try:
+        from bert_keras.optimization import AdamW
+    except ImportError:  # Without our optimization module: Keras' AdamW, same constants.
+        return keras.optimizers.AdamW(
+            learning_rate, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0
+        )
+    return AdamW(learning_rate=learning_rate, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
+
+
+def _encoder_inputs():
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+
+
+class _BertTask(keras.Model):
+    """Shared machinery: "auto" compile defaults, target renaming, (de)serialization."""
+
+    default_learning_rate = 5e-5
+
+    def _finish_init(self, encoder, output_keys=None):
+        self.encoder = encoder
+        self._output_keys = list(output_keys or [])  # Keys of a dict output, in order.
+        self.compile()
+
+    # --- compile defaults -------------------------------------------------------------
+    def _default_loss(self):
+        raise NotImplementedError
+
+    def _default_metrics(self):
+        return None
+
+    def _default_weighted_metrics(self):
+        return None
+
+    def _default_loss_weights(self):
+        return None
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto",
+                loss_weights="auto", **kwargs):
+        """Keras `compile` where each argument left at "auto" gets this task's default."""
+        if isinstance(optimizer, str) and optimizer == "auto":
+            optimizer = default_optimizer(self.default_learning_rate)
+        if isinstance(loss_weights, str) and loss_weights == "auto":
+            loss_weights = self._default_loss_weights() if isinstance(loss, str) and loss == "auto" else None
+        if isinstance(loss, str) and loss == "auto":
+            loss = self._default_loss()
+        if isinstance(metrics, str) and metrics == "auto":
+            metrics = self._default_metrics()
+        if isinstance(weighted_metrics, str) and weighted_metrics == "auto":
+            weighted_metrics = self._default_weighted_metrics()
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                        weighted_metrics=weighted_metrics, loss_weights=loss_weights, **kwargs)
+
+    def get_compile_config(self):
+        return super().get_compile_config()
+
+    def compile_from_config(self, config):
+        # Keras skips this for a custom `compile`; ours takes the same arguments.
+        config = keras.saving.deserialize_keras_object(config)
+        self.compile(**config)
+        if self.built:
+            self.optimizer.build(self.trainable_variables)  # So saved slots load.
+
+    # --- targets ----------------------------------------------------------------------
+    def _prepare_targets(self, y, sample_weight):
+        """Maps the data's y / sample_weight onto the model outputs (identity by default)."""
+        return y, sample_weight
+
+    def _complete(self, y, sample_weight, renames=None, drop=()):
+        """Renames dict keys of y and sample_weight, drops `drop`, fills missing weights with None."""
+        renames = renames or {}
+
+        def rename(d):
+            return {renames.get(k, k): v for k, v in d.items() if k not in drop}
+
+        if isinstance(y, dict):
+            y = rename(y)
+            missing = [k for k in self._output_keys if k not in y]
+            if missing:
+                inverse = {v: k for k, v in renames.items()}
+                raise ValueError(
+                    f"{type(self).__name__}: y has no entry for {[inverse.get(k, k) for k in missing]}; "
+                    f"got keys {sorted(y)}."
+                )
+        if isinstance(sample_weight, dict):
+            sample_weight = rename(sample_weight)
+            unknown = sorted(set(sample_weight) - set(self._output_keys))
+            if unknown:
+                raise ValueError(
+                    f"{type(self).__name__}: sample_weight has keys {unknown} that are not outputs "
+                    f"{list(self._output_keys)}."
+                )
+            sample_weight = {k: sample_weight.get(k) for k in self._output_keys}
+        return y, sample_weight
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        y, sample_weight = self._prepare_targets(y, sample_weight)
+        return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        y, sample_weight = self._prepare_targets(y, sample_weight)
+        return super().compute_metrics(x, y, y_pred, sample_weight)
+
+    # --- config -----------------------------------------------------------------------
+    def _task_config(self):
+        raise NotImplementedError
+
+    def get_config(self):
+        return dict(
+            name=self.name,
+            trainable=self.trainable,
+            encoder=keras.saving.serialize_keras_object(self.encoder),
+            **self._task_config(),
+        )
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class BertPretrainer(_BertTask):
+    """BERT pretraining: masked LM (decoder tied to the word embeddings) and next sentence.
+
+    Inputs: the encoder inputs + `masked_lm_positions` int32 (B, P); any P.
+    Outputs: {"masked_lm": float32 logits (B, P, V), "next_sentence": float32 logits (B, 2)};
+    `next_sentence=False` (RoBERTa-style, MLM only) drops "next_sentence". The same head
+    serves sentence-order prediction (SOP): only the labels differ.
+
+    Default compile: AdamW at 1e-4; masked-LM loss `TokenCrossEntropy` (Google's
+    sum(w*ce) / (sum(w) + 1e-5) with w = masked_lm_weights), NSP sparse cross entropy;
+    weighted metrics masked_lm accuracy (weighted by masked_lm_weights), next_sentence accuracy.
+
+    Args:
+        encoder: a `BertEncoder`.
+        next_sentence: add the NSP/SOP head.
+        mlm_activation: the MLM transform's activation; None: the encoder's (as Google's
+            `run_pretraining.py`, which uses `hidden_act`).
+
+    Example:
+    >>> import numpy as np
+    >>> import bert_keras as bk
+    >>> encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=100)
+    >>> pretrainer = BertPretrainer(encoder)
+    >>> x = {"input_word_ids": np.ones((2, 8), "int32"), "input_mask": np.ones((2, 8), "int32"),
+    ...      "input_type_ids": np.zeros((2, 8), "int32"),
+    ...      "masked_lm_positions": np.array([[1, 2, 0], [3, 0, 0]], "int32")}
+    >>> y = {"masked_lm": np.array([[5, 6, 0], [7, 0, 0]]), "next_sentence": np.array([0, 1])}
+    >>> w = {"masked_lm": np.array([[1, 1, 0], [1, 0, 0]], "float32")}
+    >>> history = pretrainer.fit(x, y, sample_weight=w, verbose=0)
+    >>> pretrainer.predict(x, verbose=0)["masked_lm"].shape
+    (2, 3, 100)
+    """
+
+    default_learning_rate = 1e-4
+
+    def __init__(self, encoder, next_sentence=True, mlm_activation=None, **kwargs):
+        policy = encoder.dtype_policy
+        mlm_head = heads.MaskedLMHead(
+            encoder.token_embedding,
+            activation=mlm_activation or encoder.activation,
+            layer_norm_epsilon=encoder.layer_norm_epsilon,
+            initializer_range=encoder.initializer_range,
+            dtype=policy,
+            name="masked_lm_head",
+        )
+        nsp_head = None
+        if next_sentence:
+            nsp_head = heads.NextSentenceHead(
+                initializer_range=encoder.initializer_range, dtype=policy, name="next_sentence_head"
+            )
+
+        inputs = _encoder_inputs()
+        inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
+        encoded = encoder({name: inputs[name] for name in INPUT_NAMES})
+        outputs = {"masked_lm": mlm_head(encoded["sequence_output"], inputs["masked_lm_positions"])}
+        if next_sentence:
+            outputs["next_sentence"] = nsp_head(encoded["pooled_output"])  # (B, 2)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        self.next_sentence = next_sentence
+        self.mlm_activation = mlm_activation
+        self.masked_lm_head = mlm_head
+        self.next_sentence_head = nsp_head
+        self._finish_init(encoder, outputs)
+
+    def _default_loss(self):
+        loss = {"masked_lm": TokenCrossEntropy(epsilon=1e-5, name="masked_lm_loss")}
+        if self.next_sentence:
+            loss["next_sentence"] = keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True, name="next_sentence_loss"
+            )
+        return loss
+
+    def _default_weighted_metrics(self):
+        metrics = {"masked_lm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+        if self.next_sentence:
+            metrics["next_sentence"] = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        return metrics
+
+    def _prepare_targets(self, y, sample_weight):
+        drop = () if self.next_sentence else ("next_sentence",)
+        return self._complete(y, sample_weight, drop=drop)
+
+    def _task_config(self):
+        return dict(next_sentence=self.next_sentence, mlm_activation=self.mlm_activation)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class BertClassifier(_BertTask):
+    """Sequence classification or regression on the pooled [CLS] output.
+
+    Outputs float32 logits (B, num_classes). Default compile (AdamW at 5e-5):
+    "single_label": sparse cross entropy from logits + accuracy (y: int labels (B,));
+    "multi_label": binary cross entropy from logits + binary accuracy at logit 0
+    (y: 0/1 floats (B, C)); "regression": mean squared error (y: floats (B, C), C=1 usually).
+
+    Example:
+    >>> import numpy as np
+    >>> import bert_keras as bk
+    >>> clf = BertClassifier(bk.BertEncoder.from_preset("bert_tiny", vocab_size=100), num_classes=3)
+    >>> x = {"input_word_ids": np.ones((4, 6), "int32"), "input_mask": np.ones((4, 6), "int32"),
+    ...      "input_type_ids": np.zeros((4, 6), "int32")}
+    >>> history = clf.fit(x, np.array([0, 1, 2, 1]), verbose=0)
+    >>> clf.predict(x, verbose=0).shape
+    (4, 3)
+    """
+
+    def __init__(self, encoder, num_classes, problem_type="single_label", dropout=0.1, **kwargs):
+        if problem_type not in PROBLEM_TYPES:
+            raise ValueError(f"BertClassifier: problem_type must be one of {PROBLEM_TYPES}, got {problem_type!r}.")
+        head = heads.ClassificationHead(
+            num_classes, dropout=dropout, initializer_range=encoder.initializer_range,
+            dtype=encoder.dtype_policy, name="classification_head",
+        )
+        inputs = _encoder_inputs()
+        logits = head(encoder(inputs)["pooled_output"])  # (B, C)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        self.num_classes = num_classes
+        self.problem_type = problem_type
+        self.dropout = dropout
+        self.classification_head = head
+        self._finish_init(encoder)
+
+    def _default_loss(self):
+        if self.problem_type == "single_label":
+            return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        if self.problem_type == "multi_label":
+            return keras.losses.BinaryCrossentropy(from_logits=True)
+        return keras.losses.MeanSquaredError()
+
+    def _default_weighted_metrics(self):
+        if self.problem_type == "single_label":
+            return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        if self.problem_type == "multi_label":
+            return [keras.metrics.BinaryAccuracy(name="binary_accuracy", threshold=0.0)]
+        return None
+
+    def _task_config(self):
+        return dict(num_classes=self.num_classes, problem_type=self.problem_type, dropout=self.dropout)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class BertTokenClassifier(_BertTask):
+    """Token tagging (e.g. NER): float32 logits (B, T, num_classes) on the sequence output.
+
+    Labels (B, T) int; positions labelled `IGNORE_LABEL` (-1; any negative) are not scored:
+    special tokens, padding and the non-first WordPieces of a word. Default compile: AdamW
+    at 5e-5, `TokenCrossEntropy(epsilon=0, ignore_negative_labels=True)` (the mean over
+    scored tokens of the batch), `TokenAccuracy`.
+
+    Example:
+    >>> import numpy as np
+    >>> import bert_keras as bk
+    >>> tagger = BertTokenClassifier(bk.BertEncoder.from_preset("bert_tiny", vocab_size=100), num_classes=5)
+    >>> x = {"input_word_ids": np.ones((2, 6), "int32"), "input_mask": np.ones((2, 6), "int32"),
+    ...      "input_type_ids": np.zeros((2, 6), "int32")}
+    >>> labels = np.array([[-1, 1, 2, -1, 0, -1], [-1, 4, 4, 3, -1, -1]])
+    >>> history = tagger.fit(x, labels, verbose=0)
+    >>> tagger.predict(x, verbose=0).shape
+    (2, 6, 5)
+    """
+
+    def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
+        head = heads.TokenClassificationHead(
+            num_classes, dropout=dropout, initializer_range=encoder.initializer_range,
+            dtype=encoder.dtype_policy, name="token_classification_head",
+        )
+        inputs = _encoder_inputs()
+        logits = head(encoder(inputs)["sequence_output"])  # (B, T, C)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.token_classification_head = head
+        self._finish_init(encoder)
+
+    def _default_loss(self):
+        return TokenCrossEntropy(epsilon=0.0, ignore_negative_labels=True)
+
+    def _default_weighted_metrics(self):
+        return [TokenAccuracy(name="accuracy")]
+
+    def _task_config(self):
+        return dict(num_classes=self.num_classes, dropout=self.dropout)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class BertSpanQA(_BertTask):
+    """Extractive question answering (SQuAD): start and end logits over the tokens.
+
+    Outputs {"start_logits": (B, T), "end_logits": (B, T)} float32; padding positions are
+    -1e9. y = {"start_positions": (B,), "end_positions": (B,)} int token indices; 0 ([CLS])
+    means "no answer" (SQuAD 2.0). (y keyed "start_logits"/"end_logits" works too.)
+    Default compile: AdamW at 5e-5, loss = (CE(start) + CE(end)) / 2, accuracy of each.
+    Decode predictions with `bert_keras.span_decoding`.
+
+    Example:
+    >>> import numpy as np
+    >>> import bert_keras as bk
+    >>> qa = BertSpanQA(bk.BertEncoder.from_preset("bert_tiny", vocab_size=100))
+    >>> x = {"input_word_ids": np.ones((2, 6), "int32"), "input_mask": np.ones((2, 6), "int32"),
+    ...      "input_type_ids": np.zeros((2, 6), "int32")}
+    >>> y = {"start_positions": np.array([2, 0]), "end_positions": np.array([3, 0])}
+    >>> history = qa.fit(x, y, verbose=0)
+    >>> qa.predict(x, verbose=0)["start_logits"].shape
+    (2, 6)
+    """
+
+    _RENAMES = {"start_positions": "start_logits", "end_positions": "end_logits"}
+
+    def __init__(self, encoder, **kwargs):
+        head = heads.SpanHead(
+            initializer_range=encoder.initializer_range, dtype=encoder.dtype_policy, name="span_head"
+        )
+        inputs = _encoder_inputs()
+        start, end = head(encoder(inputs)["sequence_output"], inputs["input_mask"])  # (B, T) each
+        super().__init__(inputs=inputs, outputs={"start_logits": start, "end_logits": end}, **kwargs)
+        self.span_head = head
+        self._finish_init(encoder, ["start_logits", "end_logits"])
+
+    def _default_loss(self):
+        return {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+                for name in ("start_logits", "end_logits")}
+
+    def _default_loss_weights(self):
+        return {"start_logits": 0.5, "end_logits": 0.5}
+
+    def _default_weighted_metrics(self):
+        return {name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+                for name in ("start_logits", "end_logits")}
+
+    def _prepare_targets(self, y, sample_weight):
+        return self._complete(y, sample_weight, renames=self._RENAMES)
+
+    def _task_config(self):
+        return {}
