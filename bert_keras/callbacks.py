@@ -1,0 +1,199 @@
+"""Keras callbacks of `training.train`: checkpoints + stop, TensorBoard scalars, a progress bar.
+
+All of them count *optimizer updates* ("steps"), not Keras batches: with gradient accumulation
+one step is `accumulation_steps` batches, and after a resume the count starts at the restored
+step, so logs, TensorBoard and checkpoint names continue where the crashed run stopped.
+"""
+
+import math
+import sys
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+
+class StepClock:
+    """Maps Keras' (epoch, batch) to the global step (number of optimizer updates).
+
+    `fit` runs with `steps_per_epoch = steps_per_epoch_updates * accumulation_steps` batches and
+    `initial_epoch = initial_step // steps_per_epoch_updates`; the first epoch of a resumed run
+    starts at `initial_step` (which need not be a multiple of the epoch).
+
+    >>> clock = StepClock(initial_step=10, initial_epoch=1, batches_per_epoch=8, accumulation_steps=2)
+    >>> clock.step(epoch=1, batch=1), clock.step(epoch=2, batch=7)
+    (11, 18)
+    """
+
+    def __init__(self, initial_step, initial_epoch, batches_per_epoch, accumulation_steps):
+        self.initial_step = initial_step
+        self.initial_epoch = initial_epoch
+        self.batches_per_epoch = batches_per_epoch
+        self.accumulation_steps = accumulation_steps
+
+    def step(self, epoch, batch):
+        batches = (epoch - self.initial_epoch) * self.batches_per_epoch + batch + 1
+        return self.initial_step + batches // self.accumulation_steps
+
+
+class _StepCallback(keras.callbacks.Callback):
+    def __init__(self, clock):
+        super().__init__()
+        self.clock = clock
+        self.epoch = clock.initial_epoch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def step_of(self, batch):
+        return self.clock.step(self.epoch, batch)
+
+
+def _floats(logs):
+    return {k: float(np.asarray(v)) for k, v in (logs or {}).items() if np.size(v) == 1}
+
+
+class CheckpointAndStop(_StepCallback):
+    """Saves every `checkpoint_every` steps and at `train_steps`; stops at `train_steps` or on a
+    non-finite loss, which it records in `self.diverged = (step, loss)` without saving."""
+
+    def __init__(self, clock, manager, step_variable, checkpoint_every, train_steps):
+        super().__init__(clock)
+        self.manager = manager
+        self.step_variable = step_variable
+        self.checkpoint_every = checkpoint_every
+        self.train_steps = train_steps
+        self.diverged = None
+        self.last_step = clock.initial_step
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self.step_of(batch)
+        if step == self.last_step:  # inside an accumulation cycle
+            return
+        self.last_step = step
+        loss = _floats(logs).get("loss")
+        if loss is not None and not math.isfinite(loss):
+            self.diverged = (step, loss)
+            self.model.stop_training = True
+            return
+        if step % self.checkpoint_every == 0 or step >= self.train_steps:
+            self.step_variable.assign(step)
+            self.manager.save(checkpoint_number=step)
+        if step >= self.train_steps:
+            self.model.stop_training = True
+
+
+_SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
+    plugin_data=tf.compat.v1.SummaryMetadata.PluginData(plugin_name="scalars"))
+
+
+def write_scalar(name, value):
+    """A TensorBoard scalar, as `tf.summary.scalar` writes it, without needing the tensorboard
+    package (TF's `tf.summary.scalar` raises TBNotInstalledError without it)."""
+    tf.summary.write(name, tf.constant(value, tf.float32), metadata=_SCALAR_METADATA)
+
+
+def current_learning_rate(optimizer):
+    return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+
+
+class ScalarLogger(_StepCallback):
+    """Every `log_every` steps: writes the metrics (means over the window), the learning rate and
+    examples/s to a tf.summary writer, then resets the metrics so the next window starts fresh.
+    `self.latest` holds the last window's values (for the progress bar and the caller)."""
+
+    def __init__(self, clock, writer, log_every, examples_per_step):
+        super().__init__(clock)
+        self.writer = writer
+        self.log_every = log_every
+        self.examples_per_step = examples_per_step
+        self.latest = {}
+        self.history = []  # (step, values) per window
+        self._window_start = (clock.initial_step, None)
+
+    def on_train_begin(self, logs=None):
+        self._window_start = (self.clock.initial_step, time.time())
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self.step_of(batch)
+        at_boundary = (batch + 1) % self.clock.accumulation_steps == 0
+        if not at_boundary or step % self.log_every and not self.model.stop_training:
+            return
+        start_step, start_time = self._window_start
+        if step <= start_step:
+            return
+        now = time.time()
+        values = _floats(logs)
+        values["learning_rate"] = current_learning_rate(self.model.optimizer)
+        values["examples_per_second"] = (
+            (step - start_step) * self.examples_per_step / max(now - start_time, 1e-9)
+        )
+        with self.writer.as_default(step=step):
+            for name, value in values.items():
+                write_scalar(name, value)
+        self.writer.flush()
+        self.latest = values
+        self.history.append((step, values))
+        self._window_start = (step, now)
+        self.model.reset_metrics()
+
+    def on_train_end(self, logs=None):
+        self.writer.flush()
+
+
+class ProgressBar(_StepCallback):
+    """One line per step on a terminal (redrawn in place), else one line per `log_every` steps:
+    `step 120/1000 [===>......] 12% 3.1 steps/s ETA 4m44s loss 5.93 masked_lm_accuracy 0.12`."""
+
+    def __init__(self, clock, train_steps, logger, log_every, stream=None, width=30):
+        super().__init__(clock)
+        self.train_steps = train_steps
+        self.logger = logger
+        self.log_every = log_every
+        self.stream = stream or sys.stdout
+        self.width = width
+        self.dynamic = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._start = None
+        self._last = None
+
+    def on_train_begin(self, logs=None):
+        self._start = time.time()
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self.step_of(batch)
+        if step == self._last:
+            return
+        self._last = step
+        if not self.dynamic and step % self.log_every and step < self.train_steps:
+            return
+        done = step - self.clock.initial_step
+        rate = done / max(time.time() - self._start, 1e-9)
+        eta = (self.train_steps - step) / rate if rate > 0 else float("inf")
+        fraction = step / self.train_steps
+        filled = int(self.width * fraction)
+        bar = "=" * filled + (">" if filled < self.width else "") + "." * (self.width - filled - 1)
+        values = dict(_floats(logs), **{
+            k: v for k, v in self.logger.latest.items() if k == "examples_per_second"})
+        metrics = " ".join(f"{k} {v:.4g}" for k, v in values.items())
+        line = (f"step {step}/{self.train_steps} [{bar}] {100 * fraction:3.0f}% "
+                f"{rate:.3g} steps/s ETA {_duration(eta)} {metrics}")
+        if self.dynamic:
+            self.stream.write("\r" + line[:200].ljust(200))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def on_train_end(self, logs=None):
+        if self.dynamic:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _duration(seconds):
+    if not math.isfinite(seconds):
+        return "?"
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"

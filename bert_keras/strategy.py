@@ -1,0 +1,112 @@
+"""Distribution strategies, replica batch arithmetic and chief/worker roles.
+
+One place turns a strategy name into a `tf.distribute.Strategy` and a global batch into the
+per-replica batch, so the rest of the code never divides by the number of replicas itself.
+
+Strategies (`STRATEGIES`):
+- `one_device`: the first GPU, else the CPU.
+- `mirrored`: all local GPUs; without GPUs, all logical CPU devices (tests split the CPU into
+  two with `tf.config.set_logical_device_configuration` before TF initializes).
+- `multi_worker_mirrored`: all workers of the cluster in the `TF_CONFIG` environment variable
+  (create it first thing in the program: it starts a gRPC server).
+- `tpu`: `TPUStrategy` on the TPU at `tpu` ("local" on a TPU VM, or a grpc:// address / name).
+
+Example:
+>>> strategy = create_strategy("one_device")
+>>> per_replica_batch_size(32, strategy)
+32
+>>> is_chief(strategy)
+True
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def create_strategy(name, tpu=None):
+    """The `tf.distribute.Strategy` called `name` (one of `STRATEGIES`)."""
+    if name not in STRATEGIES:
+        raise ValueError(f"Unknown distribution strategy {name!r}; expected one of {STRATEGIES}.")
+    if name == "tpu":
+        if not tpu:
+            raise ValueError("distribution strategy 'tpu' needs a TPU address (tpu='local' on a TPU VM).")
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    if tpu:
+        raise ValueError(f"tpu={tpu!r} is only used with distribution strategy 'tpu', not {name!r}.")
+    if name == "multi_worker_mirrored":
+        if not os.environ.get("TF_CONFIG"):
+            raise ValueError(
+                "distribution strategy 'multi_worker_mirrored' reads the cluster from the TF_CONFIG "
+                "environment variable, which is not set."
+            )
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    gpus = tf.config.list_logical_devices("GPU")
+    if name == "one_device":
+        return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+    devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
+    return tf.distribute.MirroredStrategy(devices)
+
+
+def per_replica_batch_size(global_batch_size, strategy, gradient_accumulation_steps=1):
+    """Examples per replica per micro-batch; ValueError naming the numbers if they do not divide.
+
+    The global batch is the number of examples per optimizer update: it is split into
+    `gradient_accumulation_steps` micro-batches, each split over the replicas.
+    """
+    replicas = strategy.num_replicas_in_sync
+    parts = replicas * gradient_accumulation_steps
+    if global_batch_size < 1 or global_batch_size % parts:
+        raise ValueError(
+            f"global_batch_size={global_batch_size} is not divisible by num_replicas ({replicas}) x "
+            f"gradient_accumulation_steps ({gradient_accumulation_steps}) = {parts}."
+        )
+    return global_batch_size // parts
+
+
+def num_workers_from_tf_config():
+    """The number of workers (chief included) in TF_CONFIG's cluster; 1 without TF_CONFIG."""
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    cluster = config.get("cluster", {})
+    return max(1, len(cluster.get("chief", [])) + len(cluster.get("worker", [])))
+
+
+def is_chief(strategy):
+    """True for the one worker that writes to the model directory.
+
+    That is every process except under a multi-worker strategy, where it is the task of type
+    "chief", or worker 0 when the cluster has no chief.
+    """
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or isinstance(strategy, tf.distribute.TPUStrategy):
+        return True
+    task_type, task_id = resolver.task_type, resolver.task_id
+    if task_type in (None, "chief"):
+        return True
+    return task_type == "worker" and task_id == 0 and "chief" not in resolver.cluster_spec().as_dict()
+
+
+class WorkerDirectory:
+    """The model directory on the chief; a private temporary directory on other workers.
+
+    Under a multi-worker strategy every worker must take part in writing checkpoints (saving
+    may run collective ops), but only the chief's copy is kept (TensorFlow's recommendation).
+    Call `cleanup()` at the end: it deletes the temporary directory of a non-chief worker.
+    """
+
+    def __init__(self, model_dir, strategy):
+        self.model_dir = model_dir
+        self.chief = is_chief(strategy)
+        self.path = model_dir if self.chief else tempfile.mkdtemp(prefix="bert_keras_worker_")
+
+    def cleanup(self):
+        if not self.chief:
+            shutil.rmtree(self.path, ignore_errors=True)

@@ -1,0 +1,381 @@
+"""Training: `train` (any compiled Keras model, with resume) and `run_pretraining` (BERT).
+
+`train` runs `model.fit` under a distribution strategy and a dtype policy, and makes the run
+restartable: rerunning the same call after a crash (even `kill -9`) restores model, optimizer
+and step from the last checkpoint, skips the batches already consumed (the datasets are
+deterministic for a seed) and finishes at the same step. Checkpoints are written every
+`checkpoint_every` steps by a `tf.train.CheckpointManager` (atomic: the `checkpoint` index
+file is replaced only after the files are complete) keeping the last `keep_checkpoints`. A
+non-finite loss stops the run with `TrainingDivergedError` naming the step; the checkpoints
+on disk are the last good ones.
+
+Layout of `model_dir`:
+  run_config.json          the resolved arguments (the tool's flags) of the last run
+  checkpoints/ckpt-N.*     model + optimizer + step, N = step
+  train/                   TensorBoard scalars: losses, accuracies, learning_rate, examples_per_second
+  encoder/                 (run_pretraining) the final encoder: BertEncoder.from_pretrained(...)
+
+A "step" is one optimizer update of `global_batch_size` examples; with gradient accumulation
+that is `gradient_accumulation_steps` micro-batches, each split over the replicas.
+"""
+
+import dataclasses
+import json
+import math
+import os
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from bert_keras import callbacks as callbacks_lib
+from bert_keras import strategy as strategy_lib
+
+DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
+CHECKPOINT_SUBDIR = "checkpoints"
+_STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+class TrainingDivergedError(RuntimeError):
+    """The loss became NaN or infinite; the run stopped without writing a checkpoint."""
+
+    def __init__(self, step, loss, last_checkpoint):
+        self.step, self.loss, self.last_checkpoint = step, loss, last_checkpoint
+        kept = (f"the last good checkpoint {last_checkpoint} is kept" if last_checkpoint
+                else "no checkpoint was written before it")
+        super().__init__(
+            f"Training stopped: the loss became {loss} at step {step}; {kept}. Lower the learning "
+            "rate, check the data, or use float32."
+        )
+
+
+@dataclasses.dataclass
+class TrainResult:
+    model: keras.Model
+    step: int  # the final step
+    initial_step: int  # the step the run started (resumed) at
+    history: list  # [(step, {metric: value})], one entry per logging window of this run
+    chief: bool  # whether this process wrote model_dir
+
+
+def latest_checkpoint(model_dir):
+    """Path of the newest checkpoint in `model_dir`, or None."""
+    return tf.train.latest_checkpoint(os.path.join(model_dir, CHECKPOINT_SUBDIR))
+
+
+def checkpoint_step(path):
+    """The step stored in checkpoint `path`."""
+    return int(tf.train.load_variable(path, _STEP_KEY))
+
+
+def write_json_atomic(path, obj):
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2, sort_keys=True, default=str)
+    os.replace(tmp, path)
+
+
+class dtype_policy:  # noqa: N801 - used as a context manager, like keras' own scopes
+    """Sets Keras' global dtype policy inside the block and restores the previous one after."""
+
+    def __init__(self, dtype):
+        if dtype not in DTYPES:
+            raise ValueError(f"Unknown dtype {dtype!r}; expected one of {DTYPES}.")
+        self.dtype = dtype
+
+    def __enter__(self):
+        self.previous = keras.config.dtype_policy()
+        keras.config.set_dtype_policy(self.dtype)
+
+    def __exit__(self, *exc):
+        keras.config.set_dtype_policy(self.previous)
+
+
+def _warn_on_changed_config(path, config):
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        return
+    new = json.loads(json.dumps(config, default=str))
+    changed = {k: (old.get(k), new.get(k)) for k in set(old) | set(new) if old.get(k) != new.get(k)}
+    if changed:
+        logging.warning("Resuming with changed settings (old, new): %s", changed)
+
+
+def train(model_fn, dataset_fn, *, model_dir, train_steps, global_batch_size, strategy=None,
+          dtype="float32", jit_compile=False, checkpoint_every=1000, keep_checkpoints=5,
+          gradient_accumulation_steps=1, steps_per_execution=1, log_every=100,
+          dataset_start_step=0, config=None, progress=True, extra_callbacks=()):
+    """Trains `model_fn()` on `dataset_fn` to `train_steps`, resuming from `model_dir` if possible.
+
+    Args:
+      model_fn: () -> a compiled keras.Model; called inside the strategy's scope and the dtype
+        policy. Its optimizer must accumulate `gradient_accumulation_steps` batches itself
+        (e.g. `optimization.create_optimizer(gradient_accumulation_steps=...)`).
+      dataset_fn: (batch_size, input_context) -> an endless, deterministic tf.data.Dataset of
+        (x, y[, sample_weight]) batches of `batch_size` (the per-replica micro-batch, computed
+        here from `global_batch_size`), sharded by the `tf.distribute.InputContext`.
+      model_dir: checkpoints, TensorBoard logs and run_config.json go here (chief only).
+      train_steps: optimizer updates to reach (the count continues across resumes).
+      global_batch_size: examples per update, over all replicas and accumulated micro-batches.
+      strategy: a tf.distribute.Strategy (default: `create_strategy("one_device")`).
+      dtype: "float32", "mixed_float16" (loss scaling added by compile) or "mixed_bfloat16".
+      jit_compile: XLA-compile the train step.
+      checkpoint_every: steps between checkpoints (also the length of a Keras epoch).
+      keep_checkpoints: how many recent checkpoints to keep.
+      steps_per_execution: batches per tf.function call (TPUs like > 1).
+      log_every: steps between TensorBoard points and progress lines.
+      dataset_start_step: the step at which `dataset_fn`'s first batch is used (phase 2 of
+        pretraining starts a new dataset mid-run); on resume the batches of steps
+        [dataset_start_step, restored step) are skipped.
+      config: a JSON-able dict written to model_dir/run_config.json (chief only).
+      progress: print a progress bar / progress lines to stdout.
+      extra_callbacks: more Keras callbacks.
+
+    Returns:
+      TrainResult. Raises TrainingDivergedError on a NaN or infinite loss.
+
+    Example (a toy regression, resumable):
+    >>> import numpy as np, tensorflow as tf, keras, tempfile
+    >>> def model_fn():
+    ...     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    ...     model.compile(optimizer="sgd", loss="mse")
+    ...     return model
+    >>> def dataset_fn(batch_size, input_context):
+    ...     x = np.arange(16, dtype="float32").reshape(8, 2)
+    ...     return tf.data.Dataset.from_tensor_slices((x, x.sum(1))).repeat().batch(batch_size)
+    >>> result = train(model_fn, dataset_fn, model_dir=tempfile.mkdtemp(), train_steps=4,
+    ...                global_batch_size=4, checkpoint_every=2, progress=False)
+    >>> result.step
+    4
+    """
+    strategy = strategy or strategy_lib.create_strategy("one_device")
+    for name, value in dict(train_steps=train_steps, checkpoint_every=checkpoint_every,
+                            keep_checkpoints=keep_checkpoints, log_every=log_every,
+                            gradient_accumulation_steps=gradient_accumulation_steps,
+                            steps_per_execution=steps_per_execution).items():
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    accumulation = gradient_accumulation_steps
+    batch_size = strategy_lib.per_replica_batch_size(global_batch_size, strategy, accumulation)
+    batches_per_epoch = checkpoint_every * accumulation
+    if batches_per_epoch % steps_per_execution:
+        raise ValueError(
+            f"checkpoint_every x gradient_accumulation_steps = {batches_per_epoch} is not divisible "
+            f"by steps_per_execution={steps_per_execution}."
+        )
+    workdir = strategy_lib.WorkerDirectory(model_dir, strategy)
+    if workdir.chief:
+        os.makedirs(model_dir, exist_ok=True)
+        if config is not None:
+            _warn_on_changed_config(os.path.join(model_dir, "run_config.json"), config)
+            write_json_atomic(os.path.join(model_dir, "run_config.json"), config)
+
+    with strategy.scope(), dtype_policy(dtype):
+        model = model_fn()
+        if not getattr(model, "compiled", False) or model.optimizer is None:
+            raise ValueError("model_fn must return a compiled keras.Model (with an optimizer).")
+        inner = getattr(model.optimizer, "inner_optimizer", model.optimizer)
+        model_accumulation = getattr(inner, "accumulation_steps", 1)
+        if model_accumulation != accumulation:
+            raise ValueError(
+                f"gradient_accumulation_steps={accumulation} but the model's optimizer accumulates "
+                f"{model_accumulation} steps; create the optimizer with the same value."
+            )
+        model.jit_compile = jit_compile
+        model.steps_per_execution = steps_per_execution
+        model.optimizer.build(model.trainable_variables)
+        step_variable = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer, step=step_variable)
+    manager = tf.train.CheckpointManager(
+        checkpoint, os.path.join(workdir.path, CHECKPOINT_SUBDIR), max_to_keep=keep_checkpoints)
+
+    latest = latest_checkpoint(model_dir)
+    initial_step = 0
+    if latest:
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        initial_step = int(step_variable.numpy())
+        logging.info("Resuming from checkpoint %s at step %d of %d.", latest, initial_step, train_steps)
+        print(f"Resuming from checkpoint {latest} at step {initial_step} of {train_steps}.", flush=True)
+    history = []
+    try:
+        if initial_step < train_steps:
+            history = _fit(model, strategy, dataset_fn, batch_size, manager, step_variable,
+                           initial_step=initial_step, train_steps=train_steps,
+                           checkpoint_every=checkpoint_every, accumulation=accumulation,
+                           log_every=log_every, global_batch_size=global_batch_size,
+                           dataset_start_step=dataset_start_step, chief=workdir.chief,
+                           model_dir=model_dir, progress=progress, extra_callbacks=extra_callbacks)
+        else:
+            logging.info("Nothing to train: step %d >= train_steps %d.", initial_step, train_steps)
+    finally:
+        workdir.cleanup()
+    final_step = max(initial_step, train_steps)
+    return TrainResult(model=model, step=final_step, initial_step=initial_step, history=history,
+                       chief=workdir.chief)
+
+
+def _fit(model, strategy, dataset_fn, batch_size, manager, step_variable, *, initial_step,
+         train_steps, checkpoint_every, accumulation, log_every, global_batch_size,
+         dataset_start_step, chief, model_dir, progress, extra_callbacks):
+    skip_steps = max(initial_step - dataset_start_step, 0)
+
+    def distributed_dataset_fn(input_context):
+        dataset = dataset_fn(batch_size, input_context)
+        if skip_steps:
+            # Each pipeline feeds num_replicas / num_pipelines replicas one batch per micro-step.
+            per_step = input_context.num_replicas_in_sync // input_context.num_input_pipelines
+            dataset = dataset.skip(skip_steps * accumulation * per_step)
+        return dataset
+
+    dataset = strategy.distribute_datasets_from_function(distributed_dataset_fn)
+    batches_per_epoch = checkpoint_every * accumulation
+    initial_epoch = initial_step // checkpoint_every
+    epochs = initial_epoch + math.ceil((train_steps - initial_step) / checkpoint_every)
+    clock = callbacks_lib.StepClock(initial_step, initial_epoch, batches_per_epoch, accumulation)
+    writer = (tf.summary.create_file_writer(os.path.join(model_dir, "train")) if chief
+              else tf.summary.create_noop_writer())
+    controller = callbacks_lib.CheckpointAndStop(clock, manager, step_variable, checkpoint_every,
+                                                 train_steps)
+    logger = callbacks_lib.ScalarLogger(clock, writer, log_every, global_batch_size)
+    callbacks = [controller, logger]
+    if progress and chief:
+        callbacks.append(callbacks_lib.ProgressBar(clock, train_steps, logger, log_every))
+    model.fit(dataset, epochs=epochs, initial_epoch=initial_epoch, steps_per_epoch=batches_per_epoch,
+              callbacks=callbacks + list(extra_callbacks), verbose=0)
+    if controller.diverged:
+        step, loss = controller.diverged
+        raise TrainingDivergedError(step, loss, latest_checkpoint(model_dir))
+    return logger.history
+
+
+def _pretraining_dataset_fn(*, train_data, train_text, tokenizer, max_seq_length,
+                            max_predictions_per_seq, masked_lm_prob, whole_word_mask, pair_mode,
+                            seed):
+    from bert_keras import pretraining_data
+
+    def dataset_fn(batch_size, input_context):
+        if train_data:
+            return pretraining_data.read_pretraining_tfrecords(
+                train_data, batch_size, max_seq_length, max_predictions_per_seq,
+                input_context=input_context, seed=seed, next_sentence=pair_mode != "none")
+        return pretraining_data.dynamic_pretraining_dataset(
+            train_text, tokenizer, batch_size, max_seq_length=max_seq_length,
+            max_predictions_per_seq=max_predictions_per_seq, masked_lm_prob=masked_lm_prob,
+            whole_word_mask=whole_word_mask, pair_mode=pair_mode, seed=seed,
+            input_context=input_context)
+
+    return dataset_fn
+
+
+def run_pretraining(*, model_dir, train_data=None, train_text=None, vocab_file=None,
+                    lower_case=True, preset="bert_mini", encoder_overrides=None,
+                    init_checkpoint=None, max_seq_length=128, max_predictions_per_seq=20,
+                    masked_lm_prob=0.15, whole_word_mask=False, pair_mode="nsp",
+                    train_steps=1000, global_batch_size=32, learning_rate=1e-4,
+                    warmup_steps=100, end_learning_rate=0.0, weight_decay=0.01,
+                    optimizer="adamw", gradient_accumulation_steps=1, phase2_seq_length=None,
+                    phase2_fraction=0.1, phase2_max_predictions_per_seq=None,
+                    phase2_train_data=None, strategy="one_device", tpu=None, dtype="float32",
+                    jit_compile=False, checkpoint_every=1000, keep_checkpoints=5,
+                    steps_per_execution=1, log_every=100, seed=0, config=None, progress=True):
+    """Pretrains a BERT encoder (masked LM + NSP/SOP) and saves it to model_dir/encoder.
+
+    Data: `train_data` (static TFRecords glob, e.g. from tools/create_pretraining_data.py) or
+    `train_text` (raw text glob, one sentence per line, blank line between documents; pairs and
+    masks are made on the fly). The encoder is `BertEncoder.from_preset(preset,
+    **encoder_overrides)` with the vocab's size, or the weights of `init_checkpoint` (a Hugging
+    Face, Google or bert_keras directory) to continue pretraining. With `phase2_seq_length`, the
+    last `phase2_fraction` of the steps use that sequence length (BERT's 128 then 512 recipe;
+    `phase2_train_data` gives the static files of phase 2). The learning-rate schedule (linear
+    warmup over `warmup_steps`, linear decay to `end_learning_rate` at `train_steps`) spans
+    both phases. The other arguments are those of `train`. Rerunning the same call resumes.
+
+    Returns a dict: step, initial_step, history (of the last phase), encoder_dir.
+
+    Example:
+      run_pretraining(model_dir="/tmp/bert_mini", train_text="bert_keras/data/web_bible_corpus.txt.gz",
+                      train_steps=300, global_batch_size=32, checkpoint_every=100)
+    """
+    args = dict(locals())  # the keyword arguments, before anything else is bound
+    from bert_keras import optimization, pretraining_data
+    from bert_keras.encoder import BertEncoder
+    from bert_keras.models import BertPretrainer
+    from bert_keras.tokenization import BertTokenizer
+
+    if (train_data is None) == (train_text is None):
+        raise ValueError(f"Give exactly one of train_data and train_text, got train_data="
+                         f"{train_data!r}, train_text={train_text!r}.")
+    if isinstance(strategy, str):
+        strategy = strategy_lib.create_strategy(strategy, tpu=tpu)
+    if vocab_file is None and init_checkpoint:
+        tokenizer = BertTokenizer.from_pretrained(init_checkpoint)
+    else:
+        tokenizer = BertTokenizer(vocab_file or pretraining_data.default_vocab_file(),
+                                  lower_case=lower_case)
+    overrides = dict(encoder_overrides or {})
+
+    def model_fn():
+        if init_checkpoint:
+            encoder = BertEncoder.from_pretrained(init_checkpoint, **overrides)
+            if encoder.vocab_size != tokenizer.vocab_size:
+                raise ValueError(
+                    f"init_checkpoint {init_checkpoint!r} has vocab_size {encoder.vocab_size} but "
+                    f"the vocab {tokenizer.vocab_file!r} has {tokenizer.vocab_size} tokens.")
+        else:
+            encoder = BertEncoder.from_preset(preset, vocab_size=tokenizer.vocab_size, **overrides)
+        pretrainer = BertPretrainer(encoder, next_sentence=pair_mode != "none")
+        if init_checkpoint:
+            _try_load_heads(pretrainer, init_checkpoint)
+        pretrainer.compile(optimizer=optimization.create_optimizer(
+            optimizer, learning_rate=learning_rate, num_train_steps=train_steps,
+            num_warmup_steps=warmup_steps, end_learning_rate=end_learning_rate,
+            weight_decay=weight_decay, gradient_accumulation_steps=gradient_accumulation_steps))
+        return pretrainer
+
+    data_args = dict(tokenizer=tokenizer, masked_lm_prob=masked_lm_prob,
+                     whole_word_mask=whole_word_mask, pair_mode=pair_mode, seed=seed)
+    phases = [(train_steps, 0, _pretraining_dataset_fn(
+        train_data=train_data, train_text=train_text, max_seq_length=max_seq_length,
+        max_predictions_per_seq=max_predictions_per_seq, **data_args))]
+    if phase2_seq_length:
+        phase1_steps = int(round(train_steps * (1.0 - phase2_fraction)))
+        if not 0 < phase1_steps < train_steps:
+            raise ValueError(f"phase2_fraction={phase2_fraction} leaves no steps for one of the "
+                             f"two phases of train_steps={train_steps}.")
+        if train_data and not phase2_train_data:
+            raise ValueError("phase2_seq_length with static train_data needs phase2_train_data "
+                             f"(TFRecords made with max_seq_length={phase2_seq_length}).")
+        phases = [(phase1_steps, 0, phases[0][2]), (train_steps, phase1_steps, _pretraining_dataset_fn(
+            train_data=phase2_train_data if train_data else None,
+            train_text=None if train_data else train_text, max_seq_length=phase2_seq_length,
+            max_predictions_per_seq=phase2_max_predictions_per_seq or max_predictions_per_seq,
+            **data_args))]
+    if config is None:
+        config = args
+    for phase_steps, start_step, dataset_fn in phases:
+        result = train(model_fn, dataset_fn, model_dir=model_dir, train_steps=phase_steps,
+                       global_batch_size=global_batch_size, strategy=strategy, dtype=dtype,
+                       jit_compile=jit_compile, checkpoint_every=checkpoint_every,
+                       keep_checkpoints=keep_checkpoints,
+                       gradient_accumulation_steps=gradient_accumulation_steps,
+                       steps_per_execution=steps_per_execution, log_every=log_every,
+                       dataset_start_step=start_step, config=config, progress=progress)
+    encoder_dir = os.path.join(model_dir, "encoder")
+    if result.chief:
+        result.model.encoder.save_pretrained(encoder_dir, tokenizer)
+        logging.info("Saved the encoder to %s", encoder_dir)
+    return dict(step=result.step, initial_step=result.initial_step, history=result.history,
+                encoder_dir=encoder_dir)
+
+
+def _try_load_heads(pretrainer, init_checkpoint):
+    from bert_keras import heads
+    from bert_keras.checkpoints import CheckpointError
+
+    try:
+        heads.load_pretraining_heads(pretrainer, init_checkpoint)
+        logging.info("Loaded the pretraining heads of %s", init_checkpoint)
+    except (CheckpointError, ValueError, OSError) as e:
+        logging.info("Pretraining heads start from scratch (%s)", e)
