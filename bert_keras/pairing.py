@@ -246,7 +246,7 @@ class InstanceBuilder:
                 else:
                     b = _concat(chunk[a_end:])
                 if self.pair_mode == "sop" and rng.random() < 0.5:
-                    a, b, label = b, a, 1
+                    a, b, label, src = b, a, 1, src[3:] + src[:3]
                 la, lb = _truncated_lengths(len(a[0]), len(b[0]), max_tokens)
                 rows.append((_trim(*a, la, rng), _trim(*b, lb, rng), label, src))
                 first = i + 1

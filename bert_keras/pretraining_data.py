@@ -144,6 +144,7 @@ def _write_shard(job):
     from bert_keras.tokenization import BertTokenizer  # imported in the (spawned) worker
 
     shard, num_shards, c = job["shard"], job["num_shards"], job["config"]
+    logging.set_verbosity(c["verbosity"])  # spawned workers start at absl's default
     tokenizer = BertTokenizer(c["vocab_file"], lower_case=c["lower_case"])
     builder = pairing.InstanceBuilder(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
                                       c["max_seq_length"], c["short_seq_prob"], c["pair_mode"])
@@ -236,7 +237,8 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
                   masked_lm_prob=masked_lm_prob, dupe_factor=dupe_factor,
                   short_seq_prob=short_seq_prob, whole_word_mask=whole_word_mask,
                   pair_mode=pair_mode, random_seed=random_seed,
-                  documents_per_chunk=documents_per_chunk, log_every=log_every)
+                  documents_per_chunk=documents_per_chunk, log_every=log_every,
+                  verbosity=logging.get_verbosity())
     paths = shard_file_names(output_file, num_output_shards)
     os.makedirs(os.path.dirname(os.path.abspath(output_file)), exist_ok=True)
     jobs = [dict(shard=k, num_shards=num_output_shards, path=p, config=config)

@@ -1,0 +1,371 @@
+"""Tests for pretraining data: pairing, masking statistics, TFRecords, reader, dynamic pipeline."""
+
+import gzip
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_keras import pairing
+from bert_keras import pretraining_data as pd
+from bert_keras.tokenization import BertTokenizer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(ROOT, "bert_keras", "data", "web_bible_corpus.txt.gz")
+T, P = 128, 20
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return BertTokenizer(pd.default_vocab_file())
+
+
+@pytest.fixture(scope="module")
+def raw_docs():
+    docs = []
+    for doc in pairing.read_documents([CORPUS]):
+        docs.append(doc)
+        if len(docs) == 250:
+            return docs
+
+
+@pytest.fixture(scope="module")
+def token_docs(tokenizer, raw_docs):
+    return pairing.tokenize_documents(tokenizer, raw_docs)
+
+
+def _builder(tokenizer, mode="nsp", max_seq_length=T):
+    return pairing.InstanceBuilder(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
+                                   max_seq_length, 0.1, mode)
+
+
+def _write_corpus(path, docs):
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write("\n\n".join("\n".join(d) for d in docs) + "\n")
+    return str(path)
+
+
+# ---------------------------------------------------------------- pairing
+
+
+def _segment_tokens(doc, first, end):
+    return np.concatenate([s[0] for s in doc[first:end]])
+
+
+def _is_subsequence(needle, hay):
+    n = len(needle)
+    return any(np.array_equal(hay[i:i + n], needle) for i in range(len(hay) - n + 1))
+
+
+def test_nsp_pairs_follow_their_source(tokenizer, token_docs):
+    inst = _builder(tokenizer).build(token_docs, np.random.default_rng(0))
+    ids, labels, src = inst["input_ids"], inst["next_sentence_labels"], inst["source"]
+    assert len(ids) > 2000
+    assert 0.45 < labels.mean() < 0.62, labels.mean()  # >0.5: one-segment chunks force random B
+    assert np.all(inst["input_mask"].sum(1) <= T)
+    assert np.all(ids[:, 0] == tokenizer.cls_id)
+    for r in range(0, len(ids), 7):
+        n = inst["input_mask"][r].sum()
+        seps = np.flatnonzero(ids[r, :n] == tokenizer.sep_id)
+        assert len(seps) == 2 and seps[1] == n - 1
+        a, b = ids[r, 1:seps[0]], ids[r, seps[0] + 1:seps[1]]
+        assert len(a) >= 1 and len(b) >= 1  # truncation keeps both segments
+        assert np.all(inst["segment_ids"][r, :seps[0] + 1] == 0)
+        assert np.all(inst["segment_ids"][r, seps[0] + 1:n] == 1)
+        da, fa, ea, db, fb, eb = src[r]
+        assert _is_subsequence(a, _segment_tokens(token_docs[da], fa, ea))
+        assert _is_subsequence(b, _segment_tokens(token_docs[db], fb, eb))
+        if labels[r] == 0:  # B is the span right after A in the same document
+            assert db == da and fb == ea
+        else:  # B comes from another document
+            assert db != da
+
+
+def test_sop_and_full_sentence_modes(tokenizer, token_docs):
+    sop = _builder(tokenizer, "sop").build(token_docs, np.random.default_rng(1))
+    labels, src = sop["next_sentence_labels"], sop["source"]
+    assert 0.45 < labels.mean() < 0.55, labels.mean()
+    assert np.all(src[:, 0] == src[:, 3])  # both segments from the same document
+    split = (src[:, 1] == src[:, 4]) & (src[:, 2] == src[:, 5])  # one sentence cut in two
+    assert np.all((src[:, 4] == src[:, 2])[(labels == 0) & ~split])  # B right after A
+    assert np.all((src[:, 1] == src[:, 5])[(labels == 1) & ~split])  # A right after B
+    assert split.mean() < 0.2
+
+    full = _builder(tokenizer, "none").build(token_docs, np.random.default_rng(2))
+    assert np.all(full["segment_ids"] == 0) and np.all(full["next_sentence_labels"] == 0)
+    lengths = full["input_mask"].sum(1)
+    assert lengths.max() <= T and lengths.mean() > 0.8 * T  # packed across sentences
+    total = sum(len(s[0]) for d in token_docs for s in d)
+    inner_seps = (full["input_ids"] == tokenizer.sep_id).sum() - len(lengths)
+    assert inner_seps > 0  # document boundaries inside sequences
+    assert full["input_mask"].sum() - 2 * len(lengths) - inner_seps == total  # nothing lost
+
+
+def test_truncated_lengths_match_google_loop():
+    for la in range(0, 40, 3):
+        for lb in range(0, 40, 5):
+            a, b = la, lb
+            while a + b > 25:
+                if a > b:
+                    a -= 1
+                else:
+                    b -= 1
+            assert pairing._truncated_lengths(la, lb, 25) == (a, b)
+
+
+# ---------------------------------------------------------------- masking
+
+
+@pytest.mark.parametrize("whole_word", [False, True])
+def test_masking_statistics(tokenizer, token_docs, whole_word):
+    inst = _builder(tokenizer).build(token_docs, np.random.default_rng(3))
+    mask_batch = pd.make_masker(tokenizer, P, 0.15, whole_word)
+    out = {k: v.numpy() for k, v in mask_batch(inst, tf.constant([5, 6], tf.int64)).items()}
+    ids, real = inst["input_ids"], inst["input_mask"] == 1
+    special = np.isin(ids, [tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id])
+    cand = real & ~special
+    w = out["masked_lm_weights"]
+    n_pred = w.sum(1).astype(int)
+    rows = np.arange(len(ids))[:, None]
+    pos = out["masked_lm_positions"]
+    selected = np.zeros_like(real)
+    selected[np.broadcast_to(rows, pos.shape)[w > 0], pos[w > 0]] = True
+    assert np.all(cand[selected])  # never [CLS], [SEP] or padding
+    assert n_pred.max() <= P
+    budget = np.minimum(P, np.maximum(1, np.round(cand.sum(1) * 0.15)))
+    assert np.all(n_pred <= budget)
+    if not whole_word:
+        assert np.all(n_pred == budget)
+    rate = n_pred.sum() / cand.sum()
+    assert 0.14 < rate < 0.16, rate
+    np.testing.assert_array_equal(out["masked_lm_ids"][w > 0], ids[selected])
+    assert np.all(out["masked_lm_ids"][w == 0] == 0) and np.all(pos[w == 0] == 0)
+    assert np.all(np.diff(np.where(w > 0, pos, 10**6 + np.arange(P)), axis=1) > 0)  # ascending
+    new = out["input_word_ids"]
+    assert np.array_equal(new[~selected], ids[~selected])
+    is_mask = (new[selected] == tokenizer.mask_id).mean()
+    same = (new[selected] == ids[selected]).mean()
+    other = 1 - is_mask - same
+    n = selected.sum()
+    assert n > 20000
+    assert abs(is_mask - 0.8) < 0.015 and abs(same - 0.1) < 0.01 and abs(other - 0.1) < 0.01
+    assert not np.isin(new[selected & (new != ids) & (new != tokenizer.mask_id)],
+                       [tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id]).any()
+    if whole_word:  # every word is masked completely or not at all
+        word = np.cumsum(inst["word_starts"].astype(bool) | ~cand, axis=1)
+        for r in range(len(ids)):
+            for k in np.unique(word[r][selected[r]]):
+                assert selected[r][(word[r] == k) & cand[r]].all()
+        multi_piece = ((word[:, 1:] == word[:, :-1]) & cand[:, 1:] & selected[:, 1:]).sum()
+        assert multi_piece > 100  # multi-piece words were masked as units
+
+
+def test_masking_eager_matches_tf_data(tokenizer, token_docs):
+    inst = _builder(tokenizer).build(token_docs[:40], np.random.default_rng(4))
+    inst = {k: v[:64] for k, v in inst.items() if k != "source"}
+    mask_batch = pd.make_masker(tokenizer, P, 0.15, whole_word_mask=True)
+    seed = tf.constant([11, 12], tf.int64)
+    eager = mask_batch(inst, seed)
+    ds = tf.data.Dataset.from_tensors(inst).map(lambda b: mask_batch(b, seed))
+    in_data = next(iter(ds))
+    for k in eager:
+        np.testing.assert_array_equal(eager[k].numpy(), in_data[k].numpy(), err_msg=k)
+    other = mask_batch(inst, tf.constant([11, 13], tf.int64))
+    assert not np.array_equal(other["masked_lm_positions"], eager["masked_lm_positions"])
+
+
+# ---------------------------------------------------------------- static TFRecords
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory, raw_docs):
+    return _write_corpus(tmp_path_factory.mktemp("corpus") / "small.txt.gz", raw_docs[:120])
+
+
+def _bytes(paths):
+    return [open(p, "rb").read() for p in paths]
+
+
+def test_static_tool_is_deterministic_across_runs_and_workers(tmp_path, small_corpus):
+    kwargs = dict(input_files=small_corpus, dupe_factor=2, num_output_shards=2,
+                  documents_per_chunk=30, random_seed=7)
+    # Output bytes depend on the seed only: two 1-worker runs and a 2-worker run are identical.
+    a = pd.create_pretraining_tfrecords(str(tmp_path / "a" / "x.tfrecord"), num_workers=2, **kwargs)
+    b = pd.create_pretraining_tfrecords(str(tmp_path / "b" / "x.tfrecord"), num_workers=1, **kwargs)
+    c = pd.create_pretraining_tfrecords(str(tmp_path / "c" / "x.tfrecord"), num_workers=1, **kwargs)
+    assert a["output_files"][1].endswith("x.tfrecord-00001-of-00002")
+    assert a["documents"] == 120 and a["instances"] > 1000
+    assert _bytes(a["output_files"]) == _bytes(b["output_files"]) == _bytes(c["output_files"])
+    d = pd.create_pretraining_tfrecords(str(tmp_path / "d" / "x.tfrecord"), num_workers=1,
+                                        **dict(kwargs, random_seed=8))
+    assert _bytes(d["output_files"]) != _bytes(a["output_files"])
+
+    ds = pd.read_pretraining_tfrecords(str(tmp_path / "a" / "x.tfrecord*"), 64, T, P,
+                                       is_training=False, drop_remainder=False, as_dict=True)
+    n = 0
+    for batch in ds:
+        n += len(batch["input_word_ids"])
+        assert batch["input_word_ids"].dtype == tf.int32
+        assert batch["masked_lm_weights"].dtype == tf.float32
+    assert n == a["instances"]
+
+    # Our bytes equal protobuf's own deterministic serialization of the same values.
+    raw = next(iter(tf.data.TFRecordDataset(a["output_files"][0]))).numpy()
+    example = tf.train.Example.FromString(raw)
+    assert example.SerializeToString(deterministic=True) == raw
+    assert example.features.feature["masked_lm_weights"].WhichOneof("kind") == "float_list"
+    assert len(example.features.feature["input_ids"].int64_list.value) == T
+
+
+def _google_example(rng, t, p):
+    ints = lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))  # noqa: E731
+    n = int(rng.integers(5, t))
+    ids = [2] + list(rng.integers(5, 100, n - 2)) + [3] + [0] * (t - n)
+    k = int(rng.integers(1, p))
+    feature = {
+        "input_ids": ints(ids), "input_mask": ints([1] * n + [0] * (t - n)),
+        "segment_ids": ints([0] * (n // 2) + [1] * (t - n // 2)),
+        "masked_lm_positions": ints(list(range(1, k + 1)) + [0] * (p - k)),
+        "masked_lm_ids": ints(list(rng.integers(5, 100, k)) + [0] * (p - k)),
+        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(
+            value=[1.0] * k + [0.0] * (p - k))),
+        "next_sentence_labels": ints([int(rng.integers(0, 2))]),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature))
+
+
+def test_reader_reads_google_schema(tmp_path):
+    rng = np.random.default_rng(0)
+    examples = [_google_example(rng, 32, 5) for _ in range(10)]
+    path = str(tmp_path / "google.tfrecord")
+    with tf.io.TFRecordWriter(path) as w:
+        for e in examples:
+            w.write(e.SerializeToString())
+    ds = pd.read_pretraining_tfrecords(path, 4, 32, 5, is_training=False, drop_remainder=False)
+    features, labels, weights = next(iter(ds))
+    assert sorted(features) == ["input_mask", "input_type_ids", "input_word_ids",
+                                "masked_lm_positions"]
+    assert sorted(labels) == ["masked_lm", "next_sentence"] and sorted(weights) == ["masked_lm"]
+    f0 = examples[0].features.feature
+    np.testing.assert_array_equal(features["input_word_ids"][0], f0["input_ids"].int64_list.value)
+    np.testing.assert_array_equal(features["input_type_ids"][0],
+                                  f0["segment_ids"].int64_list.value)
+    np.testing.assert_array_equal(labels["masked_lm"][0], f0["masked_lm_ids"].int64_list.value)
+    np.testing.assert_array_equal(weights["masked_lm"][0],
+                                  f0["masked_lm_weights"].float_list.value)
+    assert labels["next_sentence"].shape == (4,)
+    assert int(labels["next_sentence"][0]) == f0["next_sentence_labels"].int64_list.value[0]
+    assert features["masked_lm_positions"].dtype == tf.int32
+    train = pd.read_pretraining_tfrecords(path, 4, 32, 5, seed=1)
+    assert next(iter(train))[0]["input_word_ids"].shape == (4, 32)
+
+
+def test_reader_errors_name_file_and_feature(tmp_path):
+    rng = np.random.default_rng(0)
+    bad = _google_example(rng, 32, 5)
+    del bad.features.feature["segment_ids"]
+    path = str(tmp_path / "bad.tfrecord")
+    with tf.io.TFRecordWriter(path) as w:
+        w.write(bad.SerializeToString())
+    with pytest.raises(ValueError, match=r"bad\.tfrecord.*'segment_ids' is missing"):
+        pd.read_pretraining_tfrecords(path, 4, 32, 5)
+    with pytest.raises(ValueError, match=r"'input_ids' is int64_list of length 32, expected "
+                                         r"int64_list of length 64"):
+        pd.read_pretraining_tfrecords(path, 4, 64, 5)
+    with pytest.raises(FileNotFoundError, match="nothing"):
+        pd.read_pretraining_tfrecords(str(tmp_path / "nothing*"), 4, 32, 5)
+    open(tmp_path / "empty.tfrecord", "wb").close()
+    with pytest.raises(ValueError, match="all files .* are empty"):
+        pd.read_pretraining_tfrecords(str(tmp_path / "empty.tfrecord"), 4, 32, 5)
+
+
+def test_bad_inputs_are_skipped_and_counted(tmp_path, raw_docs):
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a_empty.txt").write_bytes(b"")
+    long_line = " ".join(["word"] * 400)  # far longer than max_seq_length
+    text = ("\n".join(raw_docs[0]) + "\n\nOne lonely sentence.\n\n" + long_line + "\n"
+            + "\n".join(raw_docs[1][:3]) + "\n\n\x01\x02\n\n").encode()
+    (d / "b.txt").write_bytes(text + b"bad \xff\xfe bytes\n" + "\n".join(raw_docs[2]).encode())
+    out = pd.create_pretraining_tfrecords(str(tmp_path / "out.tfrecord"),
+                                          input_files=str(d / "*.txt"), dupe_factor=3,
+                                          max_seq_length=64, max_predictions_per_seq=10)
+    assert out["files"] == 2 and out["empty_files"] == 1
+    assert out["invalid_utf8_lines"] == 1
+    assert out["empty_token_lines"] == 1 and out["skipped_documents"] == 1  # the "\x01\x02" doc
+    assert out["documents"] == 5 and out["instances"] > 0
+    ds = pd.read_pretraining_tfrecords(out["output_files"][0], 8, 64, 10, is_training=False,
+                                       drop_remainder=False, as_dict=True)
+    assert sum(len(b["input_word_ids"]) for b in ds) == out["instances"]
+
+    with pytest.raises(FileNotFoundError, match="missing"):
+        pd.create_pretraining_tfrecords(str(tmp_path / "x"), input_files=str(d / "missing*.txt"))
+    with pytest.raises(FileNotFoundError, match="no_such.txt"):
+        pairing.expand_input_files([str(d / "b.txt"), str(d / "no_such.txt")])
+
+
+@pytest.mark.slow
+def test_two_worker_runs_are_byte_identical(tmp_path, small_corpus):
+    kwargs = dict(input_files=small_corpus, dupe_factor=1, num_output_shards=3, num_workers=2,
+                  documents_per_chunk=20, random_seed=3, whole_word_mask=True)
+    a = pd.create_pretraining_tfrecords(str(tmp_path / "a" / "x.tfrecord"), **kwargs)
+    b = pd.create_pretraining_tfrecords(str(tmp_path / "b" / "x.tfrecord"), **kwargs)
+    assert len(a["output_files"]) == 3
+    assert _bytes(a["output_files"]) == _bytes(b["output_files"])
+
+
+def test_tool_runs_and_rejects_bad_flags(tmp_path, small_corpus):
+    tool = os.path.join(ROOT, "tools", "create_pretraining_data.py")
+    bad = subprocess.run([sys.executable, tool, f"--output_file={tmp_path}/o"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode != 0 and "Give exactly one of --input_file and --tfds_name" in bad.stderr
+    ok = subprocess.run([sys.executable, tool, f"--input_file={small_corpus}",
+                         f"--output_file={tmp_path}/o.tfrecord", "--dupe_factor=1",
+                         "--do_whole_word_mask", "--pair_mode=sop"],
+                        capture_output=True, text=True, cwd=ROOT)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert '"instances"' in ok.stdout and "skipped documents 0" in ok.stderr
+    assert os.path.getsize(tmp_path / "o.tfrecord") > 0
+
+
+def test_tfds_documents_with_mock_data(tmp_path):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    with tfds.testing.mock_data(num_examples=12):
+        out = pd.create_pretraining_tfrecords(str(tmp_path / "t.tfrecord"), tfds_name="lm1b",
+                                              tfds_split="train", dupe_factor=1,
+                                              max_seq_length=32, max_predictions_per_seq=5)
+    assert out["documents"] + out["skipped_documents"] >= 1
+    assert out["instances"] >= 1
+
+
+# ---------------------------------------------------------------- dynamic pipeline
+
+
+def test_dynamic_dataset(tokenizer, small_corpus):
+    make = lambda **kw: pd.dynamic_pretraining_dataset(  # noqa: E731
+        small_corpus, tokenizer, 16, seed=3, shuffle_buffer=200, **kw)
+    features, labels, weights = next(iter(make()))
+    assert features["input_word_ids"].shape == (16, T) and features["input_word_ids"].dtype == tf.int32
+    assert features["masked_lm_positions"].shape == (16, P)
+    assert labels["masked_lm"].shape == (16, P) and labels["next_sentence"].shape == (16,)
+    assert weights["masked_lm"].dtype == tf.float32
+    assert set(next(iter(make(as_dict=True)))) == set(pd.GOOGLE_TO_MODEL_NAMES.values())
+    assert "next_sentence" not in next(iter(make(pair_mode="none")))[1]
+
+    # Deterministic for a seed; fresh masks every epoch.
+    def epochs(ds, n):
+        return [[b["input_word_ids"].numpy() for b in ds] for _ in range(n)]
+    once = make(repeat=False, as_dict=True, drop_remainder=False)
+    e1, e2 = epochs(once, 2)
+    again = epochs(make(repeat=False, as_dict=True, drop_remainder=False), 1)[0]
+    assert all(np.array_equal(x, y) for x, y in zip(e1, again)) and len(e1) == len(again)
+    assert not np.array_equal(np.concatenate(e1)[:200], np.concatenate(e2)[:200])
+
+    # Two input pipelines over one file: example sharding, different examples each.
+    ctx = [tf.distribute.InputContext(2, i, 2) for i in range(2)]
+    first = [next(iter(make(input_context=c, as_dict=True)))["input_word_ids"].numpy()
+             for c in ctx]
+    assert not np.array_equal(first[0], first[1])
