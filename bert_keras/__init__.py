@@ -18,4 +18,11 @@ from bert_keras.pretraining_data import (
     read_pretraining_tfrecords,
 )
 from bert_keras.task_io import load_task, save_task
-from bert_keras.tokenization import BertTokenizer, learn_vocab, load_vocab
+from bert_keras.tokenization import (
+    SPECIAL_TOKENS,
+    BertTokenizer,
+    learn_vocab,
+    load_vocab,
+    save_vocab,
+    text_files_dataset,
+)
