@@ -271,6 +271,16 @@ def _fit(name, accumulation, batch, clip, strategy=None, policy="float32", loss_
             int(opt.micro_steps.numpy()), float(np.asarray(opt.learning_rate)))
 
 
+_REFERENCES = {}
+
+
+def _reference_fit(name, clip):
+    """One device, no accumulation, batch K*B: what accumulation must reproduce (cached)."""
+    if (name, clip) not in _REFERENCES:
+        _REFERENCES[name, clip] = _fit(name, 1, K * B, clip)
+    return _REFERENCES[name, clip]
+
+
 def _max_diff(a, b):
     return float(max(np.abs(p - q).max() for p, q in zip(a, b)))
 
@@ -278,7 +288,7 @@ def _max_diff(a, b):
 @pytest.mark.parametrize("name,clip", [("adamw", None), ("adamw", 0.05), ("lamb", 0.05)])
 def test_accumulation_equals_large_batch_one_device(name, clip):
     acc_w, iters, micro, lr = _fit(name, K, B, clip)
-    ref_w, ref_iters, _, ref_lr = _fit(name, 1, K * B, clip)
+    ref_w, ref_iters, _, ref_lr = _reference_fit(name, clip)
     assert (iters, micro) == (UPDATES, UPDATES * K)  # iterations counts applied updates
     assert ref_iters == UPDATES and lr == ref_lr == pytest.approx(0.1 * (1 - 2 / 3))
     assert _max_diff(acc_w, ref_w) < 1e-6
@@ -294,13 +304,12 @@ def _mirrored_main():
     for key, name, clip, policy, scale, acc in [
         ("adamw_f32", "adamw", None, "float32", None, K),
         ("adamw_f32_clip", "adamw", 0.05, "float32", None, K),
-        ("lamb_f32_clip", "lamb", 0.05, "float32", None, K),
         ("adamw_f32_clip_noacc", "adamw", 0.05, "float32", None, 1),
         ("adamw_mixed_float16", "adamw", 0.05, "mixed_float16", 128.0, K),
         ("adamw_mixed_bfloat16", "adamw", 0.05, "mixed_bfloat16", None, K),
     ]:
         w, iters, micro, lr = _fit(name, acc, B * (K // acc), clip, strategy, policy, scale)
-        ref_w, _, _, ref_lr = _fit(name, 1, K * B, clip)
+        ref_w, _, _, ref_lr = _reference_fit(name, clip)
         results[key] = {"diff": _max_diff(w, ref_w), "iterations": iters, "micro_steps": micro,
                         "lr": lr, "ref_lr": ref_lr}
     print("RESULTS " + json.dumps(results))
@@ -319,7 +328,6 @@ def mirrored_results():
 @pytest.mark.parametrize("key,tol", [
     ("adamw_f32", 1e-6),
     ("adamw_f32_clip", 1e-6),        # clipping sees the all-reduced gradient
-    ("lamb_f32_clip", 1e-6),
     ("adamw_f32_clip_noacc", 1e-6),
     ("adamw_mixed_float16", 1e-4),   # LossScaleOptimizer around the accumulating optimizer
     ("adamw_mixed_bfloat16", 1e-4),
