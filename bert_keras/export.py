@@ -1,0 +1,315 @@
+"""Export a trained model as a self-contained, versioned SavedModel for TF Serving.
+
+    saved_models/NAME/VERSION/          VERSION = 1, 2, ... (next free number by default)
+        saved_model.pb, variables/
+        assets/vocab.txt                the WordPiece vocab
+        assets/bert_keras_metadata.json task, labels, seq_length, lower_case, text_fields,
+                                        signatures (names, dtypes, shapes, meaning)
+        assets.extra/tf_serving_warmup_requests   PredictionLog records of real requests
+
+Signatures: `serving_default` (raw text in, tokenization and packing in the graph), `encode`
+(TF Hub BERT interface) and `preprocess`; see `bert_keras.export_signatures` for the inputs
+and outputs of each task. Batch size and sequence length are dynamic: a batch is padded to
+its longest row, at most seq_length tokens (longer texts are truncated, never an error).
+
+The SavedModel loads with nothing from this project installed (TensorFlow and, for the
+tokenizer ops, tensorflow-text or a TF Serving binary). Every export is audited
+(`bert_keras.op_audit`): an op that stock TF Serving does not register fails the export and
+names the op. A version directory is written under a temporary name and renamed when
+complete, so a model server watching NAME/ never loads a half-written version.
+
+Example:
+>>> import bert_keras as bk  # doctest: +SKIP
+>>> path = export_task("runs/paraphrase/best", "saved_models", "paraphrase")  # doctest: +SKIP
+>>> path  # doctest: +SKIP
+'saved_models/paraphrase/1'
+>>> import tensorflow as tf, tensorflow_text  # doctest: +SKIP
+>>> serve = tf.saved_model.load(path).signatures["serving_default"]  # doctest: +SKIP
+>>> serve(text_a=tf.constant(["He left."]), text_b=tf.constant(["He went away."]))["labels"]  # doctest: +SKIP
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_keras import export_signatures as sigs
+from bert_keras import op_audit
+
+WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
+METADATA_FILE = "bert_keras_metadata.json"
+DTYPES = ("float32", "bfloat16")
+
+OUTPUT_DOCS = {
+    "probabilities": "class probabilities (softmax; sigmoid for multi_label)",
+    "label_ids": "index of the predicted class (multi_label: 1 where probability >= 0.5)",
+    "labels": "name of the predicted class (multi_label: chosen names joined with ',')",
+    "scores": "regression outputs",
+    "tokens": "words of the text (BERT's whitespace/punctuation split), '' padding",
+    "tags": "predicted tag of each word, '' padding",
+    "tag_ids": "index of each word's tag, -1 padding",
+    "tag_scores": "probability of each word's tag, 0 padding",
+    "token_starts": "character offset of each word in the text, -1 padding",
+    "token_ends": "character offset after each word (exclusive), -1 padding",
+    "answer": "answer text from the context ('' when the context is empty)",
+    "answer_start": "character offset of the answer in the context, -1 if none",
+    "answer_end": "character offset after the answer (exclusive), -1 if none",
+    "score": "start logit + end logit of the answer",
+    "no_answer_score": "start + end logit of [CLS] (SQuAD 2.0 no-answer score)",
+    "mask_positions": "token index of each [MASK], -1 padding",
+    "top_k_ids": "vocab ids of the top-k fillers of each [MASK], -1 padding",
+    "top_k_tokens": "WordPiece tokens of the top-k fillers, '' padding",
+    "top_k_scores": "probabilities of the top-k fillers, 0 padding",
+    "pooled_output": "pooled [CLS] representation",
+    "sequence_output": "per-token representations (0-padded rows beyond input_mask)",
+    "input_word_ids": "WordPiece ids: [CLS] A [SEP] (B [SEP]), padded with [PAD]",
+    "input_mask": "1 for real tokens, 0 for padding",
+    "input_type_ids": "0 for segment A, 1 for segment B",
+}
+
+EXAMPLES = {
+    "text": ["The quick brown fox jumps over the lazy dog.", "Hello!", ""],
+    "text_a": ["The quick brown fox jumps over the lazy dog.", "He went home.", ""],
+    "text_b": ["A fast fox leaps over a sleepy dog.", "He stayed at work.", ""],
+    "question": ["Who wrote the letter?", "Where did he go?", ""],
+    "context": ["Paul wrote the letter to the church in Rome.", "He went to the city.", ""],
+    "masked": ["The quick brown [MASK] jumps over the lazy dog.", "In the [MASK] God [MASK].",
+               "No mask here."],
+}
+
+
+def next_version(model_dir):
+    """1 + the largest integer directory name in `model_dir` (1 if none)."""
+    if not tf.io.gfile.isdir(model_dir):
+        return 1
+    versions = [int(n.rstrip("/")) for n in tf.io.gfile.listdir(model_dir) if n.rstrip("/").isdigit()]
+    return max(versions, default=0) + 1
+
+
+# -- warmup requests: PredictionLog protos written by hand ------------------------------------
+
+def _varint(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _field(number, payload):
+    """A length-delimited protobuf field (wire type 2)."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def prediction_log_bytes(model_name, signature_name, inputs):
+    """A serialized tensorflow.serving.PredictionLog holding one PredictRequest.
+
+    PredictionLog{predict_log (6): PredictLog{request (1): PredictRequest{
+      model_spec (1): ModelSpec{name (1), signature_name (3)},
+      inputs (2): map<string, TensorProto> (entries: key (1), value (2))}}}
+    Built by hand so that exporting does not need tensorflow-serving-api.
+    """
+    spec = _field(1, model_name.encode()) + _field(3, signature_name.encode())
+    request = _field(1, spec)
+    for key in sorted(inputs):
+        tensor = tf.make_tensor_proto(inputs[key]).SerializeToString()
+        request += _field(2, _field(1, key.encode()) + _field(2, tensor))
+    return _field(6, _field(1, request))
+
+
+def warmup_requests(functions, examples=None):
+    """[(signature name, {input name: np.ndarray})]: serving_default on one text, on a batch
+    and on a text of the maximum length, `preprocess`, and `encode` on the packed batch."""
+    fields = functions.text_fields
+    if examples is None:
+        key = {"pretraining": ("masked",)}.get(functions.task, fields)
+        examples = {f: EXAMPLES[k] for f, k in zip(fields, key)}
+    batch = {f: np.array(examples[f], dtype=object) for f in fields}
+    longest = {f: np.array([" ".join([examples[f][0]] * functions.seq_length)], dtype=object)
+               for f in fields}
+    one = {f: v[:1] for f, v in batch.items()}
+    packed = functions.preprocess(*[tf.constant(batch[f]) for f in fields])
+    return [
+        ("serving_default", one),
+        ("serving_default", batch),
+        ("serving_default", longest),
+        ("preprocess", batch),
+        ("encode", {k: v.numpy() for k, v in packed.items()}),
+    ]
+
+
+def write_warmup(export_dir, model_name, requests):
+    path = os.path.join(export_dir, WARMUP_FILE)
+    tf.io.gfile.makedirs(os.path.dirname(path))
+    with tf.io.TFRecordWriter(path) as writer:
+        for signature, inputs in requests:
+            writer.write(prediction_log_bytes(model_name, signature, inputs))
+    return path
+
+
+# -- dtype ------------------------------------------------------------------------------------
+
+def with_dtype(model, dtype):
+    """`model` rebuilt under a float32 or mixed-bfloat16 policy, with the same weights."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}.")
+    policy = "float32" if dtype == "float32" else "mixed_bfloat16"
+    if keras.dtype_policies.serialize(model.dtype_policy).get("config", {}).get("name") == policy:
+        return model
+    config = keras.saving.serialize_keras_object(model)
+
+    def set_policy(node):
+        if isinstance(node, dict):
+            if node.get("class_name") == "BertEncoder":
+                node["config"]["dtype"] = policy
+            for value in node.values():
+                set_policy(value)
+        elif isinstance(node, list):
+            for value in node:
+                set_policy(value)
+
+    set_policy(config)
+    clone = keras.saving.deserialize_keras_object(config)
+    clone.set_weights(model.get_weights())
+    return clone
+
+
+# -- export -----------------------------------------------------------------------------------
+
+def _signature_functions(functions):
+    """tf.functions with named arguments (the signature input names)."""
+    fields = functions.text_fields
+    specs = functions.text_signature()
+    if fields == ("text",):
+        def serve(text):
+            return functions.serve(text)
+
+        def pre(text):
+            return functions.preprocess(text)
+    elif fields == ("text_a", "text_b"):
+        def serve(text_a, text_b):
+            return functions.serve(text_a, text_b)
+
+        def pre(text_a, text_b):
+            return functions.preprocess(text_a, text_b)
+    else:
+        def serve(question, context):
+            return functions.serve(question, context)
+
+        def pre(question, context):
+            return functions.preprocess(question, context)
+    ids = [tf.TensorSpec([None, None], tf.int32, name=n)
+           for n in ("input_word_ids", "input_mask", "input_type_ids")]
+    return {
+        "serving_default": tf.function(serve, input_signature=specs, autograph=False),
+        "preprocess": tf.function(pre, input_signature=specs, autograph=False),
+        "encode": tf.function(functions.encode, input_signature=ids, autograph=False),
+    }
+
+
+def describe_signatures(signatures):
+    """{name: {"inputs": {key: dtype/shape}, "outputs": {key: dtype/shape/doc}}}."""
+    out = {}
+    for name, fn in signatures.items():
+        inputs = {spec.name: {"dtype": spec.dtype.name, "shape": spec.shape.as_list()}
+                  for spec in fn.structured_input_signature[1].values()}
+        outputs = {key: {"dtype": spec.dtype.name, "shape": spec.shape.as_list(),
+                         "doc": OUTPUT_DOCS.get(key, "")}
+                   for key, spec in fn.structured_outputs.items()}
+        out[name] = {"inputs": inputs, "outputs": outputs}
+    return out
+
+
+def export_model(model, tokenizer, info, base_dir, model_name, version=None, dtype="float32",
+                 top_k=5, max_answer_tokens=30, extra_allowed_ops=(), examples=None):
+    """Exports a Keras task model (or bare encoder) to BASE_DIR/MODEL_NAME/VERSION/.
+
+    Args:
+      model: BertClassifier, BertTokenClassifier, BertSpanQA, BertPretrainer or BertEncoder.
+      tokenizer: its BertTokenizer.
+      info: task.json dict: task, labels, seq_length, lower_case, text_fields.
+      base_dir: e.g. "saved_models".
+      model_name: the served model's name (the directory under base_dir).
+      version: positive int; None: the next free version.
+      dtype: "float32" (default) or "bfloat16" (mixed precision compute, float32 outputs).
+      top_k: fill-mask predictions per [MASK]; max_answer_tokens: longest QA answer.
+      extra_allowed_ops: op names the audit should accept besides core TF and TF Serving's
+        tf-text ops (only if your model server links them).
+      examples: {input name: list of texts} for the warmup requests (defaults: short English).
+
+    Returns the version directory. Raises `op_audit.OpAuditError` (nothing is left behind)
+    if the graph has ops that stock TF Serving lacks; FileExistsError for a taken version.
+    """
+    model_dir = os.path.join(os.fspath(base_dir), model_name)
+    version = next_version(model_dir) if version is None else int(version)
+    if version < 1:
+        raise ValueError(f"version must be a positive integer, got {version}.")
+    final = os.path.join(model_dir, str(version))
+    if tf.io.gfile.exists(final):
+        raise FileExistsError(f"Version directory {final} already exists; choose another version.")
+    model = with_dtype(model, dtype)
+    functions = sigs.ServingFunctions(model, tokenizer, info, top_k=top_k,
+                                      max_answer_tokens=max_answer_tokens)
+    fns = _signature_functions(functions)
+    signatures = {name: fn.get_concrete_function() for name, fn in fns.items()}
+    metadata = dict(
+        task=info["task"], labels=functions.labels, seq_length=functions.seq_length,
+        lower_case=bool(tokenizer.lower_case), text_fields=list(functions.text_fields),
+        vocab_size=len(tokenizer.vocab), dtype=dtype, model_name=model_name, version=version,
+        top_k=functions.top_k if info["task"] == "pretraining" else None,
+        max_answer_tokens=functions.max_answer_tokens if info["task"] == "span_qa" else None,
+        signatures=describe_signatures(signatures),
+    )
+    tf.io.gfile.makedirs(model_dir)
+    tmp = os.path.join(model_dir, f".tmp-{version}-{os.getpid()}")
+    staging = tempfile.mkdtemp(prefix="bert_export_assets_")
+    try:
+        shutil.copyfile(tokenizer.vocab_file, os.path.join(staging, "vocab.txt"))
+        with open(os.path.join(staging, METADATA_FILE), "w", encoding="utf-8") as f:
+            json.dump(metadata, f, indent=2)
+        functions.vocab_file = tf.saved_model.Asset(os.path.join(staging, "vocab.txt"))
+        functions.metadata_file = tf.saved_model.Asset(os.path.join(staging, METADATA_FILE))
+        for name, fn in fns.items():
+            setattr(functions, "signature_" + name, fn)  # tracked, so the functions are saved
+        tf.saved_model.save(functions, tmp, signatures=signatures)
+        op_audit.audit_saved_model(tmp, extra_allowed=extra_allowed_ops)
+        write_warmup(tmp, model_name, warmup_requests(functions, examples))
+        tf.io.gfile.rename(tmp, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if tf.io.gfile.exists(tmp):
+            tf.io.gfile.rmtree(tmp)
+    return final
+
+
+def export_task(task_dir, base_dir, model_name=None, **kwargs):
+    """Exports a trained task directory (`bert_keras.task_io.save_task`); see `export_model`.
+    model_name defaults to the directory's name (its parent's for .../best, .../final)."""
+    from bert_keras.task_io import load_task
+
+    model, tokenizer, info = load_task(task_dir)
+    if model_name is None:
+        model_name = default_model_name(task_dir)
+    return export_model(model, tokenizer, info, base_dir, model_name, **kwargs)
+
+
+def default_model_name(path):
+    parts = os.path.normpath(os.path.abspath(os.fspath(path))).split(os.sep)
+    name = parts[-1]
+    if name in ("best", "final", "encoder", "export") and len(parts) > 1:
+        name = parts[-2]
+    return name
+
+
+def read_metadata(export_dir):
+    """The metadata asset of an export (task, labels, seq_length, signatures, ...)."""
+    with tf.io.gfile.GFile(os.path.join(export_dir, "assets", METADATA_FILE)) as f:
+        return json.load(f)
