@@ -47,12 +47,8 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras.finetuning_data import ClassificationExample, LabelMap, SpanExample, TaggingExample
+from bert_keras.models import IGNORE_LABEL
 from bert_keras.preprocessing import BertPreprocessor
-
-try:  # the heads own the convention; keep the same value if they are not importable
-    from bert_keras.heads import IGNORE_LABEL
-except ImportError:  # pragma: no cover
-    IGNORE_LABEL = -100
 
 INPUT_KEYS = ("input_word_ids", "input_type_ids")
 TOKEN_LEVEL_KEYS = ("input_word_ids", "input_type_ids", "labels", "word_index", "token_offsets",
@@ -435,7 +431,13 @@ def make_dataset(features: dict, batch_size: int, label_keys=None, shuffle: bool
         signature = (input_spec, spec(label_keys[0]))
     else:
         signature = (input_spec, {k: spec(k) for k in label_keys})
-    return tf.data.Dataset.from_generator(generate, output_signature=signature).prefetch(2)
+    num_batches = len(batch_indices(lengths, batch_size, shuffle, np.random.default_rng(0),
+                                    bucket_batches))
+    ds = tf.data.Dataset.from_generator(generate, output_signature=signature)
+    options = tf.data.Options()  # a generator cannot be sharded by files or data
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    ds = ds.apply(tf.data.experimental.assert_cardinality(num_batches)).with_options(options)
+    return ds.prefetch(2)
 
 
 def predict(model, features: dict, batch_size: int = 64, token_outputs=(), pad_id: int = 0,
