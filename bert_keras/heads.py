@@ -9,7 +9,7 @@ loss sees full-precision logits. The hidden computations follow the layer's poli
 
 Variable paths (for `pretraining_head_name_map`): a `MaskedLMHead` named "masked_lm_head"
 owns `masked_lm_head/transform/{kernel,bias}`, `masked_lm_head/transform_layer_norm/
-{gamma,beta}` and `masked_lm_head/output_bias`; its decoder matrix is the encoder's
+{gamma,beta}` and `masked_lm_head/decoder/output_bias`; its decoder matrix is the encoder's
 `token_embedding/embeddings` (tied: the same variable). A `NextSentenceHead` named
 "next_sentence_head" owns `next_sentence_head/logits/{kernel,bias}`.
 """
@@ -124,19 +124,22 @@ class MaskedLMHead(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="transform_layer_norm"
         )
         self.transform_layer_norm.build((None, None, hidden_size))
-        self.output_bias = self.add_weight(
-            name="output_bias", shape=(table_shape[0],), initializer="zeros", dtype="float32"
-        )
+        # The projection onto V runs in float32 (a float32 sublayer, so a mixed policy never
+        # reads the table or bias as bfloat16): it is only B*P rows, and the loss wants
+        # full-precision logits.
+        self.decoder = _TiedDecoder(self.token_embedding, dtype="float32", name="decoder")
+        self.decoder.build((None, None, hidden_size))
+
+    @property
+    def output_bias(self):
+        """The [V] float32 bias added to the logits."""
+        return self.decoder.output_bias
 
     def call(self, sequence_output, masked_lm_positions):
         positions = ops.cast(masked_lm_positions, "int32")[:, :, None]  # (B, P, 1)
         gathered = ops.take_along_axis(sequence_output, positions, axis=1)  # (B, P, H)
         x = self.transform_layer_norm(self.transform(gathered))  # (B, P, H)
-        # The projection onto V runs in float32: it is only B*P rows, and the loss wants
-        # full-precision logits.
-        table = ops.cast(self.decoder_table, "float32")  # (V, H)
-        logits = ops.matmul(ops.cast(x, "float32"), ops.transpose(table))  # (B, P, V)
-        return logits + self.output_bias
+        return self.decoder(x)  # (B, P, V) float32
 
     def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
         return tuple(masked_lm_positions_shape) + (self.decoder_table.shape[0],)
@@ -157,6 +160,29 @@ class MaskedLMHead(keras.layers.Layer):
             initializer_range=self.initializer_range,
         )
         return config
+
+
+class _TiedDecoder(keras.layers.Layer):
+    """x @ table^T + output_bias, where table is an Embedding layer's [V, H] variable (not owned)."""
+
+    def __init__(self, token_embedding, **kwargs):
+        super().__init__(**kwargs)
+        self.token_embedding = token_embedding
+
+    def build(self, input_shape):
+        table = self._table()
+        self.output_bias = self.add_weight(
+            name="output_bias", shape=(table.shape[0],), initializer="zeros", dtype="float32"
+        )
+
+    def _table(self):
+        if isinstance(self.token_embedding, keras.Variable):
+            return self.token_embedding
+        return self.token_embedding.embeddings
+
+    def call(self, x):
+        table = ops.cast(self._table(), self.compute_dtype)  # (V, H)
+        return ops.matmul(x, ops.transpose(table)) + self.output_bias  # (B, P, V)
 
 
 class _LogitsHead(keras.layers.Layer):
@@ -300,7 +326,7 @@ def pretraining_head_name_map(fmt, mlm_head="masked_lm_head", nsp_head="next_sen
     (transposes Google's [2, H] `output_weights` and PyTorch's (out, in) kernels). The
     decoder matrix is the tied word-embedding table, which the encoder import sets.
 
-    >>> pretraining_head_name_map("google")["masked_lm_head/output_bias"][0]
+    >>> pretraining_head_name_map("google")["masked_lm_head/decoder/output_bias"][0]
     ['cls/predictions/output_bias']
     """
     m, n = mlm_head, nsp_head
@@ -311,7 +337,7 @@ def pretraining_head_name_map(fmt, mlm_head="masked_lm_head", nsp_head="next_sen
             f"{m}/transform/bias": ([f"{p}/transform/dense/bias"], _identity),
             f"{m}/transform_layer_norm/gamma": ([f"{p}/transform/LayerNorm/gamma"], _identity),
             f"{m}/transform_layer_norm/beta": ([f"{p}/transform/LayerNorm/beta"], _identity),
-            f"{m}/output_bias": ([f"{p}/output_bias"], _identity),
+            f"{m}/decoder/output_bias": ([f"{p}/output_bias"], _identity),
         }
         if next_sentence:
             names.update({
@@ -325,7 +351,7 @@ def pretraining_head_name_map(fmt, mlm_head="masked_lm_head", nsp_head="next_sen
             f"{m}/transform/bias": ([f"{p}.transform.dense.bias"], _identity),
             f"{m}/transform_layer_norm/gamma": ([f"{p}.transform.LayerNorm.weight"], _identity),
             f"{m}/transform_layer_norm/beta": ([f"{p}.transform.LayerNorm.bias"], _identity),
-            f"{m}/output_bias": ([f"{p}.bias"], _identity),
+            f"{m}/decoder/output_bias": ([f"{p}.bias"], _identity),
         }
         if next_sentence:
             names.update({

@@ -26,8 +26,9 @@ BertSpanQA             encoder inputs                               y = {"start_
                                                                     "end_positions": (B,)}; 0 = [CLS] = no answer
 =====================  ===========================================  =========================================
 
-`sample_weight` is optional everywhere; a dict may name only some outputs (the others get
-no weight). With `next_sentence=False` a `"next_sentence"` entry in y is ignored.
+`sample_weight` is optional everywhere; from tf.data a dict may name only some outputs (the
+others get no weight). Keras' numpy-array path (`fit(x, y, sample_weight=...)`) insists on a
+weight for every output: pass `"next_sentence": np.ones(B)` there. With `next_sentence=False` a `"next_sentence"` entry in y is ignored.
 
 Losses: the masked-LM loss is Google BERT's `sum(w * ce) / (sum(w) + 1e-5)` per batch
 (`TokenCrossEntropy`), not Keras' mean over all B*P slots; token tagging averages over the
@@ -124,7 +125,7 @@ class TokenAccuracy(keras.metrics.Metric):
         weights = ops.cast(labels >= 0, "float32")
         if sample_weight is not None:
             weights = weights * ops.reshape(ops.cast(sample_weight, "float32"), ops.shape(labels))
-        hits = ops.cast(ops.argmax(y_pred, axis=-1) == ops.cast(labels, "int64"), "float32")
+        hits = ops.cast(ops.cast(ops.argmax(y_pred, axis=-1), "int32") == labels, "float32")
         self.correct.assign_add(ops.sum(hits * weights))
         self.count.assign_add(ops.sum(weights))
 
@@ -288,7 +289,8 @@ class BertPretrainer(_BertTask):
     ...      "masked_lm_positions": np.array([[1, 2, 0], [3, 0, 0]], "int32")}
     >>> y = {"masked_lm": np.array([[5, 6, 0], [7, 0, 0]]), "next_sentence": np.array([0, 1])}
     >>> w = {"masked_lm": np.array([[1, 1, 0], [1, 0, 0]], "float32")}
-    >>> history = pretrainer.fit(x, y, sample_weight=w, verbose=0)
+    >>> ds = tf.data.Dataset.from_tensor_slices((x, y, w)).batch(2)
+    >>> history = pretrainer.fit(ds, verbose=0)
     >>> pretrainer.predict(x, verbose=0)["masked_lm"].shape
     (2, 3, 100)
     """

@@ -219,3 +219,19 @@ def test_load_huggingface_pretraining_heads_and_errors():
     wrong = dict(fake, **{"cls.predictions.bias": np.zeros(7, "float32")})
     with pytest.raises(CheckpointError, match=r"\(7,\)"):
         heads.load_pretraining_heads(pretrainer, wrong, fmt="huggingface")
+
+
+def test_mlm_head_under_mixed_bfloat16_reads_float32_weights():
+    encoder = tiny_encoder(dtype="mixed_bfloat16")
+    head = heads.MaskedLMHead(encoder.token_embedding, dtype="mixed_bfloat16")
+    sequence = np.random.default_rng(0).normal(size=(2, 6, 16)).astype("float32")
+    positions = np.array([[1, 2], [3, 4]], "int32")
+    head(sequence, positions)
+    head.output_bias.assign(np.full(100, 1.0 + 2.0 ** -12, "float32"))  # not a bfloat16 value
+    logits = head(sequence, positions).numpy()
+    assert logits.dtype == np.float32
+    assert head.transform.compute_dtype == "bfloat16"
+    # The bias is added in float32: subtracting the (float32) projection leaves it exact.
+    x = head.transform_layer_norm(head.transform(np.take_along_axis(sequence, positions[:, :, None], 1)))
+    projection = np.asarray(x, np.float32) @ encoder.token_embedding.embeddings.numpy().T
+    np.testing.assert_allclose(logits - projection, 1.0 + 2.0 ** -12, atol=1e-6)
