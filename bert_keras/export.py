@@ -275,11 +275,16 @@ def export_model(model, tokenizer, info, base_dir, model_name, version=None, dty
         shutil.copyfile(tokenizer.vocab_file, os.path.join(staging, "vocab.txt"))
         with open(os.path.join(staging, METADATA_FILE), "w", encoding="utf-8") as f:
             json.dump(metadata, f, indent=2)
-        functions.vocab_file = tf.saved_model.Asset(os.path.join(staging, "vocab.txt"))
-        functions.metadata_file = tf.saved_model.Asset(os.path.join(staging, METADATA_FILE))
+        # The root tracks the variables as a plain list, like keras.export.ExportArchive:
+        # tracking the Keras model object itself gives the TF1 loader (TF Serving) handles
+        # that the checkpoint restore does not fill ("Could not find variable ...").
+        root = tf.Module()
+        root.model_variables = [_tf_variable(v) for v in model.variables]
+        root.vocab_file = tf.saved_model.Asset(os.path.join(staging, "vocab.txt"))
+        root.metadata_file = tf.saved_model.Asset(os.path.join(staging, METADATA_FILE))
         for name, fn in fns.items():
-            setattr(functions, "signature_" + name, fn)  # tracked, so the functions are saved
-        tf.saved_model.save(functions, tmp, signatures=signatures)
+            setattr(root, name, fn)
+        tf.saved_model.save(root, tmp, signatures=signatures)
         op_audit.audit_saved_model(tmp, extra_allowed=extra_allowed_ops)
         write_warmup(tmp, model_name, warmup_requests(functions, examples))
         tf.io.gfile.rename(tmp, final)
@@ -288,6 +293,14 @@ def export_model(model, tokenizer, info, base_dir, model_name, version=None, dty
         if tf.io.gfile.exists(tmp):
             tf.io.gfile.rmtree(tmp)
     return final
+
+
+def _tf_variable(variable):
+    """The tf.Variable behind a Keras variable (TF backend): what the functions capture."""
+    value = variable.value if isinstance(variable, keras.Variable) else variable
+    if not isinstance(value, tf.Variable):
+        raise TypeError(f"Expected a TF-backend variable, got {type(value).__name__} for {variable.path}.")
+    return value
 
 
 def export_task(task_dir, base_dir, model_name=None, **kwargs):

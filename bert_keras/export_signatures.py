@@ -93,6 +93,12 @@ def pack_segments(segments, seq_length, cls_id, sep_id, pad_id):
     """Token ids of 1 or 2 segments (int32 ragged [B, (n)]) -> (inputs dict of int32 [B, T],
     kept lengths). T is the longest packed row (at least 2), at most seq_length."""
     budget = seq_length - 1 - len(segments)
+    if len(segments) == 2:
+        check = tf.debugging.assert_equal(
+            segments[0].nrows(), segments[1].nrows(),
+            message="The two text inputs must have the same batch size")
+        with tf.control_dependencies([check]):
+            segments = [tf.identity(s) for s in segments]
     lengths = [tf.cast(s.row_lengths(), tf.int32) for s in segments]
     kept = truncation_lengths(lengths, budget)
     batch = segments[0].nrows(out_type=tf.int32)
@@ -124,7 +130,7 @@ def _byte_to_char(texts, byte_offsets):
     return tf.searchsorted(starts, byte_offsets, side="left")
 
 
-class ServingFunctions(tf.Module):
+class ServingFunctions:
     """The functions of an export, bound to a Keras task model and its tokenizer.
 
     Args:
@@ -136,8 +142,7 @@ class ServingFunctions(tf.Module):
     """
 
     def __init__(self, model, tokenizer, info, top_k=5, max_answer_tokens=30):
-        super().__init__(name="bert_keras_serving")
-        self.model = model
+        self.model = model  # not tracked here: export.py tracks its variables (as Keras' export does)
         self.encoder = getattr(model, "encoder", model)
         self.tokenizer = tokenizer
         self.task = info["task"]

@@ -1,0 +1,436 @@
+"""Tests for bert_keras.export: exports loaded without this project, as TF Serving loads them."""
+
+import base64
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import sysconfig
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import bert_keras as bk
+from bert_keras import export, models, op_audit, span_decoding
+from bert_keras import export_signatures as sigs
+from bert_keras.preprocessing import BertPreprocessor
+from bert_keras.tokenization import BertTokenizer
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+VOCAB = ROOT / "bert_keras" / "data" / "vocab.txt"
+CLIENT = ROOT / "tests" / "serving_client.py"
+SEQ = 24
+LONG_TEXT = "word " * 20000  # 100,000 characters
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return BertTokenizer(str(VOCAB), lower_case=True)
+
+
+@pytest.fixture(scope="module")
+def encoder(tokenizer):
+    keras.utils.set_random_seed(0)
+    return bk.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=16,
+                          num_heads=2, intermediate_size=32, max_positions=64)
+
+
+def _info(task, **kw):
+    return dict(dict(task=task, seq_length=SEQ, lower_case=True, labels=None,
+                     text_fields=["text"]), **kw)
+
+
+def _enc(array):
+    array = np.asarray(array, dtype=object if np.asarray(array).dtype.kind in "OSU" else None)
+    if array.dtype == object:
+        return {"dtype": "string", "shape": list(array.shape),
+                "b64": [base64.b64encode(v if isinstance(v, bytes) else v.encode()).decode()
+                        for v in array.ravel().tolist()]}
+    return {"dtype": array.dtype.name, "shape": list(array.shape), "values": array.ravel().tolist()}
+
+
+def _dec(obj):
+    if obj["dtype"] == "string":
+        return np.array([base64.b64decode(v) for v in obj["b64"]], dtype=object).reshape(obj["shape"])
+    return np.array(obj["values"], dtype=obj["dtype"]).reshape(obj["shape"])
+
+
+def run_client(tmp_path, exports, requests=None):
+    """Runs serving_client.py in a fresh `python -I -S` (cwd elsewhere, clean environment)."""
+    site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    out = tmp_path / "client_out.json"
+    config = tmp_path / "client_config.json"
+    config.write_text(json.dumps(dict(site=site, exports=[str(e) for e in exports],
+                                      requests={str(k): v for k, v in (requests or {}).items()},
+                                      out=str(out))))
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+           "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run([sys.executable, "-I", "-S", str(CLIENT), str(config)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = json.loads(out.read_text())
+    assert report["bert_keras_importable"] is False
+    project_dirs = {str(ROOT), str(ROOT / "tests"), str(ROOT / "bert_keras"), ""}
+    assert not project_dirs & {p.rstrip("/") for p in report["sys_path"]}, report["sys_path"]
+    return report
+
+
+def _outputs(result):
+    """The tf1 and tf2 outputs of one request, checked equal to each other."""
+    assert "tf1" in result and "tf2" in result, result.get("tf1_error") or result.get("tf2_error")
+    tf1 = {k: _dec(v) for k, v in result["tf1"].items()}
+    tf2 = {k: _dec(v) for k, v in result["tf2"].items()}
+    assert sorted(tf1) == sorted(tf2)
+    for key in tf1:
+        if tf1[key].dtype == object:
+            np.testing.assert_array_equal(tf1[key], tf2[key])
+        else:
+            np.testing.assert_allclose(tf1[key], tf2[key], rtol=1e-5, atol=1e-6)
+    return tf2
+
+
+def _texts(inputs, name):
+    return [bytes(t) for t in _dec(inputs[name]).tolist()]
+
+
+def _keras_inputs(tokenizer, *texts):
+    pre = BertPreprocessor(tokenizer, seq_length=SEQ, pad_to_longest=True)
+    return pre(*[tf.constant(t, tf.string) for t in texts])
+
+
+# -- pieces -----------------------------------------------------------------------------------
+
+def test_pack_segments_matches_bert_preprocessor(tokenizer):
+    a = ["The quick brown fox jumps over the lazy dog again and again and again.", "Hi", "",
+         "one two three four five six seven eight nine ten eleven twelve", "x"]
+    b = ["A fast fox.", "one two three four five six seven eight nine ten eleven twelve", "",
+         "thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty", ""]
+    for seq_length in (5, 8, 12, 64):
+        pre = BertPreprocessor(tokenizer, seq_length=seq_length, pad_to_longest=True)
+        for texts in ([a], [a, b]):
+            want = pre(*texts)
+            got, _ = sigs.pack_segments([tokenizer.tokenize(t) for t in texts], seq_length,
+                                        tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+            for key in want:
+                np.testing.assert_array_equal(got[key].numpy(), want[key].numpy(), err_msg=key)
+    # Dynamic length: the longest packed row; an empty batch packs to shape (0, 2).
+    got, _ = sigs.pack_segments([tokenizer.tokenize(tf.constant([], tf.string))], 16,
+                                tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    assert got["input_word_ids"].shape == (0, 2)
+
+
+def test_prediction_log_bytes_parse(tokenizer):
+    sys.path.insert(0, str(CLIENT.parent))
+    try:
+        import serving_client
+    finally:
+        sys.path.remove(str(CLIENT.parent))
+    texts = np.array([b"caf\xc3\xa9", b"\xff", b""], dtype=object)
+    ids = np.arange(6, dtype=np.int32).reshape(2, 3)
+    raw = export.prediction_log_bytes("my_model", "serving_default", {"text": texts, "ids": ids})
+    name, signature, tensors = serving_client.parse_prediction_log(raw)
+    assert (name, signature, sorted(tensors)) == ("my_model", "serving_default", ["ids", "text"])
+    np.testing.assert_array_equal(tf.make_ndarray(_tensor_proto(tensors["text"])), texts)
+    np.testing.assert_array_equal(tf.make_ndarray(_tensor_proto(tensors["ids"])), ids)
+    try:  # The real message class, where tensorflow-serving-api is installed.
+        from tensorflow_serving.apis import prediction_log_pb2
+    except ImportError:
+        return
+    log = prediction_log_pb2.PredictionLog.FromString(raw)
+    assert log.predict_log.request.model_spec.signature_name == "serving_default"
+    np.testing.assert_array_equal(tf.make_ndarray(log.predict_log.request.inputs["ids"]), ids)
+
+
+def _tensor_proto(blob):
+    from tensorflow.core.framework import tensor_pb2
+
+    proto = tensor_pb2.TensorProto()
+    proto.ParseFromString(blob)
+    return proto
+
+
+def test_op_audit_rejects_unservable_ops(tmp_path):
+    class PyModule(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def f(self, x):
+            return tf.py_function(lambda v: v * 2, [x], tf.float32)
+
+    path = str(tmp_path / "py")
+    tf.saved_model.save(PyModule(), path)
+    with pytest.raises(op_audit.OpAuditError, match="EagerPyFunc") as err:
+        op_audit.audit_saved_model(path)
+    assert "EagerPyFunc" in err.value.ops
+    assert "EagerPyFunc" in op_audit.audit_saved_model(path, extra_allowed=["EagerPyFunc"])
+
+    # An op the server's tf-text lacks (what tf-text's RoundRobinTrimmer emits).
+    import tensorflow_text as tf_text
+
+    class Trim(tf.Module):
+        @tf.function(input_signature=[tf.RaggedTensorSpec([None, None], tf.int32)])
+        def f(self, x):
+            return tf_text.RoundRobinTrimmer(4).trim([x])[0].to_tensor()
+
+    path = str(tmp_path / "trim")
+    tf.saved_model.save(Trim(), path)
+    with pytest.raises(op_audit.OpAuditError, match="TFText>RoundRobinTrim"):
+        op_audit.audit_saved_model(path)
+
+
+def test_export_fails_and_leaves_nothing_on_unservable_op(tmp_path, tokenizer, encoder,
+                                                          monkeypatch):
+    monkeypatch.setattr(op_audit, "TF_SERVING_TEXT_OPS", frozenset())  # tf-text ops now "missing"
+    with pytest.raises(op_audit.OpAuditError, match="FastWordpieceTokenizeWithOffsets"):
+        export.export_model(encoder, tokenizer, _info("encoder"), tmp_path, "enc")
+    assert os.listdir(tmp_path / "enc") == []
+
+
+# -- end to end: classifier -------------------------------------------------------------------
+
+BAD_REQUESTS = {
+    "empty_strings": {"text_a": ["", ""], "text_b": ["", "b"]},
+    "long_text": {"text_a": [LONG_TEXT], "text_b": [LONG_TEXT[:5000]]},
+    "non_utf8": {"text_a": [b"caf\xe9 \xff\xfe bad", b"\xc3"], "text_b": [b"ok", b"\x80"]},
+    "empty_batch": {"text_a": [], "text_b": []},
+    "missing_key": {"text_a": ["only one input"]},
+    "batch_mismatch": {"text_a": ["a", "b"], "text_b": ["c"]},
+    "after": {"text_a": ["still serving?"], "text_b": ["yes"]},
+}
+
+
+@pytest.fixture(scope="module")
+def classifier_export(tmp_path_factory, tokenizer, encoder):
+    keras.utils.set_random_seed(1)
+    model = models.BertClassifier(encoder, num_classes=3)
+    base = tmp_path_factory.mktemp("saved_models")
+    info = _info("classification", labels=["neg", "neu", "pos"], text_fields=["text_a", "text_b"])
+    path = export.export_model(model, tokenizer, info, base, "pairs")
+    return model, path
+
+
+def test_classifier_served_without_project(tmp_path, tokenizer, classifier_export):
+    model, path = classifier_export
+    assert path.endswith(os.path.join("pairs", "1"))
+    assert sorted(os.listdir(os.path.join(path, "assets"))) == ["bert_keras_metadata.json",
+                                                               "vocab.txt"]
+    meta = export.read_metadata(path)
+    assert meta["labels"] == ["neg", "neu", "pos"] and meta["seq_length"] == SEQ
+    assert meta["signatures"]["serving_default"]["outputs"]["labels"]["dtype"] == "string"
+    requests = {path: [["serving_default", {k: _enc(np.array(v, dtype=object))
+                                            for k, v in r.items()}]
+                       for r in BAD_REQUESTS.values()]}
+    report = run_client(tmp_path, [path], requests)
+    results = report["exports"][path]
+    warmup = [r for r in results if r["warmup"]]
+    assert [r["signature"] for r in warmup] == ["serving_default"] * 3 + ["preprocess", "encode"]
+    assert {r["model_name"] for r in warmup} == {"pairs"}
+    sig_defs = report["signature_defs"][path]
+    assert sig_defs["serving_default"]["inputs"]["text_a"][1] == tf.string.as_datatype_enum
+
+    labels = np.array([b"neg", b"neu", b"pos"], dtype=object)
+    for r in results:
+        if r["signature"] != "serving_default" or "tf1_error" in r:
+            continue
+        out = _outputs(r)
+        a, b = _texts(r["inputs"], "text_a"), _texts(r["inputs"], "text_b")
+        if not a:  # the empty batch: empty outputs of the documented shapes
+            assert out["probabilities"].shape == (0, 3) and out["labels"].shape == (0,)
+            continue
+        x = _keras_inputs(tokenizer, a, b)
+        probs = tf.nn.softmax(model(x, training=False)).numpy()
+        np.testing.assert_allclose(out["probabilities"], probs, atol=1e-5)
+        np.testing.assert_array_equal(out["label_ids"], probs.argmax(-1))
+        np.testing.assert_array_equal(out["labels"], labels[probs.argmax(-1)])
+    for r in warmup[3:]:
+        out = _outputs(r)
+        if r["signature"] == "preprocess":
+            x = _keras_inputs(tokenizer, _texts(r["inputs"], "text_a"), _texts(r["inputs"], "text_b"))
+            for key in x:
+                np.testing.assert_array_equal(out[key], x[key].numpy())
+        else:
+            want = model.encoder({k: _dec(v) for k, v in r["inputs"].items()}, training=False)
+            np.testing.assert_allclose(out["pooled_output"], want["pooled_output"], atol=1e-5)
+            np.testing.assert_allclose(out["sequence_output"], want["sequence_output"], atol=1e-5)
+
+    bad = dict(zip(BAD_REQUESTS, results[len(warmup):]))
+    assert _outputs(bad["long_text"])["probabilities"].shape == (1, 3)
+    assert _outputs(bad["non_utf8"])["labels"].shape == (2,)
+    assert _outputs(bad["empty_strings"])["labels"].shape == (2,)
+    assert "feed" in bad["missing_key"]["tf1_error"] or "text_b" in bad["missing_key"]["tf1_error"]
+    assert "text_b" in bad["missing_key"]["tf2_error"]
+    assert "same batch size" in bad["batch_mismatch"]["tf1_error"]
+    assert "same batch size" in bad["batch_mismatch"]["tf2_error"]
+    assert _outputs(bad["after"])["labels"].shape == (1,)  # the process survived
+
+
+def test_saved_model_cli_lists_signatures(classifier_export):
+    _, path = classifier_export
+    cli = pathlib.Path(sys.executable).parent / "saved_model_cli"
+    if not cli.exists():
+        pytest.skip(f"no saved_model_cli next to {sys.executable}")
+    proc = subprocess.run([str(cli), "show", "--dir", path, "--all"], capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    blocks = {}
+    for block in proc.stdout.split("signature_def['")[1:]:
+        name, body = block.split("']", 1)
+        blocks[name] = body
+    assert {"serving_default", "encode", "preprocess"} <= set(blocks)
+
+    def tensor(block, kind, key):
+        part = block.split(f"{kind}['{key}'] tensor_info:", 1)[1]
+        return part.split("dtype: ", 1)[1].split()[0], part.split("shape: ", 1)[1].split("\n")[0]
+
+    serving = blocks["serving_default"]
+    assert tensor(serving, "inputs", "text_a") == ("DT_STRING", "(-1)")
+    assert tensor(serving, "inputs", "text_b") == ("DT_STRING", "(-1)")
+    assert tensor(serving, "outputs", "probabilities") == ("DT_FLOAT", "(-1, 3)")
+    assert tensor(serving, "outputs", "label_ids") == ("DT_INT32", "(-1)")
+    assert tensor(serving, "outputs", "labels") == ("DT_STRING", "(-1)")
+    for key in ("input_word_ids", "input_mask", "input_type_ids"):
+        assert tensor(blocks["encode"], "inputs", key) == ("DT_INT32", "(-1, -1)")
+    assert tensor(blocks["encode"], "outputs", "sequence_output") == ("DT_FLOAT", "(-1, -1, 16)")
+    assert tensor(blocks["encode"], "outputs", "pooled_output") == ("DT_FLOAT", "(-1, 16)")
+    assert "TFText>RoundRobinTrim" not in proc.stdout
+
+
+# -- end to end: every other model type --------------------------------------------------------
+
+@pytest.mark.slow
+def test_every_model_type_served_without_project(tmp_path, tokenizer, encoder):
+    keras.utils.set_random_seed(2)
+    tags = ["O", "B-X", "I-X"]
+    cases = {
+        "tagging": (models.BertTokenClassifier(encoder, num_classes=3), _info("tagging", labels=tags)),
+        "span_qa": (models.BertSpanQA(encoder), _info("span_qa", text_fields=["question", "context"])),
+        "pretraining": (models.BertPretrainer(encoder), _info("pretraining")),
+        "encoder": (encoder, _info("encoder")),
+        "multi_label": (models.BertClassifier(encoder, num_classes=2, problem_type="multi_label"),
+                        _info("multi_label", labels=["x", "y"])),
+        "regression": (models.BertClassifier(encoder, num_classes=1, problem_type="regression"),
+                       _info("regression")),
+    }
+    base = tmp_path / "saved_models"
+    paths = {task: export.export_model(m, tokenizer, info, base, task) for task, (m, info) in cases.items()}
+    # Versions: the next free integer; a taken version is refused.
+    assert export.next_version(base / "encoder") == 2
+    with pytest.raises(FileExistsError):
+        export.export_model(encoder, tokenizer, _info("encoder"), base, "encoder", version=1)
+    extra = {
+        paths["tagging"]: [["serving_default", {"text": _enc(np.array(["", LONG_TEXT, b"caf\xe9 x"], object))}]],
+        paths["span_qa"]: [["serving_default", {"question": _enc(np.array(["who?", ""], object)),
+                                                "context": _enc(np.array([LONG_TEXT, ""], object))}]],
+        paths["pretraining"]: [["serving_default", {"text": _enc(np.array(["[MASK]" * 200, ""], object))}]],
+    }
+    report = run_client(tmp_path, list(paths.values()), extra)
+    for task, path in paths.items():
+        model, info = cases[task]
+        for r in report["exports"][path]:
+            if r["signature"] != "serving_default":
+                _outputs(r)
+                continue
+            out = _outputs(r)
+            fields = sigs.text_fields_of(info)
+            texts = [_texts(r["inputs"], f) for f in fields]
+            CHECKS[task](model, tokenizer, texts, out)
+
+
+def _check_tagging(model, tokenizer, texts, out):
+    (text,) = texts
+    x = _keras_inputs(tokenizer, text)
+    logits = model(x, training=False).numpy()
+    words = tokenizer.tokenize_words(tf.constant(text, tf.string)).to_list()
+    for b, row in enumerate(words):
+        pos, want = 1, []
+        for word in row:
+            if pos >= SEQ - 1:
+                break
+            want.append(int(logits[b, pos].argmax()))
+            pos += len(word)
+        got = out["tag_ids"][b]
+        assert list(got[:len(want)]) == want and all(got[len(want):] == -1)
+        assert all(out["tags"][b][len(want):] == b"")
+        for w, start, end in zip(out["tokens"][b][:len(want)], out["token_starts"][b],
+                                 out["token_ends"][b]):
+            source = text[b].decode("utf-8", "replace")
+            assert w.decode() == source[start:end]
+
+
+def _check_span_qa(model, tokenizer, texts, out):
+    question, context = texts
+    x = _keras_inputs(tokenizer, question, context)
+    logits = model(x, training=False)
+    ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(context, tf.string))
+    n, width = len(context), x["input_word_ids"].shape[1]
+    tok_start = -np.ones((n, width), np.int64)
+    tok_end = -np.ones((n, width), np.int64)
+    types = x["input_type_ids"].numpy()
+    for b in range(n):
+        first = int(np.argmax(types[b])) if types[b].any() else width
+        kept = int(types[b].sum()) - 1  # context tokens (without the final [SEP])
+        tok_start[b, first:first + kept] = starts[b].numpy()[:kept]
+        tok_end[b, first:first + kept] = ends[b].numpy()[:kept]
+    contexts = [c.decode("utf-8", "replace") for c in context]
+    want = span_decoding.decode_answers(
+        logits["start_logits"].numpy(), logits["end_logits"].numpy(), list(range(n)), tok_start,
+        tok_end, contexts, offsets="byte")
+    for b in range(n):
+        if tok_start[b].max() < 0:  # no context: no span
+            assert out["answer"][b] == b"" and out["answer_start"][b] == -1
+            continue
+        assert out["score"][b] == pytest.approx(want[b]["score"], abs=1e-4)
+        assert out["answer"][b].decode() == want[b]["text"]
+        s, e = out["answer_start"][b], out["answer_end"][b]
+        assert contexts[b][s:e] == want[b]["text"]
+
+
+def _check_pretraining(model, tokenizer, texts, out):
+    (text,) = texts
+    positions = out["mask_positions"]
+    assert positions.shape[0] == len(text)
+    pre = BertPreprocessor(tokenizer, seq_length=SEQ, pad_to_longest=True)
+    for b, t in enumerate(text):
+        valid = positions[b][positions[b] >= 0]
+        if b"[MASK]" not in t:
+            assert valid.size == 0 and all(out["top_k_tokens"][b].ravel() == b"")
+            continue
+        ids = []  # the text's pieces with the [MASK] id where "[MASK]" is written
+        for i, part in enumerate(t.decode().split("[MASK]")):
+            ids += ([tokenizer.mask_id] if i else []) + tokenizer.tokenize([part]).to_list()[0]
+        x = pre.pack([tf.ragged.constant([ids], tf.int32)])
+        np.testing.assert_array_equal(valid, np.flatnonzero(x["input_word_ids"][0] == tokenizer.mask_id))
+        x["masked_lm_positions"] = tf.constant([valid], tf.int32)
+        want = tf.nn.softmax(model(x, training=False)["masked_lm"]).numpy()[0]
+        k = out["top_k_ids"].shape[-1]
+        for p in range(valid.size):
+            top = np.argsort(-want[p])[:k]
+            np.testing.assert_allclose(out["top_k_scores"][b][p], want[p][top], atol=1e-5)
+            assert [tokenizer.vocab[i].encode() for i in out["top_k_ids"][b][p]] == list(
+                out["top_k_tokens"][b][p])
+
+
+def _check_encoder(model, tokenizer, texts, out):
+    x = _keras_inputs(tokenizer, texts[0])
+    want = model(x, training=False)
+    np.testing.assert_allclose(out["pooled_output"], want["pooled_output"], atol=1e-5)
+    np.testing.assert_array_equal(out["input_mask"], x["input_mask"])
+
+
+def _check_multi_label(model, tokenizer, texts, out):
+    probs = tf.sigmoid(model(_keras_inputs(tokenizer, texts[0]), training=False)).numpy()
+    np.testing.assert_allclose(out["probabilities"], probs, atol=1e-5)
+    np.testing.assert_array_equal(out["label_ids"], (probs >= 0.5).astype(np.int32))
+    names = np.array(["x", "y"])
+    assert [s.decode() for s in out["labels"]] == [",".join(names[p >= 0.5]) for p in probs]
+
+
+def _check_regression(model, tokenizer, texts, out):
+    want = model(_keras_inputs(tokenizer, texts[0]), training=False).numpy()
+    np.testing.assert_allclose(out["scores"], want, atol=1e-5)
+
+
+CHECKS = {"tagging": _check_tagging, "span_qa": _check_span_qa, "pretraining": _check_pretraining,
+          "encoder": _check_encoder, "multi_label": _check_multi_label,
+          "regression": _check_regression}
