@@ -154,6 +154,23 @@ print(json.dumps(errors))
 """
 
 
+def check_flags(argvs):
+    """The tool's check_flags() on each argv, in one subprocess: error strings or None."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-c", _CHECK_FLAGS, str(TOOL), json.dumps(argvs)],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_flagfiles_parse_and_pass_the_checks(tiny_checkpoint, tmp_path):
+    flagfiles = sorted((ROOT / "flags").glob("finetune_*.flags"))
+    assert len(flagfiles) >= 13
+    where = [f"--init_checkpoint={tiny_checkpoint}", f"--output_dir={tmp_path}/o"]
+    errors = check_flags([[f"--flagfile={f}"] + where for f in flagfiles])
+    assert dict(zip([f.name for f in flagfiles], errors)) == {f.name: None for f in flagfiles}
+
+
 def test_bad_flags_are_usage_errors(tiny_checkpoint, tmp_path):
     ok = ["--task=classification", "--train_file=bert_keras/data/bible_paraphrase.train.tsv.gz"]
     cases = [
@@ -174,11 +191,7 @@ def test_bad_flags_are_usage_errors(tiny_checkpoint, tmp_path):
     argvs = [args + where for args, _ in cases]
     argvs.append(ok + [f"--init_checkpoint={tmp_path}/missing", f"--output_dir={tmp_path}/o"])
     cases.append((None, "is not a directory"))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, "-c", _CHECK_FLAGS, str(TOOL), json.dumps(argvs)],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    errors = json.loads(result.stdout.strip().splitlines()[-1])
+    errors = check_flags(argvs)
     for (_, message), error in zip(cases, errors):
         if message is None:
             assert error is None
