@@ -10,6 +10,20 @@ from bert_keras.finetuning_data import (
     TaggingExample,
     load_tfds_task,
 )
+from bert_keras.heads import (
+    ClassificationHead,
+    MaskedLMHead,
+    NextSentenceHead,
+    SpanHead,
+    TokenClassificationHead,
+)
+from bert_keras.models import (
+    IGNORE_LABEL,
+    BertClassifier,
+    BertPretrainer,
+    BertSpanQA,
+    BertTokenClassifier,
+)
 from bert_keras.optimization import AdamW, Lamb, WarmupDecay, create_optimizer
 from bert_keras.preprocessing import BertPreprocessor
 from bert_keras.pretraining_data import (
@@ -17,6 +31,7 @@ from bert_keras.pretraining_data import (
     dynamic_pretraining_dataset,
     read_pretraining_tfrecords,
 )
+from bert_keras.span_decoding import decode_answers
 from bert_keras.task_io import load_task, save_task
 from bert_keras.tokenization import (
     SPECIAL_TOKENS,
