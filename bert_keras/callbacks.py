@@ -50,13 +50,18 @@ class _StepCallback(keras.callbacks.Callback):
         return self.clock.step(self.epoch, batch)
 
 
-def _floats(logs):
-    return {k: float(np.asarray(v)) for k, v in (logs or {}).items() if np.size(v) == 1}
+def _floats(values):
+    return {k: float(np.asarray(v)) for k, v in (values or {}).items() if np.size(v) == 1}
 
 
 class CheckpointAndStop(_StepCallback):
     """Saves every `checkpoint_every` steps and at `train_steps`; stops at `train_steps` or on a
-    non-finite loss, which it records in `self.diverged = (step, loss)` without saving."""
+    non-finite loss, which it records in `self.diverged = (step, loss)` without saving.
+
+    It reads the metrics with `model.get_metrics_result()` (in cross-replica context: the values
+    over all replicas and workers, the same on every worker, so all workers stop together) and
+    keeps them in `self.values` for the other callbacks.
+    """
 
     def __init__(self, clock, manager, step_variable, checkpoint_every, train_steps):
         super().__init__(clock)
@@ -65,6 +70,7 @@ class CheckpointAndStop(_StepCallback):
         self.checkpoint_every = checkpoint_every
         self.train_steps = train_steps
         self.diverged = None
+        self.values = {}
         self.last_step = clock.initial_step
 
     def on_train_batch_end(self, batch, logs=None):
@@ -72,7 +78,8 @@ class CheckpointAndStop(_StepCallback):
         if step == self.last_step:  # inside an accumulation cycle
             return
         self.last_step = step
-        loss = _floats(logs).get("loss")
+        self.values = _floats(self.model.get_metrics_result())
+        loss = self.values.get("loss")
         if loss is not None and not math.isfinite(loss):
             self.diverged = (step, loss)
             self.model.stop_training = True
@@ -103,8 +110,9 @@ class ScalarLogger(_StepCallback):
     examples/s to a tf.summary writer, then resets the metrics so the next window starts fresh.
     `self.latest` holds the last window's values (for the progress bar and the caller)."""
 
-    def __init__(self, clock, writer, log_every, examples_per_step):
+    def __init__(self, clock, controller, writer, log_every, examples_per_step):
         super().__init__(clock)
+        self.controller = controller
         self.writer = writer
         self.log_every = log_every
         self.examples_per_step = examples_per_step
@@ -124,7 +132,7 @@ class ScalarLogger(_StepCallback):
         if step <= start_step:
             return
         now = time.time()
-        values = _floats(logs)
+        values = dict(self.controller.values)
         values["learning_rate"] = current_learning_rate(self.model.optimizer)
         values["examples_per_second"] = (
             (step - start_step) * self.examples_per_step / max(now - start_time, 1e-9)
@@ -146,8 +154,9 @@ class ProgressBar(_StepCallback):
     """One line per step on a terminal (redrawn in place), else one line per `log_every` steps:
     `step 120/1000 [===>......] 12% 3.1 steps/s ETA 4m44s loss 5.93 masked_lm_accuracy 0.12`."""
 
-    def __init__(self, clock, train_steps, logger, log_every, stream=None, width=30):
+    def __init__(self, clock, train_steps, controller, logger, log_every, stream=None, width=30):
         super().__init__(clock)
+        self.controller = controller
         self.train_steps = train_steps
         self.logger = logger
         self.log_every = log_every
@@ -173,7 +182,7 @@ class ProgressBar(_StepCallback):
         fraction = step / self.train_steps
         filled = int(self.width * fraction)
         bar = "=" * filled + (">" if filled < self.width else "") + "." * (self.width - filled - 1)
-        values = dict(_floats(logs), **{
+        values = dict(self.controller.values, **{
             k: v for k, v in self.logger.latest.items() if k == "examples_per_second"})
         metrics = " ".join(f"{k} {v:.4g}" for k, v in values.items())
         line = (f"step {step}/{self.train_steps} [{bar}] {100 * fraction:3.0f}% "

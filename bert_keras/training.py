@@ -196,7 +196,6 @@ def train(model_fn, dataset_fn, *, model_dir, train_steps, global_batch_size, st
     if latest:
         checkpoint.restore(latest).assert_existing_objects_matched()
         initial_step = int(step_variable.numpy())
-        logging.info("Resuming from checkpoint %s at step %d of %d.", latest, initial_step, train_steps)
         print(f"Resuming from checkpoint {latest} at step {initial_step} of {train_steps}.", flush=True)
     history = []
     try:
@@ -220,9 +219,11 @@ def _fit(model, strategy, dataset_fn, batch_size, manager, step_variable, *, ini
          train_steps, checkpoint_every, accumulation, log_every, global_batch_size,
          dataset_start_step, chief, model_dir, progress, extra_callbacks):
     skip_steps = max(initial_step - dataset_start_step, 0)
+    element_specs = []
 
     def distributed_dataset_fn(input_context):
         dataset = dataset_fn(batch_size, input_context)
+        element_specs.append(dataset.element_spec)
         if skip_steps:
             # Each pipeline feeds num_replicas / num_pipelines replicas one batch per micro-step.
             per_step = input_context.num_replicas_in_sync // input_context.num_input_pipelines
@@ -230,6 +231,17 @@ def _fit(model, strategy, dataset_fn, batch_size, manager, step_variable, *, ini
         return dataset
 
     dataset = strategy.distribute_datasets_from_function(distributed_dataset_fn)
+    _build_before_fit(model, strategy, element_specs[0])
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        # Keras reduces the per-replica logs of each step with strategy.reduce("MEAN", axis=0),
+        # which fails on scalars across workers: give it vectors of length 1 (the callbacks read
+        # the global values with get_metrics_result() anyway).
+        train_step = model.train_step
+
+        def train_step_with_vector_logs(data):
+            return {k: tf.reshape(v, [1]) for k, v in train_step(data).items()}
+
+        model.train_step = train_step_with_vector_logs
     batches_per_epoch = checkpoint_every * accumulation
     initial_epoch = initial_step // checkpoint_every
     epochs = initial_epoch + math.ceil((train_steps - initial_step) / checkpoint_every)
@@ -238,16 +250,30 @@ def _fit(model, strategy, dataset_fn, batch_size, manager, step_variable, *, ini
               else tf.summary.create_noop_writer())
     controller = callbacks_lib.CheckpointAndStop(clock, manager, step_variable, checkpoint_every,
                                                  train_steps)
-    logger = callbacks_lib.ScalarLogger(clock, writer, log_every, global_batch_size)
+    logger = callbacks_lib.ScalarLogger(clock, controller, writer, log_every, global_batch_size)
     callbacks = [controller, logger]
     if progress and chief:
-        callbacks.append(callbacks_lib.ProgressBar(clock, train_steps, logger, log_every))
+        callbacks.append(callbacks_lib.ProgressBar(clock, train_steps, controller, logger, log_every))
     model.fit(dataset, epochs=epochs, initial_epoch=initial_epoch, steps_per_epoch=batches_per_epoch,
               callbacks=callbacks + list(extra_callbacks), verbose=0)
     if controller.diverged:
         step, loss = controller.diverged
         raise TrainingDivergedError(step, loss, latest_checkpoint(model_dir))
     return logger.history
+
+
+def _build_before_fit(model, strategy, element_spec):
+    """Builds the compiled loss and metrics from the data's spec, and stops `fit` from doing it.
+
+    Keras' TF trainer builds them in `fit` by pulling the first batch off the distributed
+    iterator and `strategy.reduce`-ing it, which (a) fails under MultiWorkerMirroredStrategy
+    for dict inputs (keras-team/keras#20329, #20585) and (b) silently consumes one batch, so
+    the data position would depend on how often `fit` was called. Building symbolically here
+    fixes both: batch k of the dataset is always consumed by micro-step k.
+    """
+    with strategy.scope():
+        model._symbolic_build(data_batch=element_spec)  # noqa: SLF001 - see the docstring
+    model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None  # noqa: SLF001
 
 
 def _pretraining_dataset_fn(*, train_data, train_text, tokenizer, max_seq_length,
@@ -257,8 +283,9 @@ def _pretraining_dataset_fn(*, train_data, train_text, tokenizer, max_seq_length
 
     def dataset_fn(batch_size, input_context):
         if train_data:
+            patterns = train_data.split(",") if isinstance(train_data, str) else train_data
             return pretraining_data.read_pretraining_tfrecords(
-                train_data, batch_size, max_seq_length, max_predictions_per_seq,
+                [p.strip() for p in patterns if p.strip()], batch_size, max_seq_length, max_predictions_per_seq,
                 input_context=input_context, seed=seed, next_sentence=pair_mode != "none")
         return pretraining_data.dynamic_pretraining_dataset(
             train_text, tokenizer, batch_size, max_seq_length=max_seq_length,
