@@ -1,0 +1,102 @@
+"""Fast inference helpers: length-bucketed batching and a compiled encoder call.
+
+Shape legend: N examples, B batch, T sequence length, H hidden size.
+
+Padding every sentence to 128 tokens when most are 30 wastes most of the compute: sort by
+length and pad each batch only to its own longest example (rounded up to a multiple of 8).
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from bert_keras.encoder import INPUT_NAMES
+
+
+def length_bucketed_batches(inputs, batch_size=32, pad_to_multiple=8):
+    """Splits `inputs` into batches of similar length, each cut to its longest example.
+
+    Args:
+      inputs: dict of `input_word_ids`, `input_mask`, `input_type_ids`, int arrays (N, T)
+        (padded, as `BertPreprocessor` returns them).
+      batch_size: examples per batch.
+      pad_to_multiple: each batch's length is rounded up to a multiple of this (fewer distinct
+        shapes; matmul kernels like aligned sizes), and never beyond T.
+
+    Returns:
+      A list of `(indices, batch)`: `indices` (B,) are the rows of `inputs` in the batch, and
+      `batch` is a dict of the three int32 arrays (B, T_batch).
+
+    Example:
+    >>> import numpy as np
+    >>> mask = np.array([[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 0, 0]], "int32")
+    >>> inputs = dict(input_word_ids=mask * 7, input_mask=mask, input_type_ids=0 * mask)
+    >>> [(list(i), b["input_mask"].shape) for i, b in
+    ...  length_bucketed_batches(inputs, batch_size=2, pad_to_multiple=1)]
+    [([1, 2], (2, 2)), ([0], (1, 3))]
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size!r}.")
+    missing = [name for name in INPUT_NAMES if name not in inputs]
+    if missing:
+        raise ValueError(f"inputs lack {missing}; got keys {sorted(inputs)}.")
+    arrays = {name: np.asarray(inputs[name]) for name in INPUT_NAMES}
+    max_length = arrays["input_mask"].shape[1]
+    lengths = arrays["input_mask"].sum(axis=1)  # (N,)
+    order = np.argsort(lengths, kind="stable")
+    batches = []
+    for start in range(0, len(order), batch_size):
+        indices = order[start:start + batch_size]
+        longest = max(int(lengths[indices].max()), 1)
+        length = min(-(-longest // pad_to_multiple) * pad_to_multiple, max_length)
+        batch = {name: np.ascontiguousarray(arrays[name][indices, :length], dtype=np.int32)
+                 for name in INPUT_NAMES}
+        batches.append((indices, batch))
+    return batches
+
+
+def inference_function(encoder, jit_compile=False, outputs=("sequence_output", "pooled_output")):
+    """A `tf.function` that runs `encoder` for inference on any batch size and length.
+
+    One trace serves every shape (input_signature with None dims), so length-bucketed batches
+    do not retrace. `jit_compile=False` is the fast choice on CPU: XLA loses oneDNN's
+    bfloat16 (AMX) matmuls, see BENCHMARKS.md.
+
+    Example:
+    >>> import numpy as np
+    >>> import bert_keras as bk
+    >>> encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=100)
+    >>> infer = inference_function(encoder)
+    >>> ones = np.ones((2, 5), "int32")
+    >>> infer(dict(input_word_ids=ones, input_mask=ones, input_type_ids=0 * ones))[
+    ...     "pooled_output"].shape
+    TensorShape([2, 128])
+    """
+    signature = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+
+    @tf.function(input_signature=[signature], jit_compile=jit_compile)
+    def infer(inputs):
+        result = encoder(inputs, training=False)
+        return {name: result[name] for name in outputs}
+
+    return infer
+
+
+def encode(encoder, inputs, batch_size=32, output="pooled_output", infer=None):
+    """Runs `encoder` over `inputs` (N, T) in length-bucketed batches; returns numpy (N, ...).
+
+    `output="pooled_output"` gives (N, H); `"sequence_output"` gives (N, T, H), zero beyond each
+    batch's length.
+    """
+    infer = infer or inference_function(encoder, outputs=(output,))
+    n, max_length = np.asarray(inputs["input_mask"]).shape
+    result = None
+    for indices, batch in length_bucketed_batches(inputs, batch_size):
+        values = np.asarray(tf.cast(infer(batch)[output], tf.float32))
+        if result is None:
+            shape = (n,) + ((max_length,) + values.shape[2:] if values.ndim == 3 else values.shape[1:])
+            result = np.zeros(shape, "float32")
+        if values.ndim == 3:
+            result[indices, :values.shape[1]] = values
+        else:
+            result[indices] = values
+    return result

