@@ -434,3 +434,42 @@ def _check_regression(model, tokenizer, texts, out):
 CHECKS = {"tagging": _check_tagging, "span_qa": _check_span_qa, "pretraining": _check_pretraining,
           "encoder": _check_encoder, "multi_label": _check_multi_label,
           "regression": _check_regression}
+
+
+# -- tools ------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_tools_export_then_predict(tmp_path, tokenizer, encoder):
+    from bert_keras.task_io import save_task
+
+    keras.utils.set_random_seed(3)
+    model = models.BertSpanQA(encoder)
+    task_dir = tmp_path / "runs" / "qa" / "best"
+    save_task(str(task_dir), model, tokenizer, task="span_qa", seq_length=SEQ,
+              text_fields=["question", "context"])
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    base = tmp_path / "saved_models"
+    for version in ("1", "2"):
+        proc = subprocess.run([sys.executable, str(ROOT / "tools" / "export.py"),
+                               f"--task_dir={task_dir}", f"--export_dir_base={base}"],
+                              capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.stdout.splitlines()[0] == str(base / "qa" / version)
+    lines = "Who wrote the letter?\tPaul wrote the letter to the church.\n\t\nno tab here\n"
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "predict.py"),
+                           f"--model_dir={base / 'qa'}", "--batch_size=2"], input=lines,
+                          capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    assert proc.returncode != 0 and "Line 3 has 1 tab-separated fields" in proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["line"] for r in rows] == [1, 2]
+    x = _keras_inputs(tokenizer, ["Who wrote the letter?"], ["Paul wrote the letter to the church."])
+    logits = model(x, training=False)
+    first = rows[0]["outputs"]
+    assert first["answer"] == "Paul wrote the letter to the church."[first["answer_start"]:first["answer_end"]]
+    best = max(float(logits["start_logits"][0, s] + logits["end_logits"][0, e])
+               for s in range(7, 17) for e in range(s, 17))  # context tokens 7..16
+    assert first["score"] == pytest.approx(best, abs=1e-4)
+    assert rows[1]["outputs"]["answer"] == "" and rows[1]["outputs"]["answer_start"] == -1
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "export.py")],
+                          capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    assert proc.returncode != 0 and "exactly one of --task_dir or --encoder_dir" in proc.stderr
