@@ -66,7 +66,7 @@ class PositionEmbedding(keras.layers.Layer):
     Example:
     >>> import numpy as np
     >>> layer = PositionEmbedding(max_positions=16)
-    >>> layer(np.zeros((2, 5, 8), "float32")).shape
+    >>> tuple(layer(np.zeros((2, 5, 8), "float32")).shape)
     (5, 8)
     """
 
@@ -109,7 +109,7 @@ class SelfAttention(keras.layers.Layer):
     >>> import numpy as np
     >>> attention = SelfAttention(num_heads=2)
     >>> x = np.random.rand(1, 4, 8).astype("float32")
-    >>> attention(x, np.ones((1, 4), "int32")).shape
+    >>> tuple(attention(x, np.ones((1, 4), "int32")).shape)
     (1, 4, 8)
     """
 
@@ -181,7 +181,7 @@ class TransformerBlock(keras.layers.Layer):
     >>> import numpy as np
     >>> block = TransformerBlock(num_heads=2, intermediate_size=16)
     >>> x = np.random.rand(1, 4, 8).astype("float32")
-    >>> block(x, np.ones((1, 4), "int32")).shape
+    >>> tuple(block(x, np.ones((1, 4), "int32")).shape)
     (1, 4, 8)
     """
 

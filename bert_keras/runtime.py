@@ -30,7 +30,7 @@ def length_bucketed_batches(inputs, batch_size=32, pad_to_multiple=8):
     >>> import numpy as np
     >>> mask = np.array([[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 0, 0]], "int32")
     >>> inputs = dict(input_word_ids=mask * 7, input_mask=mask, input_type_ids=0 * mask)
-    >>> [(list(i), b["input_mask"].shape) for i, b in
+    >>> [(i.tolist(), b["input_mask"].shape) for i, b in
     ...  length_bucketed_batches(inputs, batch_size=2, pad_to_multiple=1)]
     [([1, 2], (2, 2)), ([0], (1, 3))]
     """
@@ -67,9 +67,9 @@ def inference_function(encoder, jit_compile=False, outputs=("sequence_output", "
     >>> encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=100)
     >>> infer = inference_function(encoder)
     >>> ones = np.ones((2, 5), "int32")
-    >>> infer(dict(input_word_ids=ones, input_mask=ones, input_type_ids=0 * ones))[
-    ...     "pooled_output"].shape
-    TensorShape([2, 128])
+    >>> outputs = infer(dict(input_word_ids=ones, input_mask=ones, input_type_ids=0 * ones))
+    >>> tuple(outputs["pooled_output"].shape)
+    (2, 128)
     """
     signature = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
 
