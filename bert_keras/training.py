@@ -255,7 +255,7 @@ def _fit(model, strategy, dataset_fn, batch_size, manager, step_variable, *, ini
     if progress and chief:
         callbacks.append(callbacks_lib.ProgressBar(clock, train_steps, controller, logger, log_every))
     model.fit(dataset, epochs=epochs, initial_epoch=initial_epoch, steps_per_epoch=batches_per_epoch,
-              callbacks=callbacks + list(extra_callbacks), verbose=0)
+              callbacks=callbacks + list(extra_callbacks), verbose=0, shuffle=False)
     if controller.diverged:
         step, loss = controller.diverged
         raise TrainingDivergedError(step, loss, latest_checkpoint(model_dir))
