@@ -25,6 +25,8 @@ setuptools.setup(
             "pytest-xdist>=3.5",
             "tokenizers>=0.20",
             "safetensors>=0.4",
+            # Parses the warmup PredictionLog records with the real serving protos.
+            "tensorflow-serving-api>=2.21,<2.22",
         ],
     },
 )

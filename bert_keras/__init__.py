@@ -3,6 +3,7 @@
 from bert_keras import finetuning_data, metrics
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.encoder import PRESETS, BertEncoder
+from bert_keras.export import export_model, export_task, next_version, read_metadata
 from bert_keras.finetuning_data import (
     ClassificationExample,
     LabelMap,
@@ -24,6 +25,7 @@ from bert_keras.models import (
     BertSpanQA,
     BertTokenClassifier,
 )
+from bert_keras.op_audit import OpAuditError, audit_saved_model
 from bert_keras.optimization import AdamW, Lamb, WarmupDecay, create_optimizer
 from bert_keras.preprocessing import BertPreprocessor
 from bert_keras.pretraining_data import (
