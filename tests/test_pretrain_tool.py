@@ -1,0 +1,134 @@
+"""Tests for tools/pretrain.py: help, usage errors before any work, a tiny run, kill -9 + resume."""
+
+import glob
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+TOOL = [sys.executable, str(REPO / "tools" / "pretrain.py")]
+TINY = f"--flagfile={REPO / 'flags' / 'pretrain_tiny.flags'}"
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+
+
+def _run(*args, timeout=600, env=None):
+    return subprocess.run(TOOL + list(args), capture_output=True, text=True, cwd=REPO,
+                          timeout=timeout, env=env or ENV)
+
+
+def test_help_is_short_with_an_example_and_helpfull_lists_everything():
+    short = _run("--help")
+    assert "python tools/pretrain.py --flagfile=flags/pretrain_mini.flags" in short.stdout
+    assert "--train_text" in short.stdout and "--model_dir" in short.stdout
+    assert "--distribution_strategy" not in short.stdout
+    assert len(short.stdout.splitlines()) < 60
+    full = _run("--helpfull").stdout
+    for flag in ("--distribution_strategy", "--tpu", "--dtype", "--[no]jit_compile",
+                 "--phase2_seq_length", "--gradient_accumulation_steps", "--init_checkpoint",
+                 "--keep_checkpoints", "--optimizer"):
+        assert flag in full, flag
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--distribution_strategy=tpu"], "needs --tpu"),
+    (["--train_data=/nonexistent/*.tfrecord", "--train_text="], "No file matches '/nonexistent/"),
+    (["--train_text=/nonexistent/*.txt"], "No file matches '/nonexistent/"),
+    (["--train_data=bert_keras/data/web_bible_corpus.txt.gz"], "exactly one of --train_data"),
+    (["--train_text="], "exactly one of --train_data"),
+    (["--global_batch_size=10", "--gradient_accumulation_steps=4"], "not divisible"),
+    (["--distribution_strategy=multi_worker_mirrored"], "TF_CONFIG"),
+    (["--warmup_steps=100"], "--warmup_steps=100 must be in"),
+    (["--phase2_seq_length=64", "--train_data=bert_keras/data/web_bible_corpus.txt.gz",
+      "--train_text="], "needs --phase2_train_data"),
+])
+def test_bad_flags_are_usage_errors_before_any_work(tmp_path, args, message):
+    model_dir = tmp_path / "run"
+    env = {k: v for k, v in ENV.items() if k != "TF_CONFIG"}
+    proc = _run(TINY, f"--model_dir={model_dir}", *args, env=env)
+    assert proc.returncode == 1
+    assert message in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert not model_dir.exists()  # nothing was started
+
+
+def test_global_batch_not_divisible_by_replicas_is_a_usage_error(tmp_path):
+    # Two logical CPU devices make `mirrored` two replicas (set before TF starts, in-process).
+    argv = TOOL[1:] + [TINY, f"--model_dir={tmp_path / 'run'}", "--distribution_strategy=mirrored",
+                       "--global_batch_size=9"]
+    code = (
+        "import sys, tensorflow as tf\n"
+        "cpu = tf.config.list_physical_devices('CPU')[0]\n"
+        "tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)\n"
+        f"sys.argv = {argv!r}\n"
+        f"__file__ = {TOOL[1]!r}\n"
+        f"exec(open({TOOL[1]!r}).read())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          timeout=300, env=ENV)
+    assert proc.returncode == 1
+    assert "global_batch_size=9 is not divisible by num_replicas (2)" in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "run").exists()
+
+
+def test_tiny_flagfile_run_writes_everything_fine_tuning_needs(tmp_path):
+    model_dir = tmp_path / "run"
+    proc = _run(TINY, f"--model_dir={model_dir}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Finished at step 6 (started at 0)" in proc.stdout
+    assert "step 6/6 [" in proc.stdout  # the progress line
+    with open(model_dir / "run_config.json") as f:
+        config = json.load(f)
+    assert config["preset"] == "bert_tiny" and config["train_steps"] == 6
+    assert config["model_dir"] == str(model_dir)
+    ckpts = sorted(p.name for p in (model_dir / "checkpoints").glob("ckpt-*.index"))
+    assert ckpts == ["ckpt-3.index", "ckpt-6.index"]
+    assert glob.glob(str(model_dir / "train" / "events.out.tfevents.*"))
+    encoder_dir = model_dir / "encoder"
+    assert {p.name for p in encoder_dir.iterdir()} >= {"bert_keras.json", "model.weights.h5", "vocab.txt"}
+    from bert_keras.encoder import BertEncoder
+
+    assert BertEncoder.from_pretrained(str(encoder_dir)).hidden_size == 128
+
+
+@pytest.mark.slow
+def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path):
+    model_dir = tmp_path / "run"
+    args = TOOL + [TINY, f"--model_dir={model_dir}", "--train_steps=60", "--checkpoint_every=5",
+                   "--log_every=5", "--warmup_steps=5"]
+    proc = subprocess.Popen(args, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    index = model_dir / "checkpoints" / "checkpoint"
+    deadline = time.time() + 300
+    while not index.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert index.exists(), "no checkpoint was written"
+    time.sleep(1.0)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    killed_at = max(int(p.name[len("ckpt-"):-len(".index")])
+                    for p in (model_dir / "checkpoints").glob("ckpt-*.index"))
+    assert 5 <= killed_at < 60
+
+    rerun = subprocess.run(args, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    resumed = [line for line in rerun.stdout.splitlines() if line.startswith("Resuming from")]
+    assert resumed and "at step " in resumed[0], rerun.stdout[-2000:]
+    start = int(resumed[0].split("at step ")[1].split()[0])
+    assert start >= killed_at  # not retrained from zero
+    assert f"Finished at step 60 (started at {start})" in rerun.stdout
+    first_progress = next(line for line in rerun.stdout.splitlines() if line.startswith("step "))
+    assert int(first_progress.split()[1].split("/")[0]) > start  # progress continues from there
+    # TensorBoard: the rerun's event file starts after the checkpoint step.
+    import tensorflow as tf
+
+    files = sorted(glob.glob(str(model_dir / "train" / "events.out.tfevents.*")),
+                   key=os.path.getmtime)
+    steps = [e.step for e in tf.compat.v1.train.summary_iterator(files[-1]) if e.summary.value]
+    assert min(steps) > start and max(steps) == 60
