@@ -533,7 +533,8 @@ def run():
                                   metrics=entry.get("eval", {}))
             write_json(os.path.join(FLAGS.output_dir, "metrics.json"), record)
 
-    model.fit(train_ds, epochs=FLAGS.num_train_epochs, callbacks=[EpochEnd()], verbose=FLAGS.verbose)
+    model.fit(train_ds, epochs=FLAGS.num_train_epochs, callbacks=[EpochEnd()], verbose=FLAGS.verbose,
+              shuffle=False)  # the dataset reshuffles itself every epoch
 
     if state["weights"] is not None and record["best_epoch"] != FLAGS.num_train_epochs:
         model.set_weights(state["weights"])
