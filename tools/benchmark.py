@@ -139,17 +139,29 @@ def batches_of(ids, lengths, batch_size, bucketed):
 # ---------------------------------------------------------------------------------------------
 # Timing, inside a worker.
 
+class Timing:
+    """Wall-clock and process CPU seconds of `calls` calls."""
+
+    def __init__(self, calls, wall, cpu):
+        self.calls, self.wall, self.cpu = calls, wall, cpu
+
+    def rates(self, per_call):
+        """`per_call` items per call -> dict(per_s=items/s wall, per_cpu_s=items per CPU-second)."""
+        return dict(per_s=per_call * self.calls / self.wall,
+                    per_cpu_s=per_call * self.calls / self.cpu)
+
+
 def time_calls(fn, batches, seconds, warmup=2):
-    """Calls `fn` over `batches` (cycling) for about `seconds`; returns (calls, elapsed)."""
+    """Calls `fn` over `batches` (cycling) for about `seconds`, whole passes; returns Timing."""
     for i in range(warmup):
         fn(batches[i % len(batches)])
-    calls, start = 0, time.perf_counter()
+    calls, start, cpu_start = 0, time.perf_counter(), time.process_time()
     while True:
         fn(batches[calls % len(batches)])
         calls += 1
         elapsed = time.perf_counter() - start
         if elapsed >= seconds and calls % len(batches) == 0:
-            return calls, elapsed
+            return Timing(calls, elapsed, time.process_time() - cpu_start)
 
 
 def latencies(fn, batch, seconds, warmup=3):
@@ -190,21 +202,19 @@ def run_peak(spec):
 
     configure_tf(spec)
     n = spec["n"]
-    a = tf.random.normal((n, n), dtype=tf.float32)
-    b = tf.random.normal((n, n), dtype=tf.float32)
-    a, b = tf.cast(a, spec["dtype"]), tf.cast(b, spec["dtype"])
+    a = tf.cast(tf.random.normal((n, n)), spec["dtype"])
+    b = tf.cast(tf.random.normal((n, n), stddev=n ** -0.5), spec["dtype"])  # Keeps |a @ b| ~ |a|.
     repeat = 10
 
     @tf.function(jit_compile=spec.get("jit", False))
     def many(x, y):
-        out = tf.zeros((), tf.float32)
-        for _ in range(repeat):
-            out += tf.cast(tf.reduce_sum(tf.matmul(x, y)[:1, :1]), tf.float32)
-            x = x + tf.cast(1e-3, x.dtype)  # Keep the matmuls from being merged away.
-        return out
+        for _ in range(repeat):  # A chain: nothing to merge, no other op in the loop.
+            x = tf.matmul(x, y)
+        return x[0, 0]
 
-    calls, elapsed = time_calls(lambda _: many(a, b).numpy(), [None], spec["seconds"])
-    return dict(gflops=2 * n ** 3 * repeat * calls / elapsed / 1e9)
+    timing = time_calls(lambda _: many(a, b).numpy(), [None], spec["seconds"])
+    rates = timing.rates(2 * n ** 3 * repeat / 1e9)
+    return dict(gflops=rates["per_s"], gflops_per_cpu_s=rates["per_cpu_s"])
 
 
 def run_bert_keras_encoder(spec):
@@ -234,10 +244,11 @@ def run_bert_keras_encoder(spec):
 
         def fn(batch):
             return infer(batch)[0].numpy()
-    calls, elapsed = time_calls(fn, batches, spec["seconds"])
-    sequences = sum(len(b["input_mask"]) for b in batches) * calls / len(batches)
-    tokens = sum(int(np.sum(b["input_mask"])) for b in batches) * calls / len(batches)
-    return dict(seq_per_s=sequences / elapsed, tokens_per_s=tokens / elapsed)
+    timing = time_calls(fn, batches, spec["seconds"])
+    rates = timing.rates(sum(len(b["input_mask"]) for b in batches) / len(batches))
+    tokens = sum(int(np.sum(b["input_mask"])) for b in batches) / len(batches)
+    return dict(seq_per_s=rates["per_s"], seq_per_cpu_s=rates["per_cpu_s"],
+                tokens_per_s=timing.rates(tokens)["per_s"])
 
 
 def run_keras_hub_encoder(spec):
@@ -260,10 +271,10 @@ def run_keras_hub_encoder(spec):
     def fn(batch):
         return backbone.predict(batch, batch_size=len(batch["token_ids"]), verbose=0)
 
-    calls, elapsed = time_calls(fn, batches, spec["seconds"])
-    sequences = sum(len(b["token_ids"]) for b in batches) * calls / len(batches)
-    return dict(seq_per_s=sequences / elapsed, keras_jit=str(backbone.jit_compile),
-                keras_version=keras.__version__, tokens=int(np.sum(batches[0]["padding_mask"])))
+    timing = time_calls(fn, batches, spec["seconds"])
+    rates = timing.rates(sum(len(b["token_ids"]) for b in batches) / len(batches))
+    return dict(seq_per_s=rates["per_s"], seq_per_cpu_s=rates["per_cpu_s"],
+                keras_jit=str(backbone.jit_compile), keras_version=keras.__version__)
 
 
 def huggingface_model(preset, dtype):
@@ -300,9 +311,10 @@ def run_huggingface_encoder(spec):
             out = model(**batch)
         return out.last_hidden_state.float().numpy()
 
-    calls, elapsed = time_calls(fn, batches, spec["seconds"])
-    sequences = sum(len(b["input_ids"]) for b in batches) * calls / len(batches)
-    return dict(seq_per_s=sequences / elapsed, torch_threads=torch.get_num_threads(),
+    timing = time_calls(fn, batches, spec["seconds"])
+    rates = timing.rates(sum(len(b["input_ids"]) for b in batches) / len(batches))
+    return dict(seq_per_s=rates["per_s"], seq_per_cpu_s=rates["per_cpu_s"],
+                torch_threads=torch.get_num_threads(),
                 attention=model.config._attn_implementation)
 
 
@@ -369,7 +381,8 @@ def peak_rows(seconds):
              for dtype, jit in (("float32", False), ("bfloat16", False), ("bfloat16", True))]
     results = measure_interleaved(specs, FLAGS.rounds, FLAGS.timeout, "gflops")
     return [dict(section="peak", shape="2048x2048", system=label, metric="GFLOP/s",
-                 value=results[label].get("gflops"), error=results[label].get("error"))
+                 value=results[label].get("gflops"), cpu=results[label].get("gflops_per_cpu_s"),
+                 error=results[label].get("error"))
             for label, _ in specs]
 
 
@@ -425,6 +438,7 @@ def encoder_rows(presets, seconds, workdir):
         shape = f"{preset} {FLAGS.batch_size}x{FLAGS.seq_length}"
         rows += [dict(section="encoder", shape=shape, system=label, metric="sequences/s",
                       value=results[label].get("seq_per_s"), flops=flops,
+                      cpu=results[label].get("seq_per_cpu_s"),
                       error=results[label].get("error")) for label, _ in specs]
         specs = [(label, spec) for label, spec in
                  real_specs(preset, FLAGS.batch_size, seconds, real_inputs) if wanted(label)]
@@ -433,6 +447,7 @@ def encoder_rows(presets, seconds, workdir):
                  f"batch {FLAGS.batch_size}")
         rows += [dict(section="encoder (real sentences)", shape=shape, system=label,
                       metric="sequences/s", value=results[label].get("seq_per_s"),
+                      cpu=results[label].get("seq_per_cpu_s"),
                       error=results[label].get("error")) for label, _ in specs]
     return rows
 
@@ -511,16 +526,19 @@ def render(rows, command, notes):
         f"{FLAGS.rounds} rounds and each figure is the best round. `× peer` = this row / that "
         "peer's row in the same group (for latency: peer / this row), so > 1 means faster. "
         "`% bf16 peak` = model FLOPs (matmuls, padded shape) per second / the measured "
-        "bfloat16 matmul peak.",
+        "bfloat16 matmul peak. `per CPU-s` = the same work per second of this process's CPU "
+        "time (all threads): less sensitive to other load on the machine, but it also counts "
+        "threads that spin while waiting.",
         "",
-        "| section | shape | system | metric | value | model TFLOP/s | % bf16 peak | "
+        "| section | shape | system | metric | value | per CPU-s | model TFLOP/s | % bf16 peak | "
         + " | ".join(f"× {peer}" for peer, _ in PEERS) + " |",
-        "|---|---|---|---|---:|---:|---:|" + "---:|" * len(PEERS),
+        "|---|---|---|---|---:|---:|---:|---:|" + "---:|" * len(PEERS),
     ]
     for row in rows:
         value = fmt(row.get("value"), ".1f") if row.get("value") else f"failed: {row.get('error')}"
         lines.append(
             f"| {row['section']} | {row['shape']} | {row['system']} | {row['metric']} | {value} | "
+            f"{fmt(row.get('cpu'), '.1f')} | "
             f"{fmt(row.get('tflops'), '.2f')} | {fmt(row.get('mfu') and 100 * row['mfu'], '.0f')} | "
             + " | ".join(fmt(row.get(peer), ".2f") for peer, _ in PEERS) + " |")
     lines += ["", "## Notes", "", notes.strip() or "(none)", ""]
