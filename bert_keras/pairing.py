@@ -74,7 +74,8 @@ def read_documents(files, stats=None):
                 except UnicodeDecodeError as e:
                     stats.invalid_utf8_lines += 1
                     if stats.invalid_utf8_lines <= 5:
-                        logging.warning("skipping line %d of %s: invalid UTF-8 (%s)", lineno, path, e)
+                        logging.warning("skipping line %d of %s: invalid UTF-8 (%s)",
+                                        lineno, path, e)
                     continue
                 if line:
                     doc.append(line)
@@ -115,22 +116,29 @@ def tokenize_documents(tokenizer, documents, stats=None):
     """
     stats = stats if stats is not None else DocumentStats()
     lines = [line for doc in documents for line in doc]
-    stats.documents += len(documents)
-    stats.lines += len(lines)
     if not lines:
+        stats.documents += len(documents)
         return []
     words = tokenizer.tokenize_words(lines)  # int32 [N, (words), (pieces)]
-    pieces = words.flat_values.numpy().astype(np.int32)
-    word_splits = words.values.row_splits.numpy()
-    line_splits = words.row_splits.numpy()
+    return split_tokenized([len(doc) for doc in documents], words.flat_values.numpy(),
+                           words.values.row_splits.numpy(), words.row_splits.numpy(), stats)
+
+
+def split_tokenized(lines_per_document, pieces, word_splits, line_splits, stats=None):
+    """Flat tokenizer output (ragged [lines, (words), (pieces)] components) -> documents of
+    `(ids, word_starts)` segments; empty lines and documents are dropped and counted."""
+    stats = stats if stats is not None else DocumentStats()
+    stats.documents += len(lines_per_document)
+    stats.lines += int(np.sum(lines_per_document))
+    pieces = np.asarray(pieces, np.int32)
     starts = np.zeros(len(pieces) + 1, bool)
     starts[word_splits[:-1]] = True
     starts = starts[:-1]
-    offsets = word_splits[line_splits]  # piece offset of each line
+    offsets = np.asarray(word_splits)[np.asarray(line_splits)]  # piece offset of each line
     out, k = [], 0
-    for doc in documents:
+    for num_lines in lines_per_document:
         segments = []
-        for _ in doc:
+        for _ in range(num_lines):
             lo, hi = offsets[k], offsets[k + 1]
             k += 1
             if hi > lo:

@@ -16,7 +16,6 @@ again), the random next document is drawn from the same chunk, num_to_predict co
 tokens, and the random replacement token is never a bracketed special token.
 """
 
-import math
 import multiprocessing
 import os
 import time
@@ -366,7 +365,8 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
     """Raw text files -> batches with fresh pairs and masks every epoch (dynamic masking).
 
     Deterministic for a seed: epoch k of a run equals epoch k of any other run. Files are read
-    in parallel (one generator per file: documents -> tokenize -> pair), then shuffled, batched
+    in parallel (documents read in Python, tokenized in-graph, paired in numpy per chunk of
+    documents_per_chunk documents; tokenization overlaps pairing), then shuffled, batched
     and masked in-graph by the same function as the static tool. With `input_context`, files are
     sharded by input_pipeline_id when there are at least as many files as pipelines, else
     examples are. batch_size is per pipeline. Elements: (features, labels, sample_weights) for
@@ -382,19 +382,34 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
                                       max_seq_length, short_seq_prob, pair_mode)
     mask_batch = make_masker(tokenizer, max_predictions_per_seq, masked_lm_prob, whole_word_mask)
     signature = _instance_signature(max_seq_length)
+    names = list(signature)
 
-    def generate(path, file_seed):
-        for index, chunk in enumerate(_chunks(pairing.read_documents([path]),
-                                              documents_per_chunk)):
-            rng = np.random.default_rng([int(file_seed) & 0x7FFFFFFFFFFFFFFF, index])
-            inst = builder.build(pairing.tokenize_documents(tokenizer, chunk), rng)
-            order = rng.permutation(len(inst["input_ids"]))
-            for lo in range(0, len(order), 256):
-                yield {k: inst[k][order[lo:lo + 256]] for k in signature}
+    def read_chunks(path):  # documents of one file, chunk by chunk: (lines [n], lines per doc)
+        for chunk in _chunks(pairing.read_documents([path]), documents_per_chunk):
+            yield [line for doc in chunk for line in doc], [len(doc) for doc in chunk]
+
+    def pair(file_seed, index, lines_per_doc, pieces, word_splits, line_splits):
+        docs = pairing.split_tokenized(lines_per_doc, pieces, word_splits, line_splits)
+        rng = np.random.default_rng([int(file_seed) & 0x7FFFFFFFFFFFFFFF, int(index)])
+        inst = builder.build(docs, rng)
+        order = rng.permutation(len(inst["input_ids"]))
+        return [inst[k][order] for k in names]
 
     def file_instances(path, file_seed):
-        return tf.data.Dataset.from_generator(
-            generate, args=(path, file_seed), output_signature=signature).unbatch()
+        ds = tf.data.Dataset.from_generator(read_chunks, args=(path,), output_signature=(
+            tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.int64)))
+
+        def tokenize_and_pair(index, chunk):  # tokenization in-graph, pairing in numpy
+            lines, lines_per_doc = chunk
+            words = tokenizer.tokenize_words(lines)  # (lines, (words), (pieces))
+            out = tf.numpy_function(
+                pair, [file_seed, index, lines_per_doc, words.flat_values,
+                       words.values.row_splits, words.row_splits],
+                [signature[k].dtype for k in names], stateful=False)
+            return {k: tf.ensure_shape(v, signature[k].shape) for k, v in zip(names, out)}
+
+        ds = ds.enumerate().map(tokenize_and_pair, num_parallel_calls=2, deterministic=True)
+        return ds.unbatch()
 
     pipeline_id = input_context.input_pipeline_id if input_context else 0
     ds = tf.data.Dataset.from_tensor_slices(files)
