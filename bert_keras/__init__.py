@@ -29,6 +29,7 @@ from bert_keras.op_audit import OpAuditError, audit_saved_model
 from bert_keras.optimization import AdamW, Lamb, WarmupDecay, create_optimizer
 from bert_keras.preprocessing import BertPreprocessor
 from bert_keras.pretraining_data import (
+    GOOGLE_TO_MODEL_NAMES,
     create_pretraining_tfrecords,
     dynamic_pretraining_dataset,
     read_pretraining_tfrecords,
