@@ -319,7 +319,7 @@ def run_pretraining(*, model_dir, train_data=None, train_text=None, vocab_file=N
     warmup over `warmup_steps`, linear decay to `end_learning_rate` at `train_steps`) spans
     both phases. The other arguments are those of `train`. Rerunning the same call resumes.
 
-    Returns a dict: step, initial_step, history (of the last phase), encoder_dir.
+    Returns a dict: step, initial_step, history (windows of both phases), encoder_dir.
 
     Example:
       run_pretraining(model_dir="/tmp/bert_mini", train_text="bert_keras/data/web_bible_corpus.txt.gz",
@@ -381,7 +381,10 @@ def run_pretraining(*, model_dir, train_data=None, train_text=None, vocab_file=N
             **data_args))]
     if config is None:
         config = args
+    results = []
     for phase_steps, start_step, dataset_fn in phases:
+        if start_step:
+            print(f"Phase 2: sequence length {phase2_seq_length} from step {start_step}.", flush=True)
         result = train(model_fn, dataset_fn, model_dir=model_dir, train_steps=phase_steps,
                        global_batch_size=global_batch_size, strategy=strategy, dtype=dtype,
                        jit_compile=jit_compile, checkpoint_every=checkpoint_every,
@@ -389,12 +392,13 @@ def run_pretraining(*, model_dir, train_data=None, train_text=None, vocab_file=N
                        gradient_accumulation_steps=gradient_accumulation_steps,
                        steps_per_execution=steps_per_execution, log_every=log_every,
                        dataset_start_step=start_step, config=config, progress=progress)
+        results.append(result)
     encoder_dir = os.path.join(model_dir, "encoder")
     if result.chief:
         result.model.encoder.save_pretrained(encoder_dir, tokenizer)
         logging.info("Saved the encoder to %s", encoder_dir)
-    return dict(step=result.step, initial_step=result.initial_step, history=result.history,
-                encoder_dir=encoder_dir)
+    return dict(step=result.step, initial_step=results[0].initial_step,
+                history=[entry for r in results for entry in r.history], encoder_dir=encoder_dir)
 
 
 def _try_load_heads(pretrainer, init_checkpoint):

@@ -263,3 +263,32 @@ def test_multi_worker_mirrored_two_local_workers_write_one_checkpoint(tmp_path):
     assert (model_dir / "encoder" / "model.weights.h5").exists()
     # The non-chief wrote its copy to a temporary directory and removed it.
     assert not list(tmp_path.glob("bert_keras_worker_*"))
+
+
+@pytest.mark.slow
+def test_run_pretraining_two_phases_switch_sequence_length_and_resume_in_phase_2(tmp_path, capsys):
+    lengths = []
+    from bert_keras import pretraining_data
+
+    original = pretraining_data.dynamic_pretraining_dataset
+
+    def recording(*args, **kwargs):
+        lengths.append(kwargs["max_seq_length"])
+        return original(*args, **kwargs)
+
+    pretraining_data.dynamic_pretraining_dataset = recording
+    try:
+        args = dict(model_dir=str(tmp_path), train_text=str(CORPUS), preset="bert_tiny",
+                    max_seq_length=16, max_predictions_per_seq=3, phase2_seq_length=32,
+                    phase2_fraction=0.5, global_batch_size=4, warmup_steps=1, checkpoint_every=2,
+                    log_every=2, progress=False)
+        result = training.run_pretraining(train_steps=4, **args)
+        assert lengths == [16, 32]
+        assert result["initial_step"] == 0 and [s for s, _ in result["history"]] == [2, 4]
+        assert "Phase 2: sequence length 32 from step 2." in capsys.readouterr().out
+        # A longer rerun resumes in phase 2: phase 1 (to step 3) has nothing left, so only the
+        # phase-2 pipeline is built again.
+        result = training.run_pretraining(train_steps=6, **args)
+        assert result["initial_step"] == 4 and lengths == [16, 32, 32]
+    finally:
+        pretraining_data.dynamic_pretraining_dataset = original

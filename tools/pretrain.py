@@ -12,7 +12,6 @@ two-phase sequence length, checkpoints).
 """
 
 import glob
-import logging
 import os
 import pathlib
 import sys
@@ -20,6 +19,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from absl import app, flags  # noqa: E402
+from absl import logging as absl_logging  # noqa: E402
 
 # Flags shown by --help; the rest are listed by --helpfull under "advanced".
 _ADVANCED = "tools/pretrain.py (advanced)"
@@ -159,9 +159,12 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     _check_flags()
-    logging.getLogger("tensorflow").setLevel(logging.WARNING)  # TF's INFO chatter (saver timings)
     from bert_keras import strategy as strategy_lib
     from bert_keras import training
+
+    # TF logs "Sharding callback duration" at INFO on every checkpoint: drop that chatter.
+    absl_logging.get_absl_handler().addFilter(
+        lambda record: "Sharding callback duration" not in record.getMessage())
 
     try:
         strategy = strategy_lib.create_strategy(FLAGS.distribution_strategy, tpu=FLAGS.tpu)
