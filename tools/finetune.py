@@ -487,7 +487,7 @@ def run():
     main_metric = FLAGS.main_metric or MAIN_METRICS[task]
     if not FLAGS.main_metric and FLAGS.tfds_name and FLAGS.tfds_name.startswith("glue/"):
         main_metric = GLUE_MAIN_METRICS.get(FLAGS.tfds_name.split(":")[0][5:], main_metric)
-    text_fields = (["question", "context"] if task == "span_qa" else ["words"] if task == "tagging"
+    text_fields = (["question", "context"] if task == "span_qa" else ["text"] if task == "tagging"
                    else ["text_a", "text_b"] if train[0].text_b is not None else ["text"])
     labels = None if label_map is None else label_map.labels
     best_dir = os.path.join(FLAGS.output_dir, "best")
