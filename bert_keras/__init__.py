@@ -1,6 +1,6 @@
 """bert_keras: BERT in TensorFlow 2.21 and Keras 3, from raw text to TF Serving."""
 
-from bert_keras import finetuning_data, metrics
+from bert_keras import finetuning_data, metrics, task_features
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.encoder import PRESETS, BertEncoder
 from bert_keras.export import export_model, export_task, next_version, read_metadata
