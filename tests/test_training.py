@@ -135,6 +135,24 @@ def test_gradient_accumulation_splits_the_global_batch_and_counts_updates(tmp_pa
                        train_steps=2, global_batch_size=8, gradient_accumulation_steps=2)
 
 
+def test_mixed_float16_adds_loss_scaling_and_jit_compile_is_applied(tmp_path):
+    result = training.train(_toy_model_fn(), _toy_dataset_fn(), model_dir=str(tmp_path / "a"),
+                            train_steps=4, global_batch_size=4, checkpoint_every=2, log_every=2,
+                            dtype="mixed_float16", progress=False)
+    assert isinstance(result.model.optimizer, keras.optimizers.LossScaleOptimizer)
+    assert result.model.layers[0].compute_dtype == "float16"
+    assert result.model.layers[0].kernel.dtype == "float32"
+    assert all(np.isfinite(v["loss"]) for _, v in result.history)
+    assert keras.config.dtype_policy().name == "float32"
+    result = training.train(_toy_model_fn(), _toy_dataset_fn(), model_dir=str(tmp_path / "b"),
+                            train_steps=2, global_batch_size=4, checkpoint_every=2,
+                            jit_compile=True, progress=False)
+    assert result.model.jit_compile is True and np.isfinite(result.history[-1][1]["loss"])
+    with pytest.raises(ValueError, match="Unknown dtype 'float16'"):
+        training.train(_toy_model_fn(), _toy_dataset_fn(), model_dir=str(tmp_path / "c"),
+                       train_steps=2, global_batch_size=4, dtype="float16")
+
+
 def test_strategy_helpers_name_bad_values():
     one = strategy_lib.create_strategy("one_device")
     assert strategy_lib.per_replica_batch_size(32, one, 4) == 8
