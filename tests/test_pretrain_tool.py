@@ -4,6 +4,7 @@ import glob
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -132,3 +133,19 @@ def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path):
                    key=os.path.getmtime)
     steps = [e.step for e in tf.compat.v1.train.summary_iterator(files[-1]) if e.summary.value]
     assert min(steps) > start and max(steps) == 60
+
+
+@pytest.mark.slow
+def test_nan_loss_from_a_huge_learning_rate_stops_with_the_step_and_keeps_checkpoints(tmp_path):
+    model_dir = tmp_path / "run"
+    proc = _run(TINY, f"--model_dir={model_dir}", "--learning_rate=1e12", "--warmup_steps=0",
+                "--checkpoint_every=1", "--train_steps=20")
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    message = [line for line in proc.stderr.splitlines() if line.startswith("pretrain: ")]
+    assert message and re.search(r"the loss became -?(nan|inf) at step \d+", message[0]), \
+        proc.stderr[-2000:]
+    step = int(message[0].split(" at step ")[1].split(";")[0])
+    kept = sorted(int(p.name[5:-6]) for p in (model_dir / "checkpoints").glob("ckpt-*.index"))
+    assert kept and max(kept) == step - 1  # the last good step; nothing written after
+    assert f"checkpoint {model_dir / 'checkpoints' / f'ckpt-{step - 1}'} is kept" in message[0]
+    assert not (model_dir / "encoder").exists()
