@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_keras import masking, pairing
+from bert_keras import graph_pairing, masking, pairing
 
 # Google's TFRecord feature names -> the model's input names. The one place they are mapped.
 GOOGLE_TO_MODEL_NAMES = {
@@ -356,6 +356,49 @@ def _shard(files_ds, num_files, input_context):
     return files_ds, (n, i)
 
 
+_END_OF_FILE = "\n"  # a line TextLineDataset cannot produce: marks the end of a file
+
+
+def _document_chunks(path, documents_per_chunk, block_lines=4096):
+    """One text file -> dataset of (lines string [n], doc_ids int64 [n]): chunks of
+    documents_per_chunk documents (the last may be smaller), blank lines and lines that are not
+    valid UTF-8 dropped, doc_ids 0, 1, ... within the chunk. Pure tf.data: a scan carries the
+    lines of the unfinished chunk from one block of lines to the next."""
+    compression = tf.where(tf.strings.regex_full_match(path, r".*\.gz"), "GZIP", "")
+    lines = tf.data.TextLineDataset(path, compression_type=compression)
+    lines = lines.concatenate(tf.data.Dataset.from_tensors(tf.constant(_END_OF_FILE)))
+    n = tf.constant(documents_per_chunk, tf.int64)
+
+    def step(carry, block):  # carry: lines of the unfinished chunk, blank lines between docs
+        last = tf.reduce_any(block == _END_OF_FILE)
+        valid = tf.strings.unicode_transcode(block, "UTF-8", "UTF-8", errors="replace",
+                                             replacement_char=0xFFFD) == block
+        block = tf.boolean_mask(tf.strings.strip(block), valid & (block != _END_OF_FILE))
+        x = tf.concat([carry, block], 0)  # (L,)
+        text = x != ""
+        prev = tf.concat([[False], text[:-1]], 0)
+        ends = tf.where(~text & prev)[:, 0]  # blank lines that end a document
+        full = tf.shape(ends, out_type=tf.int64)[0] // n * n  # documents of complete chunks
+        cut = tf.where(last, tf.size(x, out_type=tf.int64),
+                       tf.where(full > 0, tf.gather(ends, tf.maximum(full - 1, 0)) + 1, 0))
+        return x[cut:], x[:cut]
+
+    def split(x):  # complete chunks -> one element per chunk
+        text = x != ""
+        first = text & ~tf.concat([[False], text[:-1]], 0)
+        doc = tf.cumsum(tf.cast(first, tf.int64)) - 1
+        lines, doc = tf.boolean_mask(x, text), tf.boolean_mask(doc, text)
+        chunks = tf.RaggedTensor.from_value_rowids(tf.stack([tf.range(tf.size(doc, tf.int64)),
+                                                             doc % n], 1), doc // n)
+        return tf.data.Dataset.from_tensor_slices(chunks).map(
+            lambda rows: (tf.gather(lines, rows[:, 0]), rows[:, 1]))
+
+    return (lines.batch(block_lines)
+            .scan(tf.constant([], tf.string), step)
+            .filter(lambda x: tf.size(x) > 0)
+            .flat_map(split))
+
+
 def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_length=128,
                                 max_predictions_per_seq=20, masked_lm_prob=0.15,
                                 short_seq_prob=0.1, whole_word_mask=False, pair_mode="nsp",
@@ -364,10 +407,11 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
                                 as_dict=False):
     """Raw text files -> batches with fresh pairs and masks every epoch (dynamic masking).
 
-    Deterministic for a seed: epoch k of a run equals epoch k of any other run. Files are read
-    in parallel (documents read in Python, tokenized in-graph, paired in numpy per chunk of
-    documents_per_chunk documents; tokenization overlaps pairing), then shuffled, batched
-    and masked in-graph by the same function as the static tool. With `input_context`, files are
+    Deterministic for a seed: epoch k of a run equals epoch k of any other run. Pure tf.data
+    and TF ops, no Python callbacks (so a live iterator cannot hang interpreter exit): files are
+    read in parallel (`TextLineDataset`), grouped into chunks of documents_per_chunk documents,
+    tokenized and paired in-graph per chunk (`graph_pairing.build_instances`), then shuffled,
+    batched and masked in-graph by the same function as the static tool. With `input_context`, files are
     sharded by input_pipeline_id when there are at least as many files as pipelines, else
     examples are. batch_size is per pipeline. Elements: (features, labels, sample_weights) for
     `model.fit` with outputs "masked_lm" and "next_sentence" (the latter absent for
@@ -378,37 +422,38 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
       ds = dynamic_pretraining_dataset("bert_keras/data/web_bible_corpus.txt.gz", tok, 32)
     """
     files = pairing.expand_input_files(input_files)
-    builder = pairing.InstanceBuilder(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
-                                      max_seq_length, short_seq_prob, pair_mode)
+    if pair_mode not in pairing.PAIR_MODES:
+        raise ValueError(f"pair_mode must be one of {pairing.PAIR_MODES}, got {pair_mode!r}")
     mask_batch = make_masker(tokenizer, max_predictions_per_seq, masked_lm_prob, whole_word_mask)
     signature = _instance_signature(max_seq_length)
-    names = list(signature)
+    pair_kwargs = dict(cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id,
+                       max_seq_length=max_seq_length, short_seq_prob=short_seq_prob,
+                       pair_mode=pair_mode)
 
-    def read_chunks(path):  # documents of one file, chunk by chunk: (lines [n], lines per doc)
-        for chunk in _chunks(pairing.read_documents([path]), documents_per_chunk):
-            yield [line for doc in chunk for line in doc], [len(doc) for doc in chunk]
-
-    def pair(file_seed, index, lines_per_doc, pieces, word_splits, line_splits):
-        docs = pairing.split_tokenized(lines_per_doc, pieces, word_splits, line_splits)
-        rng = np.random.default_rng([int(file_seed) & 0x7FFFFFFFFFFFFFFF, int(index)])
-        inst = builder.build(docs, rng)
-        order = rng.permutation(len(inst["input_ids"]))
-        return [inst[k][order] for k in names]
+    def tokenize_and_pair(file_seed, index, lines, doc_ids):  # one chunk, all in-graph
+        words = tokenizer.tokenize_words(lines)  # (lines, (words), (pieces))
+        pieces = words.flat_values  # (P,)
+        word_starts = tf.scatter_nd(words.values.row_splits[:-1, None],
+                                    tf.ones_like(words.values.row_splits[:-1], tf.int32),
+                                    tf.shape(pieces, out_type=words.values.row_splits.dtype))
+        splits = tf.gather(words.values.row_splits, words.row_splits)  # (lines + 1,)
+        nonempty = splits[1:] > splits[:-1]  # lines with no tokens are dropped
+        splits = tf.concat([[0], tf.boolean_mask(splits[1:], nonempty)], 0)
+        _, doc_rows = tf.unique(tf.boolean_mask(doc_ids, nonempty))  # empty documents go too
+        doc_splits = tf.RaggedTensor.from_value_rowids(doc_rows, doc_rows).row_splits
+        seed = tf.stack([file_seed, tf.cast(index, tf.int64)])
+        inst = graph_pairing.build_instances(pieces, word_starts, splits, doc_splits, seed,
+                                             **pair_kwargs)
+        order = tf.random.experimental.stateless_shuffle(
+            tf.range(tf.shape(inst["input_ids"])[0]), tf.random.experimental.stateless_fold_in(
+                seed, 1))
+        return {k: tf.ensure_shape(tf.gather(inst[k], order), signature[k].shape)
+                for k in signature}
 
     def file_instances(path, file_seed):
-        ds = tf.data.Dataset.from_generator(read_chunks, args=(path,), output_signature=(
-            tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.int64)))
-
-        def tokenize_and_pair(index, chunk):  # tokenization in-graph, pairing in numpy
-            lines, lines_per_doc = chunk
-            words = tokenizer.tokenize_words(lines)  # (lines, (words), (pieces))
-            out = tf.numpy_function(
-                pair, [file_seed, index, lines_per_doc, words.flat_values,
-                       words.values.row_splits, words.row_splits],
-                [signature[k].dtype for k in names], stateful=False)
-            return {k: tf.ensure_shape(v, signature[k].shape) for k, v in zip(names, out)}
-
-        ds = ds.enumerate().map(tokenize_and_pair, num_parallel_calls=2, deterministic=True)
+        ds = _document_chunks(path, documents_per_chunk).enumerate()
+        ds = ds.map(lambda index, chunk: tokenize_and_pair(file_seed, index, *chunk),
+                    num_parallel_calls=2, deterministic=True)
         return ds.unbatch()
 
     pipeline_id = input_context.input_pipeline_id if input_context else 0
