@@ -1,0 +1,214 @@
+r"""Benchmarks pretraining data creation: our static tool vs Google's create_pretraining_data.py.
+
+Both tools run as subprocesses on the bundled corpus (decompressed to a plain text file, since
+Google's script does not read .gz) with the same settings and vocab; each is timed (process wall
+time, TF start-up included) and its peak RSS read by `/usr/bin/time -v`. The outputs' statistics
+(examples, masked per example, NSP label balance, tokens per example) are compared. Also: the
+dynamic pipeline's examples/s and what a BERT-base train step (batch 8 x 128) consumes.
+
+Google's script (PyPI bert-tensorflow==1.0.4, TF1 APIs) runs in a separate venv through a wrapper
+that imports `tensorflow.compat.v1`, disables v2 behavior and injects it as `tensorflow`; the
+package code is not modified.
+
+Command (the numbers in BENCHMARKS.md):
+  /work/benchvenv/bin/pip install --no-deps bert-tensorflow==1.0.4
+  python tools/benchmark_data.py --google_python=/work/benchvenv/bin/python --dupe_factor=5 \
+      --repeats=2 --markdown=/tmp/benchmark_data.md
+"""
+
+import gzip
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from absl import app, flags  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "bert_keras" / "data" / "web_bible_corpus.txt.gz"
+VOCAB = ROOT / "bert_keras" / "data" / "vocab.txt"
+
+_GOOGLE_WRAPPER = """
+import runpy, sys
+import tensorflow.compat.v1 as tf
+tf.disable_v2_behavior()
+sys.modules["tensorflow"] = tf
+runpy.run_module("bert.create_pretraining_data", run_name="__main__", alter_sys=True)
+"""
+
+
+def _timed(cmd, log_path):
+    """Runs cmd under /usr/bin/time -v -> (wall seconds, peak RSS MiB)."""
+    start = time.time()
+    with open(log_path, "w") as log:
+        proc = subprocess.run(["/usr/bin/time", "-v"] + cmd, stdout=log, stderr=subprocess.STDOUT,
+                              cwd=ROOT)
+    seconds = time.time() - start
+    text = open(log_path).read()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[:3]} failed (rc {proc.returncode}); log {log_path}:\n"
+                           f"{text[-3000:]}")
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text).group(1))
+    return seconds, rss / 1024
+
+
+def output_statistics(path, max_seq_length=128, max_predictions_per_seq=20):
+    """Counts and means of a pretraining TFRecord file (ours or Google's)."""
+    from bert_keras import pretraining_data as pd
+
+    ds = pd.read_pretraining_tfrecords(path, 1024, max_seq_length, max_predictions_per_seq,
+                                       is_training=False, drop_remainder=False, as_dict=True)
+    n = masked = nsp = tokens = 0
+    for b in ds.as_numpy_iterator():
+        n += len(b["input_word_ids"])
+        masked += b["masked_lm_weights"].sum()
+        nsp += b["next_sentence_labels"].sum()
+        tokens += b["input_mask"].sum()
+    return dict(examples=n, masked_per_example=float(masked / n),
+                nsp_random_fraction=float(nsp / n), tokens_per_example=float(tokens / n))
+
+
+def dynamic_rate(batches=40, batch_size=32):
+    """Examples/s of dynamic_pretraining_dataset on the bundled corpus (after one batch)."""
+    from bert_keras import pretraining_data as pd
+    from bert_keras.tokenization import BertTokenizer
+
+    ds = pd.dynamic_pretraining_dataset(str(CORPUS), BertTokenizer(str(VOCAB)), batch_size,
+                                        seed=1)
+    it = iter(ds)
+    next(it)
+    start = time.time()
+    for _ in range(batches):
+        next(it)
+    return batches * batch_size / (time.time() - start)
+
+
+def bert_base_step_rate(steps=3, batch_size=8, seq_length=128):
+    """Examples/s one BERT-base BertPretrainer train step consumes (float32, after warm-up)."""
+    import numpy as np
+
+    import bert_keras as bk
+    from bert_keras.models import BertPretrainer
+
+    vocab_size = sum(1 for _ in open(VOCAB, encoding="utf-8"))
+    model = BertPretrainer(bk.BertEncoder.from_preset("bert_base", vocab_size=vocab_size))
+    rng = np.random.default_rng(0)
+    x = {"input_word_ids": rng.integers(5, vocab_size, (batch_size, seq_length)).astype("int32"),
+         "input_mask": np.ones((batch_size, seq_length), "int32"),
+         "input_type_ids": np.zeros((batch_size, seq_length), "int32"),
+         "masked_lm_positions": np.tile(np.arange(1, 21, dtype="int32"), (batch_size, 1))}
+    y = {"masked_lm": rng.integers(5, vocab_size, (batch_size, 20)).astype("int32"),
+         "next_sentence": rng.integers(0, 2, batch_size).astype("int32")}
+    w = {"masked_lm": np.ones((batch_size, 20), "float32")}
+    model.train_on_batch(x, y, sample_weight=w)  # build + trace
+    start = time.time()
+    for _ in range(steps):
+        model.train_on_batch(x, y, sample_weight=w)
+    return steps * batch_size / (time.time() - start)
+
+
+def run_benchmark(google_python=None, dupe_factor=5, repeats=2, num_workers=1, work_dir=None,
+                  dynamic=True, train_step=True):
+    """Runs the comparison; returns a dict of results (see `markdown`)."""
+    work = pathlib.Path(work_dir or tempfile.mkdtemp(prefix="benchmark_data_"))
+    work.mkdir(parents=True, exist_ok=True)
+    corpus = work / "corpus.txt"
+    with gzip.open(CORPUS, "rb") as src, open(corpus, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    common = [f"--input_file={corpus}", f"--vocab_file={VOCAB}", "--do_lower_case=True",
+              "--max_seq_length=128", "--max_predictions_per_seq=20", "--masked_lm_prob=0.15",
+              f"--dupe_factor={dupe_factor}", "--short_seq_prob=0.1", "--random_seed=12345"]
+    wrapper = work / "google_wrapper.py"
+    wrapper.write_text(_GOOGLE_WRAPPER)
+    runs = []
+    for r in range(repeats):  # back to back, so both see the same machine load
+        for system in ("ours", "google") if google_python else ("ours",):
+            out = work / f"{system}_{r}.tfrecord"
+            if system == "ours":
+                cmd = [sys.executable, str(ROOT / "tools" / "create_pretraining_data.py"),
+                       f"--output_file={out}", f"--num_workers={num_workers}"] + common
+            else:
+                cmd = [google_python, str(wrapper), f"--output_file={out}"] + common
+            seconds, rss = _timed(cmd, work / f"{system}_{r}.log")
+            stats = output_statistics(str(out))
+            runs.append(dict(system=system, repeat=r, seconds=seconds, peak_rss_mib=rss,
+                             examples_per_second=stats["examples"] / seconds, **stats))
+            print(json.dumps(runs[-1]), flush=True)
+    results = dict(dupe_factor=dupe_factor, num_workers=num_workers, runs=runs)
+    if google_python:
+        speedups = [o["examples_per_second"] / g["examples_per_second"]
+                    for o, g in zip(runs[0::2], runs[1::2])]
+        results["speedup"] = speedups
+    if dynamic:
+        results["dynamic_examples_per_second"] = dynamic_rate()
+    if train_step:
+        results["bert_base_train_examples_per_second"] = bert_base_step_rate()
+    return results
+
+
+def markdown(results):
+    """The results as a markdown section for BENCHMARKS.md."""
+    lines = ["## Pretraining data (tools/benchmark_data.py)", "",
+             f"Bundled corpus (World English Bible, 37k lines), bundled 8k vocab, max_seq_length "
+             f"128, max_predictions_per_seq 20, masked_lm_prob 0.15, dupe_factor "
+             f"{results['dupe_factor']}, short_seq_prob 0.1; ours with --num_workers="
+             f"{results['num_workers']}. Wall time of the whole process (TF start-up included), "
+             "peak RSS from /usr/bin/time -v; 2 shared CPU cores, so numbers are noisy.", "",
+             "| run | system | seconds | examples/s | peak RSS MiB | examples | masked/example "
+             "| NSP random | tokens/example |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in results["runs"]:
+        lines.append(f"| {r['repeat'] + 1} | {r['system']} | {r['seconds']:.1f} | "
+                     f"{r['examples_per_second']:.0f} | {r['peak_rss_mib']:.0f} | "
+                     f"{r['examples']} | {r['masked_per_example']:.2f} | "
+                     f"{r['nsp_random_fraction']:.3f} | {r['tokens_per_example']:.1f} |")
+    if "speedup" in results:
+        lines += ["", "Speed-up (ours / Google), per repeat: "
+                  + ", ".join(f"{s:.1f}x" for s in results["speedup"])]
+    if "dynamic_examples_per_second" in results:
+        lines += ["", f"Dynamic pipeline (`dynamic_pretraining_dataset`, batch 32): "
+                  f"{results['dynamic_examples_per_second']:.0f} examples/s."]
+    if "bert_base_train_examples_per_second" in results:
+        lines += [f"A BERT-base BertPretrainer train step (float32, batch 8 x 128) consumes "
+                  f"{results['bert_base_train_examples_per_second']:.1f} examples/s here."]
+    return "\n".join(lines) + "\n"
+
+
+flags.DEFINE_string("google_python", None, "Python of a venv with bert-tensorflow==1.0.4; "
+                    "without it only our tool runs.")
+flags.DEFINE_integer("dupe_factor", 5, "dupe_factor of both tools.")
+flags.DEFINE_integer("repeats", 2, "Back-to-back repeats of both tools.")
+flags.DEFINE_integer("num_workers", 1, "--num_workers of our tool.")
+flags.DEFINE_string("work_dir", None, "Where outputs and logs go (default: a temp dir).")
+flags.DEFINE_bool("dynamic", True, "Also measure the dynamic pipeline.")
+flags.DEFINE_bool("train_step", True, "Also measure a BERT-base train step (slow on CPU).")
+flags.DEFINE_string("markdown", None, "Write the markdown section here.")
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if FLAGS.google_python and not os.path.exists(FLAGS.google_python):
+        raise app.UsageError(f"--google_python={FLAGS.google_python!r} does not exist")
+    if FLAGS.repeats < 1 or FLAGS.dupe_factor < 1:
+        raise app.UsageError(f"--repeats and --dupe_factor must be >= 1, got {FLAGS.repeats}, "
+                             f"{FLAGS.dupe_factor}")
+    results = run_benchmark(FLAGS.google_python, FLAGS.dupe_factor, FLAGS.repeats,
+                            FLAGS.num_workers, FLAGS.work_dir, FLAGS.dynamic, FLAGS.train_step)
+    print(json.dumps(results, indent=1))
+    text = markdown(results)
+    print(text)
+    if FLAGS.markdown:
+        pathlib.Path(FLAGS.markdown).write_text(text)
+    return results
+
+
+if __name__ == "__main__":
+    app.run(main)
