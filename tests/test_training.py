@@ -310,3 +310,23 @@ def test_run_pretraining_two_phases_switch_sequence_length_and_resume_in_phase_2
         assert result["initial_step"] == 4 and lengths == [16, 32, 32]
     finally:
         pretraining_data.dynamic_pretraining_dataset = original
+
+
+def test_dynamic_pretraining_data_is_deterministic_so_resume_can_skip_batches():
+    # Resume skips the consumed batches of a fresh pipeline: batch k must not depend on the run.
+    from bert_keras import pretraining_data
+    from bert_keras.tokenization import BertTokenizer
+
+    tokenizer = BertTokenizer(pretraining_data.default_vocab_file())
+
+    def batches(skip):
+        ds = pretraining_data.dynamic_pretraining_dataset(
+            str(CORPUS), tokenizer, 8, max_seq_length=32, max_predictions_per_seq=5, seed=3)
+        return list(ds.skip(skip).take(4 - skip).as_numpy_iterator())
+
+    straight, resumed = batches(0), batches(2)
+    for a, b in zip(straight[2:], resumed):
+        for part in (0, 1):
+            for key in a[part]:
+                np.testing.assert_array_equal(a[part][key], b[part][key])
+    assert not np.array_equal(straight[0][0]["input_word_ids"], straight[2][0]["input_word_ids"])
