@@ -393,12 +393,30 @@ def run_pretraining(*, model_dir, train_data=None, train_text=None, vocab_file=N
                        steps_per_execution=steps_per_execution, log_every=log_every,
                        dataset_start_step=start_step, config=config, progress=progress)
         results.append(result)
+    history = [entry for r in results for entry in r.history]
     encoder_dir = os.path.join(model_dir, "encoder")
     if result.chief:
+        _append_history(os.path.join(model_dir, "history.json"), history, results[0].initial_step)
         result.model.encoder.save_pretrained(encoder_dir, tokenizer)
-        logging.info("Saved the encoder to %s", encoder_dir)
-    return dict(step=result.step, initial_step=results[0].initial_step,
-                history=[entry for r in results for entry in r.history], encoder_dir=encoder_dir)
+        # The whole pretrainer (MLM + NSP heads) too: tools/export.py serves it as fill-mask.
+        from bert_keras import task_io
+
+        task_io.save_task(os.path.join(model_dir, "final"), result.model, tokenizer,
+                          task="pretraining", seq_length=phase2_seq_length or max_seq_length)
+        logging.info("Saved the encoder to %s and the pretrainer to %s/final", encoder_dir,
+                     model_dir)
+    return dict(step=result.step, initial_step=results[0].initial_step, history=history,
+                encoder_dir=encoder_dir)
+
+
+def _append_history(path, history, initial_step):
+    """Keeps model_dir/history.json ([step, {metric: value}] per logging window) whole across
+    resumes: windows before this run's first step come from the earlier runs."""
+    earlier = []
+    if os.path.exists(path):
+        with open(path) as f:
+            earlier = [entry for entry in json.load(f) if entry[0] <= initial_step]
+    write_json_atomic(path, earlier + [[step, values] for step, values in history])
 
 
 def _try_load_heads(pretrainer, init_checkpoint):

@@ -179,7 +179,8 @@ def main(argv):
         overrides.update(dropout=FLAGS.dropout, attention_dropout=FLAGS.dropout)
     try:
         result = training.run_pretraining(
-            model_dir=FLAGS.model_dir, train_data=FLAGS.train_data, train_text=FLAGS.train_text,
+            model_dir=FLAGS.model_dir, train_data=FLAGS.train_data or None,
+            train_text=FLAGS.train_text or None,
             vocab_file=FLAGS.vocab_file, lower_case=FLAGS.lower_case, preset=FLAGS.preset,
             encoder_overrides=overrides, init_checkpoint=FLAGS.init_checkpoint,
             max_seq_length=FLAGS.max_seq_length,
