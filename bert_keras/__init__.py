@@ -35,7 +35,9 @@ from bert_keras.pretraining_data import (
     read_pretraining_tfrecords,
 )
 from bert_keras.span_decoding import decode_answers
+from bert_keras.strategy import STRATEGIES, create_strategy, per_replica_batch_size
 from bert_keras.task_io import load_task, save_task
+from bert_keras.training import DTYPES, TrainingDivergedError, run_pretraining, train
 from bert_keras.tokenization import (
     SPECIAL_TOKENS,
     BertTokenizer,
