@@ -145,7 +145,9 @@ class SelfAttention(keras.layers.Layer):
         qkv = self.qkv(ops.reshape(inputs, (-1, hidden_size)))  # (B*T, 3H)
         qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_size))
         qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # (3, B, N, T, D)
-        query, key, value = qkv[0], qkv[1], qkv[2]
+        # unstack, not qkv[0], qkv[1], qkv[2]: the gradient of a slice writes a zero-filled
+        # full-size tensor per slice (11% of a training step), the gradient of unstack one stack.
+        query, key, value = ops.unstack(qkv, 3, axis=0)  # 3 x (B, N, T, D)
         # Scores and softmax stay in the compute dtype except float16: bfloat16 has
         # float32's range, and oneDNN's bfloat16 softmax accumulates in float32 (same
         # outputs as a float32 softmax, measured; the casts cost ~10% of the encoder).
@@ -222,9 +224,8 @@ class TransformerBlock(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, dtype=policy, name="attention_layer_norm"
         )
         self.attention_layer_norm.build(input_shape)
-        self.intermediate = keras.layers.Dense(
+        self.intermediate = keras.layers.Dense(  # The activation is applied in call().
             self.intermediate_size,
-            activation=get_activation(self.activation),
             kernel_initializer=init,
             dtype=policy,
             name="intermediate",
@@ -247,10 +248,21 @@ class TransformerBlock(keras.layers.Layer):
         # Rank 2 (B*T, H) from here, so the feed-forward matmuls fuse bias and GELU.
         x = ops.reshape(inputs + attended, (-1, hidden_size))
         x = layer_norm(self.attention_layer_norm, x)
-        hidden = self.output_dense(self.intermediate(x))  # (B*T, I) -> (B*T, H)
+        hidden = self._activate(self.intermediate(x), training)  # (B*T, I)
+        hidden = self.output_dense(hidden)  # (B*T, H)
         hidden = self.dropout_layer(hidden, training=training)
         x = layer_norm(self.output_layer_norm, x + hidden)
         return ops.reshape(x, (batch, length, hidden_size))  # (B, T, H)
+
+    def _activate(self, hidden, training):
+        activation = get_activation(self.activation)
+        if not training or hidden.dtype == "float32":
+            # Inference: oneDNN fuses matmul + bias + activation into one kernel.
+            return activation(hidden)
+        # Training under mixed precision: the fusion is off (the gradient needs the
+        # pre-activation), and GELU's erf and its gradient run 2x faster in float32 than in
+        # bfloat16 on CPU: computing them in float32 made a bf16 pretraining step 5% faster.
+        return ops.cast(activation(ops.cast(hidden, "float32")), hidden.dtype)
 
     def get_config(self):
         config = super().get_config()

