@@ -121,18 +121,26 @@ _SKIPPED = re.compile(
 )
 
 
-def assign_weights(encoder, name_map, tensors, source):
-    """Sets every encoder variable from `tensors` (name -> array) through `name_map`."""
-    variables = {v.path: v for v in encoder.weights}
-    missing_vars = sorted(set(variables) - set(name_map))
-    if missing_vars:  # A bug in the map itself, never the user's fault.
-        raise AssertionError(f"Name map does not cover encoder variables {missing_vars}.")
+def assign_weights(model, name_map, tensors, source, partial=False):
+    """Sets `model`'s variables from `tensors` (name -> array) through `name_map`.
+
+    With `partial=False` the map must cover every variable and use every tensor (but the
+    known head and optimizer tensors); with `partial=True` it sets only the mapped variables
+    (e.g. the pretraining heads) and ignores the checkpoint's other tensors.
+    """
+    variables = {v.path: v for v in model.weights}
+    unmapped = sorted(set(variables) - set(name_map)) if not partial else []
+    unknown = sorted(set(name_map) - set(variables))
+    if unmapped or unknown:  # A bug in the map itself, never the user's fault.
+        raise AssertionError(f"Name map of {model.name} does not match its variables: "
+                             f"unmapped {unmapped}, unknown {unknown}.")
     needed = {name for sources, _ in name_map.values() for name in sources}
     missing = sorted(needed - set(tensors))
-    unused = sorted(n for n in set(tensors) - needed if not _SKIPPED.search(n))
+    unused = [] if partial else sorted(
+        n for n in set(tensors) - needed if not _SKIPPED.search(n))
     if missing or unused:
         raise CheckpointError(
-            f"Checkpoint {source} does not match a {encoder.num_layers}-layer BERT encoder: "
+            f"Checkpoint {source} does not match {model.name}: "
             f"missing tensors {missing[:10]}{' ...' if len(missing) > 10 else ''}; "
             f"unused tensors {unused[:10]}{' ...' if len(unused) > 10 else ''}."
         )
@@ -221,7 +229,11 @@ def read_tensors(path):
     if fmt == "huggingface":
         from bert_keras.safetensors_io import read_safetensors
 
-        return fmt, read_safetensors(os.path.join(path, "model.safetensors"))
+        tensors = read_safetensors(os.path.join(path, "model.safetensors"))
+        # Older Hugging Face files name LayerNorm weights gamma/beta.
+        return fmt, {re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight",
+                            re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name)): value
+                     for name, value in tensors.items()}
     if fmt == "google":
         reader = tf.train.load_checkpoint(_google_checkpoint_prefix(path))
         names = reader.get_variable_to_shape_map()

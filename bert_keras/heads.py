@@ -373,34 +373,14 @@ def load_pretraining_heads(pretrainer, checkpoint, fmt=None):
 
     >>> load_pretraining_heads(pretrainer, "uncased_L-12_H-768_A-12/")  # doctest: +SKIP
     """
-    from bert_keras.checkpoints import CheckpointError, read_tensors
+    from bert_keras.checkpoints import assign_weights, read_tensors
 
     source = "the given tensors"
     if isinstance(checkpoint, str):
         source = checkpoint
         fmt, checkpoint = read_tensors(checkpoint)
-    if fmt == "huggingface":
-        # Older Hugging Face files name LayerNorm weights gamma/beta.
-        checkpoint = {k.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias"): v
-                      for k, v in checkpoint.items()}
     name_map = pretraining_head_name_map(
         fmt, pretrainer.masked_lm_head.name, getattr(pretrainer.next_sentence_head, "name", None),
         next_sentence=pretrainer.next_sentence,
     )
-    variables = {v.path: v for v in pretrainer.weights}
-    missing = sorted(s for sources, _ in name_map.values() for s in sources if s not in checkpoint)
-    if missing:
-        raise CheckpointError(f"Checkpoint {source} has no pretraining-head tensors {missing}.")
-    wrong = []
-    values = {}
-    for path, (sources, convert) in name_map.items():
-        if path not in variables:  # A bug in the map, never the user's fault.
-            raise AssertionError(f"Head variable {path} not found among {sorted(variables)}.")
-        value = convert(np.asarray(checkpoint[sources[0]]))
-        if value.shape != tuple(variables[path].shape):
-            wrong.append(f"{sources[0]}: {value.shape} for {path} expecting {tuple(variables[path].shape)}")
-        values[path] = value
-    if wrong:
-        raise CheckpointError(f"Checkpoint {source} has head tensors of the wrong shape: {wrong}.")
-    for path, value in values.items():
-        variables[path].assign(value.astype(variables[path].dtype))
+    assign_weights(pretrainer, name_map, checkpoint, source, partial=True)

@@ -177,3 +177,14 @@ def test_truncated_safetensors_is_a_clear_error(minilm_dir, tmp_path):
     (target / "model.safetensors").write_bytes(b"\xff" * 16)
     with pytest.raises(ValueError, match="not a safetensors file"):
         bk.BertEncoder.from_pretrained(str(target))
+
+
+def test_old_huggingface_layer_norm_names_load(minilm_dir, minilm_encoder, reference, tmp_path):
+    def rename(tensors):
+        for name in [n for n in tensors if "LayerNorm" in n]:
+            new = name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+            tensors[new] = tensors.pop(name)
+    target = copy_hf_with(minilm_dir, str(tmp_path / "old"), rename)
+    inputs = inputs_of(reference, "single")
+    np.testing.assert_array_equal(bk.BertEncoder.from_pretrained(target)(inputs)["pooled_output"],
+                                  minilm_encoder(inputs)["pooled_output"])
