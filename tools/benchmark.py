@@ -143,28 +143,41 @@ def batches_of(ids, lengths, batch_size, bucketed):
 # Timing, inside a worker.
 
 class Timing:
-    """Wall-clock and process CPU seconds of `calls` calls."""
+    """Wall-clock and process CPU seconds of `calls` calls over `num_batches` cycling batches."""
 
-    def __init__(self, calls, wall, cpu):
-        self.calls, self.wall, self.cpu = calls, wall, cpu
+    def __init__(self, durations, cpu, num_batches):
+        self.durations, self.cpu, self.num_batches = durations, cpu, num_batches
+        self.calls, self.wall = len(durations), sum(durations)
+
+    def best_pass(self):
+        """Seconds of one pass over the batches, each batch at its fastest call.
+
+        On a machine shared with other work this is the least disturbed estimate (every
+        batch is timed several times; other processes only ever slow a call down).
+        """
+        return sum(min(self.durations[i::self.num_batches]) for i in range(self.num_batches))
 
     def rates(self, per_call):
-        """`per_call` items per call -> dict(per_s=items/s wall, per_cpu_s=items per CPU-second)."""
+        """`per_call` items per call -> dict(per_s=items/s wall (mean), best_per_s=items/s of
+        the best pass, per_cpu_s=items per CPU-second)."""
         return dict(per_s=per_call * self.calls / self.wall,
+                    best_per_s=per_call * self.num_batches / self.best_pass(),
                     per_cpu_s=per_call * self.calls / self.cpu)
 
 
-def time_calls(fn, batches, seconds, warmup=2):
-    """Calls `fn` over `batches` (cycling) for about `seconds`, whole passes; returns Timing."""
+def time_calls(fn, batches, seconds, warmup=2, min_passes=3):
+    """Calls `fn` over `batches` (cycling) for about `seconds` and at least `min_passes`
+    whole passes; returns a Timing."""
     for i in range(warmup):
         fn(batches[i % len(batches)])
-    calls, start, cpu_start = 0, time.perf_counter(), time.process_time()
+    durations, cpu_start, start = [], time.process_time(), time.perf_counter()
     while True:
-        fn(batches[calls % len(batches)])
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds and calls % len(batches) == 0:
-            return Timing(calls, elapsed, time.process_time() - cpu_start)
+        t = time.perf_counter()
+        fn(batches[len(durations) % len(batches)])
+        durations.append(time.perf_counter() - t)
+        passes, rest = divmod(len(durations), len(batches))
+        if not rest and passes >= min_passes and time.perf_counter() - start >= seconds:
+            return Timing(durations, time.process_time() - cpu_start, len(batches))
 
 
 def latencies(fn, batch, seconds, warmup=3):
@@ -217,7 +230,8 @@ def run_peak(spec):
 
     timing = time_calls(lambda _: many(a, b).numpy(), [None], spec["seconds"])
     rates = timing.rates(2 * n ** 3 * repeat / 1e9)
-    return dict(gflops=rates["per_s"], gflops_per_cpu_s=rates["per_cpu_s"])
+    return dict(gflops=rates["best_per_s"], gflops_mean=rates["per_s"],
+                gflops_per_cpu_s=rates["per_cpu_s"])
 
 
 def run_bert_keras_encoder(spec):
@@ -254,8 +268,8 @@ def run_bert_keras_encoder(spec):
     timing = time_calls(fn, batches, spec["seconds"])
     rates = timing.rates(sum(len(b["input_mask"]) for b in batches) / len(batches))
     tokens = sum(int(np.sum(b["input_mask"])) for b in batches) / len(batches)
-    return dict(seq_per_s=rates["per_s"], seq_per_cpu_s=rates["per_cpu_s"],
-                tokens_per_s=timing.rates(tokens)["per_s"])
+    return dict(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],
+                seq_per_cpu_s=rates["per_cpu_s"], tokens_per_s=timing.rates(tokens)["best_per_s"])
 
 
 def run_keras_hub_encoder(spec):
@@ -280,7 +294,8 @@ def run_keras_hub_encoder(spec):
 
     timing = time_calls(fn, batches, spec["seconds"])
     rates = timing.rates(sum(len(b["token_ids"]) for b in batches) / len(batches))
-    return dict(seq_per_s=rates["per_s"], seq_per_cpu_s=rates["per_cpu_s"],
+    return dict(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],
+                seq_per_cpu_s=rates["per_cpu_s"],
                 keras_jit=str(backbone.jit_compile), keras_version=keras.__version__)
 
 
@@ -320,8 +335,8 @@ def run_huggingface_encoder(spec):
 
     timing = time_calls(fn, batches, spec["seconds"])
     rates = timing.rates(sum(len(b["input_ids"]) for b in batches) / len(batches))
-    return dict(seq_per_s=rates["per_s"], seq_per_cpu_s=rates["per_cpu_s"],
-                torch_threads=torch.get_num_threads(),
+    return dict(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],
+                seq_per_cpu_s=rates["per_cpu_s"], torch_threads=torch.get_num_threads(),
                 attention=model.config._attn_implementation)
 
 
@@ -359,9 +374,9 @@ def run_bert_keras_train(spec):
     if spec.get("jit") is not None:
         model.jit_compile = spec["jit"]
     timing = time_calls(lambda b: model.train_on_batch(**b), [batch], spec["seconds"])
-    return dict(seq_per_s=timing.rates(spec["batch"])["per_s"],
-                seq_per_cpu_s=timing.rates(spec["batch"])["per_cpu_s"],
-                jit=str(model.jit_compile))
+    rates = timing.rates(spec["batch"])
+    return dict(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],
+                seq_per_cpu_s=rates["per_cpu_s"], jit=str(model.jit_compile))
 
 
 def run_keras_hub_train(spec):
@@ -388,9 +403,10 @@ def run_keras_hub_train(spec):
     if spec.get("jit") is not None:
         model.compile(jit_compile=spec["jit"])  # The task's default optimizer, loss, metrics.
     timing = time_calls(lambda b: model.train_on_batch(**b), [batch], spec["seconds"])
-    return dict(seq_per_s=timing.rates(spec["batch"])["per_s"],
-                seq_per_cpu_s=timing.rates(spec["batch"])["per_cpu_s"],
-                jit=str(model.jit_compile), keras_version=keras.__version__)
+    rates = timing.rates(spec["batch"])
+    return dict(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],
+                seq_per_cpu_s=rates["per_cpu_s"], jit=str(model.jit_compile),
+                keras_version=keras.__version__)
 
 
 def run_data_pipeline(spec):
@@ -416,8 +432,8 @@ def run_data_pipeline(spec):
             path, spec["batch"], spec["seq"], spec["max_predictions"])
     iterator = iter(dataset.prefetch(tf.data.AUTOTUNE))
     timing = time_calls(lambda _: next(iterator), [None], spec["seconds"], warmup=5)
-    return dict(examples_per_s=timing.rates(spec["batch"])["per_s"],
-                examples_per_cpu_s=timing.rates(spec["batch"])["per_cpu_s"])
+    rates = timing.rates(spec["batch"])
+    return dict(examples_per_s=rates["per_s"], examples_per_cpu_s=rates["per_cpu_s"])
 
 
 def run_keras_hub_data(spec):
@@ -436,8 +452,8 @@ def run_keras_hub_data(spec):
                .prefetch(tf.data.AUTOTUNE))
     iterator = iter(dataset)
     timing = time_calls(lambda _: next(iterator), [None], spec["seconds"], warmup=5)
-    return dict(examples_per_s=timing.rates(spec["batch"])["per_s"],
-                examples_per_cpu_s=timing.rates(spec["batch"])["per_cpu_s"])
+    rates = timing.rates(spec["batch"])
+    return dict(examples_per_s=rates["per_s"], examples_per_cpu_s=rates["per_cpu_s"])
 
 
 def run_bert_keras_export(spec):
@@ -498,8 +514,9 @@ def measure_serving(spec, fn, convert, fetch, text_fn=None):
                       text_p99_ms=1e3 * float(np.percentile(times, 99)))
     full = convert(fixed_inputs(spec["batch"], spec["seq"]))
     timing = time_calls(lambda b: fetch(fn(**b)), [full], spec["seconds"])
-    result.update(seq_per_s=timing.rates(spec["batch"])["per_s"],
-                  seq_per_cpu_s=timing.rates(spec["batch"])["per_cpu_s"])
+    rates = timing.rates(spec["batch"])
+    result.update(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],
+                  seq_per_cpu_s=rates["per_cpu_s"])
     return result
 
 
@@ -573,6 +590,7 @@ def peak_rows(seconds):
     results = measure_interleaved(specs, FLAGS.rounds, FLAGS.timeout, "gflops")
     return [dict(section="peak", shape="2048x2048", system=label, metric="GFLOP/s",
                  value=results[label].get("gflops"), cpu=results[label].get("gflops_per_cpu_s"),
+                 mean=results[label].get("gflops_mean"),
                  error=results[label].get("error"))
             for label, _ in specs]
 
@@ -634,6 +652,7 @@ def encoder_rows(presets, seconds, workdir):
         rows += [dict(section="encoder", shape=shape, system=label, metric="sequences/s",
                       value=results[label].get("seq_per_s"), flops=flops,
                       cpu=results[label].get("seq_per_cpu_s"),
+                      mean=results[label].get("seq_per_s_mean"),
                       error=results[label].get("error")) for label, _ in specs]
         specs = [(label, spec) for label, spec in
                  real_specs(preset, FLAGS.batch_size, seconds, real_inputs) if wanted(label)]
@@ -643,6 +662,7 @@ def encoder_rows(presets, seconds, workdir):
         rows += [dict(section="encoder (real sentences)", shape=shape, system=label,
                       metric="sequences/s", value=results[label].get("seq_per_s"),
                       cpu=results[label].get("seq_per_cpu_s"),
+                      mean=results[label].get("seq_per_s_mean"),
                       error=results[label].get("error")) for label, _ in specs]
     return rows
 
@@ -677,6 +697,7 @@ def training_rows(task, presets, seconds):
         flops = train_flops(preset, FLAGS.seq_length, task, FLAGS.max_predictions)
         rows += [dict(section=task, shape=shape, system=label, metric="sequences/s (train step)",
                       value=results[label].get("seq_per_s"), cpu=results[label].get("seq_per_cpu_s"),
+                      mean=results[label].get("seq_per_s_mean"),
                       flops=flops, error=results[label].get("error")) for label, _ in specs]
     return rows
 
@@ -736,6 +757,7 @@ def export_rows(presets, seconds, workdir):
                 rows.append(dict(section="export", shape=shape, system=label, metric=metric,
                                  value=result.get(key), error=result.get("error"),
                                  cpu=result.get("seq_per_cpu_s") if key == "seq_per_s" else None,
+                                 mean=result.get("seq_per_s_mean") if key == "seq_per_s" else None,
                                  flops=encoder_flops(preset, FLAGS.seq_length)
                                  if key == "seq_per_s" else None))
     return rows
@@ -812,22 +834,25 @@ def render(rows, command, notes):
         f"Versions: {versions_line()}.",
         "",
         "Each system runs in its own process on the same inputs; systems are interleaved over "
-        f"{FLAGS.rounds} rounds and each figure is the best round. `× peer` = this row / that "
+        f"{FLAGS.rounds} round(s) and each figure is the best round. `value` is the rate of "
+        "one pass over the inputs with every batch at its fastest of >= 3 timed calls (the "
+        "least disturbed by other work on the machine); `mean` is total work / total wall "
+        "time (data section: always the mean). `× peer` = this row / that "
         "peer's row in the same group (for latency: peer / this row), so > 1 means faster. "
         "`% bf16 peak` = model FLOPs (matmuls, padded shape) per second / the measured "
         "bfloat16 matmul peak. `per CPU-s` = the same work per second of this process's CPU "
         "time (all threads): less sensitive to other load on the machine, but it also counts "
         "threads that spin while waiting.",
         "",
-        "| section | shape | system | metric | value | per CPU-s | model TFLOP/s | % bf16 peak | "
+        "| section | shape | system | metric | value | mean | per CPU-s | model TFLOP/s | % bf16 peak | "
         + " | ".join(f"× {peer}" for peer, _ in PEERS) + " |",
-        "|---|---|---|---|---:|---:|---:|---:|" + "---:|" * len(PEERS),
+        "|---|---|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(PEERS),
     ]
     for row in rows:
         value = fmt(row.get("value"), ".1f") if row.get("value") else f"failed: {row.get('error')}"
         lines.append(
             f"| {row['section']} | {row['shape']} | {row['system']} | {row['metric']} | {value} | "
-            f"{fmt(row.get('cpu'), '.1f')} | "
+            f"{fmt(row.get('mean'), '.1f')} | {fmt(row.get('cpu'), '.1f')} | "
             f"{fmt(row.get('tflops'), '.2f')} | {fmt(row.get('mfu') and 100 * row['mfu'], '.0f')} | "
             + " | ".join(fmt(row.get(peer), ".2f") for peer, _ in PEERS) + " |")
     lines += ["", "## Notes", "", notes.strip() or "(none)", ""]
