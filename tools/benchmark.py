@@ -53,6 +53,11 @@ flags.DEFINE_integer("timeout", 900, "Seconds before a system's subprocess is ab
 flags.DEFINE_string("output", "BENCHMARKS.md", "Markdown file to write ('' = print only).")
 flags.DEFINE_string("notes", "", "Markdown file whose text is appended as the Notes section; "
                     "default: keep the Notes section already in --output.")
+flags.DEFINE_enum("ratio_basis", "value", ["value", "cpu"],
+                  "Rate behind the ratios and % of peak: 'value' (wall clock, best pass) on a "
+                  "quiet machine; 'cpu' (work per CPU-second of the process) on a shared one.")
+flags.DEFINE_string("rows_json", "", "Also write the measured rows (JSON) to this file.")
+flags.DEFINE_string("render_from", "", "Render a rows JSON written by --rows_json (no runs).")
 flags.DEFINE_string("worker", "", "Internal: JSON spec of one measurement to run and print.")
 
 
@@ -772,26 +777,33 @@ PEERS = (("keras-hub default", lambda s: s.startswith("keras-hub default")),
          ("HF best", lambda s: s.startswith("HF")))
 
 
-def add_ratios(rows, peak_bf16):
-    """Adds model TFLOP/s, % of the bf16 peak, and the ratio of each row to each peer's row."""
+def add_ratios(rows, peak_bf16, basis="value"):
+    """Adds model TFLOP/s, % of the bf16 peak, and the ratio of each row to each peer's row.
+
+    `basis` picks the rate compared: "value" (wall clock) or "cpu" (per CPU-second; the peak
+    is then also per CPU-second, so the % of peak is the same either way on a quiet machine).
+    """
+    def rate(row):
+        return row.get(basis) if not row["metric"].startswith("latency") else row.get("value")
+
     groups = {}
     for row in rows:
         groups.setdefault((row["section"], row["shape"], row["metric"]), []).append(row)
     for group in groups.values():
+        lower_is_better = group[0]["metric"].startswith("latency")
         for peer, matches in PEERS:
-            values = [r["value"] for r in group if matches(r["system"]) and r.get("value")]
-            best = None
-            if values:
-                best = min(values) if group[0]["metric"].startswith("latency") else max(values)
+            values = [rate(r) for r in group if matches(r["system"]) and rate(r)]
+            if not values:
+                continue
+            best = min(values) if lower_is_better else max(values)
             for row in group:
-                if best and row.get("value"):
-                    lower_is_better = row["metric"].startswith("latency")
-                    row[peer] = best / row["value"] if lower_is_better else row["value"] / best
+                if rate(row):
+                    row[peer] = best / rate(row) if lower_is_better else rate(row) / best
     for row in rows:
         if row.get("flops") and row.get("value"):
             row["tflops"] = row["flops"] * row["value"] / 1e12
-            if peak_bf16:
-                row["mfu"] = row["tflops"] * 1e3 / peak_bf16
+            if peak_bf16 and rate(row):
+                row["mfu"] = row["flops"] * rate(row) / 1e9 / peak_bf16
 
 
 def machine_line():
@@ -838,7 +850,9 @@ def render(rows, command, notes):
         "one pass over the inputs with every batch at its fastest of >= 3 timed calls (the "
         "least disturbed by other work on the machine); `mean` is total work / total wall "
         "time (data section: always the mean). `× peer` = this row / that "
-        "peer's row in the same group (for latency: peer / this row), so > 1 means faster. "
+        "peer's row in the same group (for latency: peer / this row), so > 1 means faster; "
+        f"ratios and % of peak use the `{'value' if FLAGS.ratio_basis == 'value' else 'per CPU-s'}` "
+        "column. "
         "`% bf16 peak` = model FLOPs (matmuls, padded shape) per second / the measured "
         "bfloat16 matmul peak. `per CPU-s` = the same work per second of this process's CPU "
         "time (all threads): less sensitive to other load on the machine, but it also counts "
@@ -867,20 +881,23 @@ def existing_notes(path):
 
 
 def run_sections(sections, presets, seconds):
-    rows, peak_bf16 = [], None
+    rows = []
     with tempfile.TemporaryDirectory() as workdir:
         for section in sections:
             if section == "peak":
-                section_rows = peak_rows(seconds)
-                for row in section_rows:
-                    if row["system"].endswith("bfloat16"):
-                        peak_bf16 = row.get("value")
+                rows += peak_rows(seconds)
             elif section == "encoder":
-                section_rows = encoder_rows(presets, seconds, workdir)
+                rows += encoder_rows(presets, seconds, workdir)
             else:
-                section_rows = SECTION_HOOKS[section](presets, seconds, workdir)
-            rows += section_rows
-    add_ratios(rows, peak_bf16)
+                rows += SECTION_HOOKS[section](presets, seconds, workdir)
+    return rows
+
+
+def finish_rows(rows, basis):
+    """Adds ratios and % of peak to measured rows (the peak row of this run, if any)."""
+    peak_bf16 = next((row.get(basis) for row in rows if row["section"] == "peak"
+                      and row["system"].endswith("bfloat16")), None)
+    add_ratios(rows, peak_bf16, basis)
     return rows
 
 
@@ -900,8 +917,16 @@ def main(argv):
         preset_shape(preset)
     command = " ".join(["python tools/benchmark.py"] + sys.argv[1:])
     notes = pathlib.Path(FLAGS.notes).read_text() if FLAGS.notes else existing_notes(FLAGS.output)
-    rows = run_sections(FLAGS.sections, FLAGS.presets, FLAGS.seconds)
-    report = render(rows, command, notes)
+    if FLAGS.render_from:
+        saved = json.loads(pathlib.Path(FLAGS.render_from).read_text())
+        rows, command = saved["rows"], saved["command"]
+        FLAGS.rounds = saved.get("rounds", FLAGS.rounds)
+    else:
+        rows = run_sections(FLAGS.sections, FLAGS.presets, FLAGS.seconds)
+        if FLAGS.rows_json:
+            pathlib.Path(FLAGS.rows_json).write_text(json.dumps(dict(rows=rows, command=command,
+                                                                    rounds=FLAGS.rounds)))
+    report = render(finish_rows(rows, FLAGS.ratio_basis), command, notes)
     print(report)
     if FLAGS.output:
         pathlib.Path(REPO / FLAGS.output).write_text(report)
