@@ -220,7 +220,7 @@ def describe_signatures(signatures):
     out = {}
     for name, fn in signatures.items():
         inputs = {spec.name: {"dtype": spec.dtype.name, "shape": spec.shape.as_list()}
-                  for spec in fn.structured_input_signature[1].values()}
+                  for spec in tf.nest.flatten(fn.structured_input_signature)}
         outputs = {key: {"dtype": spec.dtype.name, "shape": spec.shape.as_list(),
                          "doc": OUTPUT_DOCS.get(key, "")}
                    for key, spec in fn.structured_outputs.items()}

@@ -218,6 +218,11 @@ def test_classifier_served_without_project(tmp_path, tokenizer, classifier_expor
     meta = export.read_metadata(path)
     assert meta["labels"] == ["neg", "neu", "pos"] and meta["seq_length"] == SEQ
     assert meta["signatures"]["serving_default"]["outputs"]["labels"]["dtype"] == "string"
+    assert meta["signatures"]["serving_default"]["inputs"] == {
+        "text_a": {"dtype": "string", "shape": [None]},
+        "text_b": {"dtype": "string", "shape": [None]}}
+    assert sorted(meta["signatures"]["encode"]["inputs"]) == ["input_mask", "input_type_ids",
+                                                              "input_word_ids"]
     requests = {path: [["serving_default", {k: _enc(np.array(v, dtype=object))
                                             for k, v in r.items()}]
                        for r in BAD_REQUESTS.values()]}
