@@ -72,49 +72,52 @@ def mask_tokens(input_ids, input_mask, seed, *, mask_id, special_ids, replacemen
 
     is_special = tf.reduce_any(ids[:, :, None] == special[None, None, :], axis=-1)  # (B, T)
     cand = real & ~is_special  # (B, T) maskable tokens
-    prev_cand = tf.pad(cand[:, :-1], [[0, 0], [1, 0]])
-    if word_starts is None:
-        starts = cand
-    else:  # a maskable token after a non-maskable one always starts a word (e.g. after [SEP])
-        starts = cand & ((tf.cast(word_starts, tf.int32) > 0) | ~prev_cand)
-    word_id = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # (B, T) word index per token
-    num_words = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)  # (B,)
     num_cand = tf.reduce_sum(tf.cast(cand, tf.float32), axis=1)  # (B,)
     budget = tf.cast(tf.round(num_cand * masked_lm_prob), tf.int32)  # round half to even, as py3
     budget = tf.minimum(tf.minimum(tf.maximum(budget, 1), P), tf.cast(num_cand, tf.int32))  # (B,)
+    scores = tf.random.stateless_uniform([batch, length], seeds[0])  # (B, T)
 
-    # Word lengths in WordPieces, (B, T) indexed by word id (columns >= num_words are 0).
-    row_base = tf.range(batch)[:, None] * length
-    segment = tf.where(cand, word_id + row_base, batch * length)
-    word_len = tf.math.unsorted_segment_sum(tf.ones_like(ids), segment, batch * length + 1)
-    word_len = tf.reshape(word_len[:-1], [batch, length])  # (B, T)
+    if word_starts is None:  # single WordPieces: the `budget` best random scores among cand
+        k = tf.minimum(length, P)
+        _, top = tf.math.top_k(tf.where(cand, scores, -1.0), k=k, sorted=True)  # (B, k)
+        top = tf.where(tf.range(k)[None, :] < budget[:, None], top, length)
+        key = tf.pad(tf.sort(top, axis=1), [[0, 0], [0, P - k]], constant_values=length)
+    else:  # whole words in random order while the running total stays within budget
+        prev_cand = tf.pad(cand[:, :-1], [[0, 0], [1, 0]])
+        # a maskable token after a non-maskable one always starts a word (e.g. after [SEP])
+        starts = cand & ((tf.cast(word_starts, tf.int32) > 0) | ~prev_cand)
+        word_id = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # (B, T) word per token
+        num_words = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)  # (B,)
+        # Word lengths in WordPieces, (B, T) indexed by word id (columns >= num_words are 0).
+        row_base = tf.range(batch)[:, None] * length
+        segment = tf.where(cand, word_id + row_base, batch * length)
+        word_len = tf.math.unsorted_segment_sum(tf.ones_like(ids), segment, batch * length + 1)
+        word_len = tf.reshape(word_len[:-1], [batch, length])  # (B, T)
+        scores = tf.where(tf.range(length)[None, :] < num_words[:, None], scores, 2.0)
+        order = tf.argsort(scores, axis=1, stable=True)  # (B, T) word ids, random order first
+        sorted_len = tf.gather(word_len, order, batch_dims=1)
+        take_sorted = (tf.cumsum(sorted_len, axis=1) <= budget[:, None]) & (sorted_len > 0)
+        take_word = tf.gather(take_sorted, tf.argsort(order, axis=1), batch_dims=1)  # by word
+        selected = cand & tf.gather(take_word, tf.maximum(word_id, 0), batch_dims=1)  # (B, T)
+        pos = tf.range(length)[None, :]
+        key = tf.where(selected, pos, pos + length)  # (B, T) selected positions sort first
+        key = tf.pad(tf.sort(key, axis=1), [[0, 0], [0, tf.maximum(P - length, 0)]],
+                     constant_values=2 * length)[:, :P]  # (B, P)
 
-    # Random word order; take words while the running total of pieces stays within budget.
-    scores = tf.random.stateless_uniform([batch, length], seeds[0])
-    scores = tf.where(tf.range(length)[None, :] < num_words[:, None], scores, 2.0)
-    order = tf.argsort(scores, axis=1, stable=True)  # (B, T) word ids, random order first
-    sorted_len = tf.gather(word_len, order, batch_dims=1)
-    take_sorted = (tf.cumsum(sorted_len, axis=1) <= budget[:, None]) & (sorted_len > 0)
-    take_word = tf.gather(take_sorted, tf.argsort(order, axis=1), batch_dims=1)  # (B, T) by word
-    selected = cand & tf.gather(take_word, tf.maximum(word_id, 0), batch_dims=1)  # (B, T)
-
-    # 80% [MASK], 10% random token, 10% unchanged, drawn per token.
-    u = tf.random.stateless_uniform([batch, length], seeds[1])
-    pick = tf.random.stateless_uniform([batch, length], seeds[2], minval=0,
-                                       maxval=tf.size(replacement), dtype=tf.int32)
-    random_tok = tf.gather(replacement, pick)
-    corrupted = tf.where(selected & (u < mask_token_prob), tf.cast(mask_id, tf.int32),
-                         tf.where(selected & (u < mask_token_prob + random_token_prob),
-                                  random_tok, ids))
-
-    # Selected positions in ascending order, padded to P.
-    pos = tf.range(length)[None, :]
-    key = tf.where(selected, pos, pos + length)  # (B, T) selected positions sort first
-    key = tf.pad(tf.sort(key, axis=1), [[0, 0], [0, tf.maximum(P - length, 0)]],
-                 constant_values=2 * length)[:, :P]  # (B, P)
-    valid = key < length
+    # Selected positions ascending, padded to P; then 80% [MASK], 10% random, 10% unchanged.
+    valid = key < length  # (B, P)
     positions = tf.where(valid, key, 0)
-    lm_ids = tf.where(valid, tf.gather(ids, positions, batch_dims=1), 0)
+    lm_ids = tf.where(valid, tf.gather(ids, positions, batch_dims=1), 0)  # (B, P)
+    u = tf.random.stateless_uniform([batch, P], seeds[1])
+    pick = tf.random.stateless_uniform([batch, P], seeds[2], minval=0,
+                                       maxval=tf.size(replacement), dtype=tf.int32)
+    new = tf.where(u < mask_token_prob, tf.cast(mask_id, tf.int32),
+                   tf.where(u < mask_token_prob + random_token_prob,
+                            tf.gather(replacement, pick), lm_ids))
+    rows = tf.broadcast_to(tf.range(batch)[:, None], [batch, P])
+    cols = tf.where(valid, key, length)  # padding slots write a scratch column, sliced off
+    corrupted = tf.tensor_scatter_nd_update(tf.pad(ids, [[0, 0], [0, 1]]),
+                                            tf.stack([rows, cols], -1), new)[:, :length]  # (B, T)
     return {
         "input_word_ids": corrupted,
         "masked_lm_positions": tf.ensure_shape(positions, [None, P]),
