@@ -1,0 +1,60 @@
+"""runtime: length-bucketed batching gives the same outputs as padding everything to T."""
+
+import numpy as np
+import pytest
+
+from bert_keras.encoder import BertEncoder
+from bert_keras.runtime import cast_for_inference, encode, inference_function, length_bucketed_batches
+
+
+def ragged_inputs(lengths, max_length=24, vocab=50, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = (np.arange(max_length)[None, :] < np.array(lengths)[:, None]).astype("int32")
+    return {
+        "input_word_ids": rng.integers(1, vocab, mask.shape).astype("int32") * mask,
+        "input_mask": mask,
+        "input_type_ids": (rng.random(mask.shape) > 0.5).astype("int32") * mask,
+    }
+
+
+def tiny_encoder(**overrides):
+    return BertEncoder(vocab_size=50, num_layers=2, hidden_size=16, num_heads=2,
+                       intermediate_size=32, max_positions=24, **overrides)
+
+
+def test_batches_are_length_sorted_cut_and_cover_every_row():
+    lengths = [3, 20, 9, 1, 17, 9, 24]
+    batches = length_bucketed_batches(ragged_inputs(lengths), batch_size=3, pad_to_multiple=8)
+    rows = np.concatenate([indices for indices, _ in batches])
+    assert sorted(rows.tolist()) == list(range(len(lengths)))
+    assert [b["input_mask"].shape for _, b in batches] == [(3, 16), (3, 24), (1, 24)]
+    for indices, batch in batches:
+        assert (batch["input_mask"].sum(1) == np.array(lengths)[indices]).all()  # Nothing cut.
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="batch_size"):
+        length_bucketed_batches(ragged_inputs([2]), batch_size=0)
+    with pytest.raises(ValueError, match="input_type_ids"):
+        length_bucketed_batches({"input_word_ids": 0, "input_mask": 0}, batch_size=2)
+
+
+def test_encode_matches_full_padding_in_original_order():
+    encoder = tiny_encoder()
+    inputs = ragged_inputs([3, 20, 9, 1, 17, 9, 24])
+    full = encoder(inputs)
+    pooled = encode(encoder, inputs, batch_size=3)
+    np.testing.assert_allclose(pooled, full["pooled_output"], atol=1e-5)
+    sequence = encode(encoder, inputs, batch_size=3, output="sequence_output")
+    mask = inputs["input_mask"].astype(bool)
+    np.testing.assert_allclose(sequence[mask], full["sequence_output"].numpy()[mask], atol=1e-5)
+
+
+def test_cast_for_inference_is_bfloat16_and_close():
+    encoder = tiny_encoder()
+    fast = cast_for_inference(encoder)
+    assert {w.dtype for w in fast.weights} == {"bfloat16"}
+    inputs = ragged_inputs([5, 24])
+    got = inference_function(fast)(inputs)["pooled_output"].numpy().astype("float32")
+    np.testing.assert_allclose(got, encoder(inputs)["pooled_output"], atol=0.05)
+    assert not np.allclose(got, 0)
