@@ -1,12 +1,14 @@
 """Pretraining data: static TFRecords (Google's schema) and a dynamic tf.data pipeline.
 
-Both paths share the same stages: documents (`pairing.read_documents` / TFDS) -> batched
-WordPiece tokenization -> NSP/SOP/FULL-SENTENCES instances (`pairing.InstanceBuilder`, numpy with
-seeded generators) -> in-graph masking (`masking.mask_tokens`, stateless seeds, run in tf.data).
+Both paths run the same in-graph stages, one code path: documents (Python `pairing.read_documents`
+/ TFDS for the static tool, `TextLineDataset` chunks for the dynamic one) -> batched WordPiece
+tokenization per chunk of documents (`_flat_tokens`) -> NSP/SOP/FULL-SENTENCES instances
+(`graph_pairing.build_instances`, stateless seeds) -> masking (`masking.mask_tokens`).
 
 - `create_pretraining_tfrecords(...)`: the library behind `tools/create_pretraining_data.py`;
-  sharded TFRecords, multiprocessing workers, bounded memory (one chunk of documents at a time per
-  worker), byte-identical output for a given seed whatever the number of workers.
+  sharded TFRecords, multiprocessing workers (each with two threads running the tf.functions),
+  bounded memory (two chunks of documents at a time per worker), byte-identical output for a
+  given seed whatever the number of workers.
 - `dynamic_pretraining_dataset(...)`: raw text -> batches with fresh pairs and masks every epoch.
 - `read_pretraining_tfrecords(...)`: our files or Google's -> the model's input names.
 
@@ -16,6 +18,8 @@ again), the random next document is drawn from the same chunk, num_to_predict co
 tokens, and the random replacement token is never a bracketed special token.
 """
 
+import collections
+import concurrent.futures
 import multiprocessing
 import os
 import time
@@ -25,6 +29,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras import graph_pairing, masking, pairing
+from bert_keras.tokenization import normalize
 
 # Google's TFRecord feature names -> the model's input names. The one place they are mapped.
 GOOGLE_TO_MODEL_NAMES = {
@@ -138,50 +143,151 @@ def _instance_signature(max_seq_length):
     return signature
 
 
+def _tokenize_flat(tokenizer, is_suffix, lines):
+    """`tokenizer.tokenize(lines)` as flat (ids int32 [P], row splits int32 [L + 1]).
+
+    The same ids as `BertTokenizer.tokenize` (tested), with its long-word rule (a word of more
+    than max_chars_per_word characters becomes one [UNK]) applied on flat tensors: the
+    `tf.ragged.boolean_mask` that `tokenize` uses for it costs ~0.5 GB of transient memory and
+    ~0.4 s per 13k lines here, more than the WordPiece step itself.
+    """
+    ids = tokenizer._fast.tokenize(normalize(lines, tokenizer.lower_case))  # (L, (pieces))
+    flat = ids.flat_values  # (P0,)
+    is_start = tf.logical_not(tf.gather(is_suffix, flat))
+    word_of_piece = tf.maximum(tf.cumsum(tf.cast(is_start, tf.int32)) - 1, 0)  # (P0,)
+    piece_chars = tf.constant([0 if t == "[UNK]" else len(t) - 2 * bool(s)
+                               for t, s in zip(tokenizer.vocab, _suffix_flags(tokenizer))],
+                              tf.int32)
+    word_chars = tf.math.unsorted_segment_sum(tf.gather(piece_chars, flat), word_of_piece,
+                                              tf.reduce_sum(tf.cast(is_start, tf.int32)))
+    long_piece = tf.gather(word_chars > tokenizer.max_chars_per_word, word_of_piece)  # (P0,)
+    keep = tf.logical_or(tf.logical_not(long_piece), is_start)
+    pieces = tf.boolean_mask(tf.where(long_piece, tokenizer.unk_id, flat), keep)  # (P,)
+    kept_before = tf.concat([[0], tf.cumsum(tf.cast(keep, tf.int32))], 0)  # (P0 + 1,)
+    return pieces, tf.gather(kept_before, tf.cast(ids.row_splits, tf.int32))
+
+
+def _flat_tokens(tokenizer, is_suffix, lines, doc_ids, pair_mode):
+    """One chunk of lines, in-graph -> pieces [P], word_starts [P], sentence splits [S + 1],
+    document splits [D + 1] (lines and documents without tokens dropped) and the counts
+    (empty-token lines, dropped documents) for the statistics. doc_ids: int [L], ascending."""
+    pieces, splits = _tokenize_flat(tokenizer, is_suffix, lines)  # (P,), (L + 1,)
+    word_starts = tf.cast(tf.logical_not(tf.gather(is_suffix, pieces)), tf.int32)  # (P,)
+    nonempty = splits[1:] > splits[:-1]  # lines with no tokens are dropped
+    splits = tf.concat([[0], tf.boolean_mask(splits[1:], nonempty)], 0)
+    kept = tf.boolean_mask(doc_ids, nonempty)  # (S,) document of each kept sentence
+    first = tf.concat([tf.size(kept)[None] > 0, kept[1:] != kept[:-1]], 0)  # (S,) starts a document
+    doc_splits = tf.concat([tf.cast(tf.where(first)[:, 0], tf.int32), [tf.size(kept)]], 0)
+    num_docs = tf.cast(tf.reduce_max(tf.concat([doc_ids, [-1]], 0)) + 1, tf.int32)
+    skipped = num_docs - (tf.size(doc_splits) - 1)  # documents without any token
+    if pair_mode == "sop":  # a lone one-token sentence cannot be split: graph_pairing skips it
+        sentences = doc_splits[1:] - doc_splits[:-1]  # (D,)
+        lengths = tf.gather(splits, doc_splits[1:]) - tf.gather(splits, doc_splits[:-1])
+        skipped += tf.reduce_sum(tf.cast((sentences == 1) & (lengths < 2), tf.int32))
+    counts = tf.stack([tf.reduce_sum(tf.cast(~nonempty, tf.int32)), skipped])
+    return pieces, word_starts, splits, doc_splits, counts
+
+
+def _suffix_flags(tokenizer):
+    return [t.startswith("##") and len(t) > 2 for t in tokenizer.vocab]
+
+
+def _suffix_table(tokenizer):
+    """bool [V]: the "##" continuation pieces (every other piece starts a word)."""
+    return tf.constant(_suffix_flags(tokenizer))
+
+
+def _static_functions(tokenizer, c):
+    """The two tf.functions of the static tool: tokenize a chunk; pair + mask + serialize."""
+    is_suffix = _suffix_table(tokenizer)
+    mask_batch = make_masker(tokenizer, c["max_predictions_per_seq"], c["masked_lm_prob"],
+                             c["whole_word_mask"])
+    pair_kwargs = dict(cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id,
+                       max_seq_length=c["max_seq_length"], short_seq_prob=c["short_seq_prob"],
+                       pair_mode=c["pair_mode"])
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string),
+                                  tf.TensorSpec([None], tf.int64)], autograph=False)
+    def tokenize(lines, doc_ids):
+        return _flat_tokens(tokenizer, is_suffix, lines, doc_ids, c["pair_mode"])
+
+    int_vector = tf.TensorSpec([None], tf.int32)
+
+    @tf.function(input_signature=[int_vector] * 4 + [tf.TensorSpec([2], tf.int64)],
+                 autograph=False)
+    def records(pieces, word_starts, splits, doc_splits, seed):  # one dupe of one chunk
+        inst = graph_pairing.build_instances(pieces, word_starts, splits, doc_splits, seed,
+                                             **pair_kwargs)
+        masked = mask_batch(inst, tf.random.experimental.stateless_fold_in(seed, 1))
+        return serialize_examples(masked)  # (N,)
+
+    return tokenize, records
+
+
+def _dupe_records(records, flat, seed):
+    """Runs in a pool thread after the chunk's tokenize future -> numpy bytes [N]."""
+    pieces, word_starts, splits, doc_splits, _ = flat.result()
+    if tf.size(doc_splits) < 2:  # every line of the chunk tokenized to nothing
+        return np.zeros([0], object)
+    return records(pieces, word_starts, splits, doc_splits, seed).numpy()
+
+
 def _write_shard(job):
-    """Worker: writes shard `job["shard"]` from chunks c with c % num_shards == shard."""
+    """Worker: writes shard `job["shard"]` from chunks c with c % num_shards == shard.
+
+    Documents are read in Python (exact skip counts), everything else is in-graph: one call
+    tokenizes a chunk, one call per dupe pairs, masks and serializes it. Two threads run these
+    calls (TF releases the GIL), at most two chunks ahead of the writer: bounded memory. Each
+    chunk's records (all dupes) are written in a seeded random order.
+    """
     from bert_keras.tokenization import BertTokenizer  # imported in the (spawned) worker
 
     shard, num_shards, c = job["shard"], job["num_shards"], job["config"]
     logging.set_verbosity(c["verbosity"])  # spawned workers start at absl's default
     tokenizer = BertTokenizer(c["vocab_file"], lower_case=c["lower_case"])
-    builder = pairing.InstanceBuilder(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
-                                      c["max_seq_length"], c["short_seq_prob"], c["pair_mode"])
-    mask_batch = make_masker(tokenizer, c["max_predictions_per_seq"], c["masked_lm_prob"],
-                             c["whole_word_mask"])
+    tokenize, records = _static_functions(tokenizer, c)
     stats, read_stats = pairing.DocumentStats(), pairing.DocumentStats()
-    signature = _instance_signature(c["max_seq_length"])
 
-    def batches():  # unmasked instances of this shard's chunks, shuffled within each chunk
+    def chunk_jobs(pool):  # (index, tokenize future, [dupe record futures]) per chunk
         for index, chunk in enumerate(_chunks(_documents(c, read_stats),
                                               c["documents_per_chunk"])):
             if index % num_shards != shard:
                 continue
-            docs = pairing.tokenize_documents(tokenizer, chunk, stats)
-            parts = [builder.build(docs, np.random.default_rng([c["random_seed"], index, d]), stats)
+            lines = [line for doc in chunk for line in doc]
+            doc_ids = np.repeat(np.arange(len(chunk), dtype=np.int64), [len(d) for d in chunk])
+            stats.documents += len(chunk)
+            stats.lines += len(lines)
+            flat = pool.submit(tokenize, tf.constant(lines, tf.string), doc_ids)
+            seeds = [np.array([c["random_seed"], index * 1_000_003 + d], np.int64)
                      for d in range(c["dupe_factor"])]
-            inst = {k: np.concatenate([p[k] for p in parts]) for k in signature}
-            order = np.random.default_rng([c["random_seed"], index]).permutation(
-                len(inst["input_ids"]))
-            for b, lo in enumerate(range(0, len(order), 256)):
-                seed = np.array([c["random_seed"], index * 1_000_003 + b], np.int64)
-                yield {k: v[order[lo:lo + 256]] for k, v in inst.items()}, seed
+            dupes = [pool.submit(_dupe_records, records, flat, seed) for seed in seeds]
+            yield index, flat, dupes
 
-    ds = tf.data.Dataset.from_generator(
-        batches, output_signature=(signature, tf.TensorSpec([2], tf.int64)))
-    ds = ds.map(tf.autograph.experimental.do_not_convert(
-                    lambda b, seed: serialize_examples(mask_batch(b, seed))),
-                num_parallel_calls=2, deterministic=True).prefetch(4)
+    def write(index, flat, dupes):
+        nonlocal written, next_log
+        counts = flat.result()[4].numpy()
+        stats.empty_token_lines += int(counts[0])
+        stats.skipped_documents += int(counts[1])
+        out = np.concatenate([d.result() for d in dupes])
+        for k in np.random.default_rng([c["random_seed"], index]).permutation(len(out)):
+            writer.write(out[k])
+        written += len(out)
+        stats.instances += len(out)
+        if written >= next_log:
+            next_log = (written // c["log_every"] + 1) * c["log_every"]
+            logging.info("shard %d: %d examples, %.0f examples/s", shard, written,
+                         written / (time.time() - start))
+
     start, written, next_log = time.time(), 0, c["log_every"]
-    with tf.io.TFRecordWriter(job["path"]) as writer:
-        for records in ds.as_numpy_iterator():
-            for record in records:
-                writer.write(record)
-            written += len(records)
-            if written >= next_log:
-                next_log += c["log_every"]
-                logging.info("shard %d: %d examples, %.0f examples/s", shard, written,
-                             written / (time.time() - start))
+    with concurrent.futures.ThreadPoolExecutor(2) as pool, \
+            tf.io.TFRecordWriter(job["path"]) as writer:
+        pending = collections.deque()
+        for item in chunk_jobs(pool):
+            pending.append(item)
+            if len(pending) == 2:  # the next chunk runs while this one is written
+                write(*pending.popleft())
+        while pending:
+            write(*pending.popleft())
     if shard == 0:  # every worker reads all files; count file-level skips once
         stats.files, stats.empty_files = read_stats.files, read_stats.empty_files
         stats.invalid_utf8_lines = read_stats.invalid_utf8_lines
@@ -430,17 +536,11 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
                        max_seq_length=max_seq_length, short_seq_prob=short_seq_prob,
                        pair_mode=pair_mode)
 
+    is_suffix = _suffix_table(tokenizer)
+
     def tokenize_and_pair(file_seed, index, lines, doc_ids):  # one chunk, all in-graph
-        words = tokenizer.tokenize_words(lines)  # (lines, (words), (pieces))
-        pieces = words.flat_values  # (P,)
-        word_starts = tf.scatter_nd(words.values.row_splits[:-1, None],
-                                    tf.ones_like(words.values.row_splits[:-1], tf.int32),
-                                    tf.shape(pieces, out_type=words.values.row_splits.dtype))
-        splits = tf.gather(words.values.row_splits, words.row_splits)  # (lines + 1,)
-        nonempty = splits[1:] > splits[:-1]  # lines with no tokens are dropped
-        splits = tf.concat([[0], tf.boolean_mask(splits[1:], nonempty)], 0)
-        _, doc_rows = tf.unique(tf.boolean_mask(doc_ids, nonempty))  # empty documents go too
-        doc_splits = tf.RaggedTensor.from_value_rowids(doc_rows, doc_rows).row_splits
+        pieces, word_starts, splits, doc_splits, _ = _flat_tokens(tokenizer, is_suffix, lines,
+                                                                  doc_ids, pair_mode)
         seed = tf.stack([file_seed, tf.cast(index, tf.int64)])
         inst = graph_pairing.build_instances(pieces, word_starts, splits, doc_splits, seed,
                                              **pair_kwargs)

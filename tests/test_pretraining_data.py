@@ -459,3 +459,14 @@ def test_exit_with_live_iterator_does_not_hang(tmp_path, raw_docs):
         assert run.returncode == 0, run.stderr[-2000:]
         assert "(4, 128)" in run.stdout
         assert "finalizing GeneratorDataset" not in run.stderr
+
+
+def test_flat_tokenization_matches_tokenizer(tokenizer, raw_docs):
+    lines = [line for doc in raw_docs[:20] for line in doc]
+    lines += ["", "x" * 150 + " short words", "Ünïcode straße " + "é" * 120, " \x01 "]
+    pieces, splits = tf.function(lambda x: pd._tokenize_flat(
+        tokenizer, pd._suffix_table(tokenizer), x))(tf.constant(lines))
+    ref = tokenizer.tokenize(lines)
+    np.testing.assert_array_equal(pieces.numpy(), ref.flat_values.numpy())
+    np.testing.assert_array_equal(splits.numpy(), ref.row_splits.numpy())
+    assert tokenizer.unk_id in pieces.numpy()[splits[-4]:splits[-3]]  # the 150-char word
