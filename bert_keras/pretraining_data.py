@@ -29,7 +29,6 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras import graph_pairing, masking, pairing
-from bert_keras.tokenization import normalize
 
 # Google's TFRecord feature names -> the model's input names. The one place they are mapped.
 GOOGLE_TO_MODEL_NAMES = {
@@ -143,35 +142,17 @@ def _instance_signature(max_seq_length):
     return signature
 
 
-def _tokenize_flat(tokenizer, is_suffix, lines):
-    """`tokenizer.tokenize(lines)` as flat (ids int32 [P], row splits int32 [L + 1]).
-
-    The same ids as `BertTokenizer.tokenize` (tested), with its long-word rule (a word of more
-    than max_chars_per_word characters becomes one [UNK]) applied on flat tensors: the
-    `tf.ragged.boolean_mask` that `tokenize` uses for it costs ~0.5 GB of transient memory and
-    ~0.4 s per 13k lines here, more than the WordPiece step itself.
-    """
-    ids = tokenizer._fast.tokenize(normalize(lines, tokenizer.lower_case))  # (L, (pieces))
-    flat = ids.flat_values  # (P0,)
-    is_start = tf.logical_not(tf.gather(is_suffix, flat))
-    word_of_piece = tf.maximum(tf.cumsum(tf.cast(is_start, tf.int32)) - 1, 0)  # (P0,)
-    piece_chars = tf.constant([0 if t == "[UNK]" else len(t) - 2 * bool(s)
-                               for t, s in zip(tokenizer.vocab, _suffix_flags(tokenizer))],
-                              tf.int32)
-    word_chars = tf.math.unsorted_segment_sum(tf.gather(piece_chars, flat), word_of_piece,
-                                              tf.reduce_sum(tf.cast(is_start, tf.int32)))
-    long_piece = tf.gather(word_chars > tokenizer.max_chars_per_word, word_of_piece)  # (P0,)
-    keep = tf.logical_or(tf.logical_not(long_piece), is_start)
-    pieces = tf.boolean_mask(tf.where(long_piece, tokenizer.unk_id, flat), keep)  # (P,)
-    kept_before = tf.concat([[0], tf.cumsum(tf.cast(keep, tf.int32))], 0)  # (P0 + 1,)
-    return pieces, tf.gather(kept_before, tf.cast(ids.row_splits, tf.int32))
+def _tokenize_flat(tokenizer, lines):
+    """`tokenizer.tokenize(lines)` as flat (ids int32 [P], row splits int32 [L + 1])."""
+    ids = tokenizer.tokenize(lines)  # (L, (pieces))
+    return ids.flat_values, tf.cast(ids.row_splits, tf.int32)
 
 
 def _flat_tokens(tokenizer, is_suffix, lines, doc_ids, pair_mode):
     """One chunk of lines, in-graph -> pieces [P], word_starts [P], sentence splits [S + 1],
     document splits [D + 1] (lines and documents without tokens dropped) and the counts
     (empty-token lines, dropped documents) for the statistics. doc_ids: int [L], ascending."""
-    pieces, splits = _tokenize_flat(tokenizer, is_suffix, lines)  # (P,), (L + 1,)
+    pieces, splits = _tokenize_flat(tokenizer, lines)  # (P,), (L + 1,)
     word_starts = tf.cast(tf.logical_not(tf.gather(is_suffix, pieces)), tf.int32)  # (P,)
     nonempty = splits[1:] > splits[:-1]  # lines with no tokens are dropped
     splits = tf.concat([[0], tf.boolean_mask(splits[1:], nonempty)], 0)

@@ -194,15 +194,14 @@ class BertTokenizer(tf.Module):
         word_chars = tf.math.unsorted_segment_sum(
             tf.gather(self._piece_chars, flat_ids), word_of_piece, num_words)
         long_piece = tf.gather(word_chars > self.max_chars_per_word, word_of_piece)
-        keep = ids.with_flat_values(tf.logical_or(tf.logical_not(long_piece), is_start))
-        ids = tf.ragged.boolean_mask(
-            ids.with_flat_values(tf.where(long_piece, self.unk_id, flat_ids)), keep)
+        keep = tf.logical_or(tf.logical_not(long_piece), is_start)
+        ids = _keep_values(ids.with_flat_values(tf.where(long_piece, self.unk_id, flat_ids)), keep)
         if not with_offsets:
             return ids
         word_end = tf.math.unsorted_segment_max(ends.flat_values, word_of_piece, num_words)
         ends = ends.with_flat_values(
             tf.where(long_piece, tf.gather(word_end, word_of_piece), ends.flat_values))
-        return ids, tf.ragged.boolean_mask(starts, keep), tf.ragged.boolean_mask(ends, keep)
+        return ids, _keep_values(starts, keep), _keep_values(ends, keep)
 
     def _words(self, ids):
         """[B,(pieces)] -> [B,(words),(pieces)] using the "##" suffix marks."""
@@ -282,6 +281,18 @@ class BertTokenizer(tf.Module):
 
     def __call__(self, texts):
         return self.tokenize(texts)
+
+
+def _keep_values(ragged, keep):
+    """The values of a [B,(n)] ragged tensor where the flat bool `keep` is true.
+
+    Same result as `tf.ragged.boolean_mask`, on flat tensors: that op costs ~0.5 GB of
+    transient memory and ~0.4 s per 13k lines, more than the WordPiece step itself.
+    """
+    kept_before = tf.concat([[0], tf.cumsum(tf.cast(keep, ragged.row_splits.dtype))], 0)
+    return tf.RaggedTensor.from_row_splits(tf.boolean_mask(ragged.flat_values, keep),
+                                           tf.gather(kept_before, ragged.row_splits),
+                                           validate=False)
 
 
 def _guess_lower_case(path, vocab_file):

@@ -464,8 +464,7 @@ def test_exit_with_live_iterator_does_not_hang(tmp_path, raw_docs):
 def test_flat_tokenization_matches_tokenizer(tokenizer, raw_docs):
     lines = [line for doc in raw_docs[:20] for line in doc]
     lines += ["", "x" * 150 + " short words", "Ünïcode straße " + "é" * 120, " \x01 "]
-    pieces, splits = tf.function(lambda x: pd._tokenize_flat(
-        tokenizer, pd._suffix_table(tokenizer), x))(tf.constant(lines))
+    pieces, splits = tf.function(lambda x: pd._tokenize_flat(tokenizer, x))(tf.constant(lines))
     ref = tokenizer.tokenize(lines)
     np.testing.assert_array_equal(pieces.numpy(), ref.flat_values.numpy())
     np.testing.assert_array_equal(splits.numpy(), ref.row_splits.numpy())

@@ -208,3 +208,15 @@ def test_bundled_vocab(corpus_sentences):
     ids = tok.tokenize(corpus_sentences).flat_values.numpy()
     assert np.mean(ids == tok.unk_id) < 0.001
     assert np.mean(tok.tokenize(corpus_sentences).row_lengths().numpy()) < 40
+
+
+def test_keep_values_equals_ragged_boolean_mask():
+    from bert_keras.tokenization import _keep_values
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(0, 6, 50)
+    ragged = tf.RaggedTensor.from_row_lengths(np.arange(lengths.sum(), dtype=np.int32), lengths)
+    keep = rng.random(lengths.sum()) > 0.3
+    want = tf.ragged.boolean_mask(ragged, ragged.with_flat_values(keep))
+    got = _keep_values(ragged, tf.constant(keep))
+    assert got.to_list() == want.to_list()
