@@ -800,9 +800,9 @@ def add_ratios(rows, peak_bf16, basis="value"):
                 if rate(row):
                     row[peer] = best / rate(row) if lower_is_better else rate(row) / best
     for row in rows:
-        if row.get("flops") and row.get("value"):
-            row["tflops"] = row["flops"] * row["value"] / 1e12
-            if peak_bf16 and rate(row):
+        if row.get("flops") and rate(row):
+            row["tflops"] = row["flops"] * rate(row) / 1e12
+            if peak_bf16:
                 row["mfu"] = row["flops"] * rate(row) / 1e9 / peak_bf16
 
 
@@ -851,8 +851,8 @@ def render(rows, command, notes):
         "least disturbed by other work on the machine); `mean` is total work / total wall "
         "time (data section: always the mean). `× peer` = this row / that "
         "peer's row in the same group (for latency: peer / this row), so > 1 means faster; "
-        f"ratios and % of peak use the `{'value' if FLAGS.ratio_basis == 'value' else 'per CPU-s'}` "
-        "column. "
+        f"ratios, model TFLOP/s and % of peak use the "
+        f"`{'value' if FLAGS.ratio_basis == 'value' else 'per CPU-s'}` column. "
         "`% bf16 peak` = model FLOPs (matmuls, padded shape) per second / the measured "
         "bfloat16 matmul peak. `per CPU-s` = the same work per second of this process's CPU "
         "time (all threads): less sensitive to other load on the machine, but it also counts "
