@@ -110,7 +110,7 @@ class BertEncoder(keras.Model):
         position_embedding = layers.PositionEmbedding(
             max_positions, initializer_range, dtype=dtype, name="position_embedding"
         )
-        embeddings_layer_norm = keras.layers.LayerNormalization(
+        embeddings_layer_norm = layers.LayerNorm(
             epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_layer_norm"
         )
         embeddings_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
