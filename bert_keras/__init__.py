@@ -9,7 +9,6 @@ from bert_keras.finetuning_data import (
     LabelMap,
     SpanExample,
     TaggingExample,
-    load_tfds_task,
 )
 from bert_keras.heads import (
     ClassificationHead,
@@ -37,6 +36,7 @@ from bert_keras.pretraining_data import (
 from bert_keras.span_decoding import decode_answers
 from bert_keras.strategy import STRATEGIES, create_strategy, per_replica_batch_size
 from bert_keras.task_io import load_task, save_task
+from bert_keras.tfds_tasks import load_tfds_task
 from bert_keras.training import DTYPES, TrainingDivergedError, run_pretraining, train
 from bert_keras.tokenization import (
     SPECIAL_TOKENS,

@@ -149,7 +149,7 @@ def check_flags():
                 if fmt not in allowed:
                     raise app.UsageError(f"--task={FLAGS.task} reads {allowed}, but {path} is {fmt!r}.")
     else:
-        from bert_keras.finetuning_data import _task_kind
+        from bert_keras.tfds_tasks import _task_kind
 
         try:
             kind = _task_kind(FLAGS.tfds_name)
@@ -207,15 +207,16 @@ def read_file_examples(pattern, task, labeled=True):
 def load_data(task):
     """(train, eval or None, test or None, label_map or None) from the data flags."""
     from bert_keras import finetuning_data as fd
+    from bert_keras import tfds_tasks as tt
 
     if FLAGS.tfds_name:
         name = FLAGS.tfds_name
         eval_split = FLAGS.tfds_eval_split or (
             "validation_matched" if name.startswith("glue/mnli") else "validation")
-        load = lambda split: fd.load_tfds_task(name, split, data_dir=FLAGS.tfds_data_dir)  # noqa: E731
+        load = lambda split: tt.load_tfds_task(name, split, data_dir=FLAGS.tfds_data_dir)  # noqa: E731
         train, evaluation = load(FLAGS.tfds_train_split), load(eval_split)
         test = load(FLAGS.tfds_test_split) if FLAGS.tfds_test_split else None
-        label_map = fd.tfds_label_map(name, data_dir=FLAGS.tfds_data_dir)
+        label_map = tt.tfds_label_map(name, data_dir=FLAGS.tfds_data_dir)
     else:
         train = read_file_examples(FLAGS.train_file, task)
         evaluation = read_file_examples(FLAGS.eval_file, task) if FLAGS.eval_file else None
