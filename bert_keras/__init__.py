@@ -4,6 +4,7 @@ from bert_keras import finetuning_data, metrics, task_features
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.encoder import PRESETS, BertEncoder
 from bert_keras.export import export_model, export_task, next_version, read_metadata
+from bert_keras.finetuning import run_finetuning
 from bert_keras.finetuning_data import (
     ClassificationExample,
     LabelMap,

@@ -1,4 +1,5 @@
-"""End-to-end tests of tools/finetune.py on tiny slices of the bundled data, tiny encoder."""
+"""End-to-end tests of tools/finetune.py and bk.run_finetuning on tiny slices of the bundled
+data, tiny encoder."""
 
 import gzip
 import json
@@ -93,6 +94,38 @@ def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
     saved = np.array([[r["probabilities"][l] for l in info["labels"]] for r in rows])
     np.testing.assert_allclose(probs, saved, atol=2e-4)
     assert [r["prediction"] for r in rows] == [info["labels"][i] for i in probs.argmax(-1)]
+
+
+def test_run_finetuning_from_python(tiny_checkpoint, tmp_path):
+    import bert_keras as bk
+    from bert_keras import finetuning_data as fd
+    from bert_keras import task_io
+
+    all_train = fd.load_bundled_task("wordnet_topics", "train")
+    train, dev = all_train[:64], fd.load_bundled_task("wordnet_topics", "dev")[:16]
+    label_map = fd.LabelMap.from_examples(all_train)  # all 45 topics; 64 rows miss some
+    out = tmp_path / "run"
+    record = bk.run_finetuning(task="classification", init_checkpoint=str(tiny_checkpoint),
+                               output_dir=str(out), train_examples=train, eval_examples=dev,
+                               label_map=label_map,
+                               max_seq_length=64, train_batch_size=16, eval_batch_size=16,
+                               num_train_epochs=2, learning_rate=1e-3, verbose=0)
+    labels = label_map.labels
+    metrics = check_outputs(out, "classification", 16, labels)
+    assert record == metrics
+    assert metrics["main_metric"] == "accuracy" and metrics["train_examples"] == 64
+    assert 0.0 <= metrics["eval"]["accuracy"] <= 1.0 and "f1" not in metrics["eval"]  # not binary
+    assert metrics["baselines"]["majority_label"] in labels
+    # best/ holds the best epoch's model: it reproduces that epoch's eval accuracy.
+    model, tokenizer, info = task_io.load_task(str(out / "best"))
+    assert info["text_fields"] == ["text"] and info["metrics"] == metrics["eval"]
+    feats = bk.task_features.classification_features(dev, tokenizer, 64, label_map)
+    predicted = np.stack(bk.task_features.predict(model, feats, batch_size=8)).argmax(-1)
+    accuracy = float(np.mean(predicted == label_map.encode(dev)))
+    assert accuracy == pytest.approx(metrics["eval"]["accuracy"])
+    with pytest.raises(ValueError, match="exactly one of train_examples, train_file and tfds_name"):
+        bk.run_finetuning(task="classification", init_checkpoint=str(tiny_checkpoint),
+                          output_dir=str(tmp_path / "bad"), train_examples=train, tfds_name="glue/mrpc")
 
 
 def test_tagging_end_to_end(tiny_checkpoint, tmp_path):
