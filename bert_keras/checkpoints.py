@@ -224,8 +224,12 @@ def read_encoder_config(path):
 
 
 def read_tensors(path):
-    """(format, {name: numpy array}) of the weights in a HF or Google checkpoint directory."""
+    """(format, {name: numpy array}) of the weights in a checkpoint directory."""
     fmt = detect_format(path)
+    if fmt == "bert_keras":
+        from bert_keras.safetensors_io import read_safetensors
+
+        return fmt, read_safetensors(os.path.join(path, "model.safetensors"))
     if fmt == "huggingface":
         from bert_keras.safetensors_io import read_safetensors
 
@@ -238,15 +242,16 @@ def read_tensors(path):
         reader = tf.train.load_checkpoint(_google_checkpoint_prefix(path))
         names = reader.get_variable_to_shape_map()
         return fmt, {name: reader.get_tensor(name) for name in names}
-    raise ValueError(f"{path} is a bert_keras directory; load it with BertEncoder.from_pretrained.")
 
 
-def name_map_for(fmt, tensors, num_layers):
+def name_map_for(fmt, tensors, encoder):
+    if fmt == "bert_keras":  # Our files are keyed by the variable paths themselves.
+        return {v.path: ([v.path], _identity) for v in encoder.weights}
     if fmt == "google":
-        return google_name_map(num_layers)
+        return google_name_map(encoder.num_layers)
     # Hugging Face BertForPreTraining / BertForMaskedLM prefix the encoder with "bert.".
     prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
-    return hf_name_map(num_layers, prefix)
+    return hf_name_map(encoder.num_layers, prefix)
 
 
 def load_encoder(path, dtype=None, **overrides):
@@ -256,16 +261,8 @@ def load_encoder(path, dtype=None, **overrides):
     """
     config = {**read_encoder_config(path), **overrides}
     encoder = BertEncoder(dtype=dtype, **config)
-    fmt = detect_format(path)
-    if fmt == "bert_keras":
-        weights = os.path.join(path, "model.weights.h5")
-        try:
-            encoder.load_weights(weights)
-        except ValueError as e:
-            raise CheckpointError(f"{weights} does not match its bert_keras.json: {e}") from None
-        return encoder
     fmt, tensors = read_tensors(path)
-    assign_weights(encoder, name_map_for(fmt, tensors, encoder.num_layers), tensors, path)
+    assign_weights(encoder, name_map_for(fmt, tensors, encoder), tensors, path)
     return encoder
 
 

@@ -7,6 +7,7 @@ import json
 import os
 
 import keras
+import numpy as np
 from keras import ops
 
 from bert_keras import layers
@@ -212,10 +213,14 @@ class BertEncoder(keras.Model):
         return checkpoints.load_encoder(path, dtype=dtype, **overrides)
 
     def save_pretrained(self, path, tokenizer=None):
-        """Writes `bert_keras.json`, `model.weights.h5` and (with a tokenizer) `vocab.txt`.
+        """Writes `bert_keras.json`, `model.safetensors` and (with a tokenizer) `vocab.txt`.
 
-        The directory loads with `BertEncoder.from_pretrained` and `BertTokenizer.from_pretrained`.
+        The weights are keyed by their Keras variable paths (`transformer_layer_0/attention/
+        qkv/kernel`, ...), so the file does not depend on Python class names. The directory
+        loads with `BertEncoder.from_pretrained` and `BertTokenizer.from_pretrained`.
         """
+        from bert_keras.safetensors_io import write_safetensors
+
         os.makedirs(path, exist_ok=True)
         config = {"format": "bert_keras", "encoder": self.architecture}
         if tokenizer is not None:
@@ -224,4 +229,5 @@ class BertEncoder(keras.Model):
                 f.write("".join(token + "\n" for token in tokenizer.vocab))
         with open(os.path.join(path, "bert_keras.json"), "w") as f:
             json.dump(config, f, indent=2)
-        self.save_weights(os.path.join(path, "model.weights.h5"))
+        write_safetensors(os.path.join(path, "model.safetensors"),
+                          {v.path: np.asarray(v.numpy()) for v in self.weights})

@@ -1,10 +1,11 @@
-"""Reads `.safetensors` files with numpy alone (no torch, no safetensors package at runtime).
+"""Reads and writes `.safetensors` files with numpy alone (no torch, no safetensors package).
 
 The format: an 8-byte little-endian header length, a JSON header mapping each tensor name to
 its dtype, shape and byte range, then the raw little-endian data.
 """
 
 import json
+import os
 import struct
 
 import numpy as np
@@ -47,3 +48,31 @@ def read_safetensors(path):
             raise ValueError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}.")
         tensors[name] = array.reshape(info["shape"])
     return tensors
+
+
+_DTYPE_NAMES = {np.dtype(v).name: k for k, v in _DTYPES.items()}
+
+
+def write_safetensors(path, tensors):
+    """Writes {name: numpy array} (float32, int, ...; little-endian) as a safetensors file.
+
+    >>> write_safetensors("/tmp/x.safetensors", {"a": np.zeros((2, 3), "float32")})  # doctest: +SKIP
+    """
+    header, chunks, offset = {}, [], 0
+    for name in sorted(tensors):
+        array = np.ascontiguousarray(tensors[name])
+        if array.dtype.name not in _DTYPE_NAMES:
+            raise ValueError(f"{path}: tensor {name} has unsupported dtype {array.dtype}.")
+        raw = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+        header[name] = {"dtype": _DTYPE_NAMES[array.dtype.name], "shape": list(array.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    encoded += b" " * (-len(encoded) % 8)  # The format aligns the data to 8 bytes.
+    tmp = f"{path}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(encoded)) + encoded)
+        for raw in chunks:
+            f.write(raw)
+    os.replace(tmp, path)

@@ -116,6 +116,25 @@ def test_own_format_round_trip(minilm_encoder, reference, tmp_path):
     inputs = inputs_of(reference, "single")
     np.testing.assert_array_equal(minilm_encoder(inputs)["sequence_output"],
                                   loaded(inputs)["sequence_output"])
+    # A standard safetensors file keyed by variable path (read by the reference package).
+    from safetensors.numpy import load_file
+
+    saved = load_file(str(tmp_path / "ours" / "model.safetensors"))
+    np.testing.assert_array_equal(saved["transformer_layer_5/attention/qkv/kernel"],
+                                  minilm_encoder.get_layer("transformer_layer_5").attention.qkv.kernel.numpy())
+    assert len(saved) == len(minilm_encoder.weights)
+
+
+def test_own_format_missing_tensor_is_named(tmp_path):
+    from bert_keras.safetensors_io import read_safetensors, write_safetensors
+
+    encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=64)
+    encoder.save_pretrained(str(tmp_path))
+    tensors = read_safetensors(str(tmp_path / "model.safetensors"))
+    del tensors["pooler/bias"]
+    write_safetensors(str(tmp_path / "model.safetensors"), tensors)
+    with pytest.raises(bk.CheckpointError, match=r"missing tensors \['pooler/bias'\]"):
+        bk.BertEncoder.from_pretrained(str(tmp_path))
 
 
 def test_google_writer_round_trip(tmp_path):

@@ -91,7 +91,7 @@ def test_tiny_flagfile_run_writes_everything_fine_tuning_needs(tmp_path):
     assert ckpts == ["ckpt-3.index", "ckpt-6.index"]
     assert glob.glob(str(model_dir / "train" / "events.out.tfevents.*"))
     encoder_dir = model_dir / "encoder"
-    assert {p.name for p in encoder_dir.iterdir()} >= {"bert_keras.json", "model.weights.h5", "vocab.txt"}
+    assert {p.name for p in encoder_dir.iterdir()} >= {"bert_keras.json", "model.safetensors", "vocab.txt"}
     from bert_keras.encoder import BertEncoder
 
     assert BertEncoder.from_pretrained(str(encoder_dir)).hidden_size == 128

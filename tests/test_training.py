@@ -278,7 +278,7 @@ def test_multi_worker_mirrored_two_local_workers_write_one_checkpoint(tmp_path):
     index = sorted(p.name for p in (model_dir / "checkpoints").glob("ckpt-*.index"))
     assert index == ["ckpt-2.index", "ckpt-4.index"]
     assert training.checkpoint_step(training.latest_checkpoint(str(model_dir))) == 4
-    assert (model_dir / "encoder" / "model.weights.h5").exists()
+    assert (model_dir / "encoder" / "model.safetensors").exists()
     # The non-chief wrote its copy to a temporary directory and removed it.
     assert not list(tmp_path.glob("bert_keras_worker_*"))
 

@@ -21,7 +21,7 @@ from absl import app, flags, logging  # noqa: E402
 flags.DEFINE_string("input_dir", None, "Checkpoint directory to read (HF, Google TF1 or bert_keras).")
 flags.DEFINE_string("output_dir", None, "Directory to write.")
 flags.DEFINE_enum("output_format", "bert_keras", ["bert_keras", "google"],
-                  "Layout to write: bert_keras (bert_keras.json + model.weights.h5) or google "
+                  "Layout to write: bert_keras (bert_keras.json + model.safetensors) or google "
                   "(bert_config.json + bert_model.ckpt, Google's TF1 variable names).")
 FLAGS = flags.FLAGS
 
