@@ -277,18 +277,24 @@ def run_bert_keras_encoder(spec):
                 seq_per_cpu_s=rates["per_cpu_s"], tokens_per_s=timing.rates(tokens)["best_per_s"])
 
 
-def run_keras_hub_encoder(spec):
-    import keras
+def keras_hub_backbone(spec):
+    """keras-hub's BertBackbone of the spec's preset shape and dtype (randomly initialised)."""
     import keras_hub
-    import numpy as np
 
-    configure_tf(spec)
     shape = preset_shape(spec["preset"])
     dtype = "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32"
-    backbone = keras_hub.models.BertBackbone(
+    return keras_hub.models.BertBackbone(
         vocabulary_size=VOCAB_SIZE, num_layers=shape["num_layers"], num_heads=shape["num_heads"],
         hidden_dim=shape["hidden_size"], intermediate_dim=shape["intermediate_size"],
         max_sequence_length=512, dtype=dtype)
+
+
+def run_keras_hub_encoder(spec):
+    import keras
+    import numpy as np
+
+    configure_tf(spec)
+    backbone = keras_hub_backbone(spec)
     if spec["jit"] is not None:  # None: whatever model.predict does by default.
         backbone.compile(jit_compile=spec["jit"])
     batches = [dict(token_ids=b["input_word_ids"], padding_mask=b["input_mask"],
@@ -389,12 +395,7 @@ def run_keras_hub_train(spec):
     import keras_hub
 
     configure_tf(spec)
-    shape = preset_shape(spec["preset"])
-    dtype = "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32"
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=VOCAB_SIZE, num_layers=shape["num_layers"], num_heads=shape["num_heads"],
-        hidden_dim=shape["hidden_size"], intermediate_dim=shape["intermediate_size"],
-        max_sequence_length=512, dtype=dtype)
+    backbone = keras_hub_backbone(spec)
     data = training_inputs(spec)
     x = dict(token_ids=data["x"]["input_word_ids"], padding_mask=data["x"]["input_mask"],
              segment_ids=data["x"]["input_type_ids"])
