@@ -51,15 +51,14 @@ def _pairs(splits, doc_splits, seed, max_tokens, short_seq_prob, pair_mode):
     """NSP/SOP spans: int32 [N, _F] rows (a_lo, la, b_lo, lb in pieces, label, source)."""
     num_docs = tf.shape(doc_splits)[0] - 1
     doc_start, doc_end = doc_splits[:-1], doc_splits[1:]  # (D,) sentence indices
-    seeds = tf.random.experimental.stateless_split(seed, 2)
+    seeds = tf.random.experimental.stateless_split(seed, 3)
     target = _targets(num_docs, seeds[0], max_tokens, short_seq_prob)  # (D,)
     docs = tf.range(num_docs)
     last = tf.maximum(tf.shape(splits)[0] - 2, 0)
 
     def body(k, pos, rows):
-        s = tf.random.experimental.stateless_split(
-            tf.random.experimental.stateless_fold_in(seeds[1], k), 3)
-        u = tf.random.stateless_uniform([num_docs, 6], s[0])  # (D, 6)
+        step_seed = tf.random.experimental.stateless_fold_in(seeds[1], k)
+        u = tf.random.stateless_uniform([num_docs, 6], step_seed)  # (D, 6)
         active = pos < doc_end
         i = tf.minimum(pos, last)
         ci = tf.gather(splits, i)
@@ -103,18 +102,24 @@ def _pairs(splits, doc_splits, seed, max_tokens, short_seq_prob, pair_mode):
                             [tf.where(swap, a, b) for a, b in zip(src_a, src_b)])
             label = tf.cast(swap, tf.int32)
         la, lb = _truncated_lengths(a_hi - a_lo, b_hi - b_lo, max_tokens)
-        fronts = [tf.random.stateless_binomial([num_docs], s[j], tf.cast(drop, tf.float32), 0.5,
-                                               output_dtype=tf.int32)
-                  for j, drop in ((1, a_hi - a_lo - la), (2, b_hi - b_lo - lb))]
-        row = tf.stack([tf.cast(valid, tf.int32), a_lo + fronts[0], la, b_lo + fronts[1], lb,
-                        label] + src_a + src_b, axis=1)  # (D, _F)
+        row = tf.stack([tf.cast(valid, tf.int32), a_lo, la, b_lo, lb, label] + src_a + src_b
+                       + [a_hi - a_lo - la, b_hi - b_lo - lb], axis=1)  # (D, _F + 2 drops)
         return k + 1, tf.where(active, next_pos, pos), rows.write(k, row)
 
-    rows = tf.TensorArray(tf.int32, size=0, dynamic_size=True, element_shape=[None, _F])
+    rows = tf.TensorArray(tf.int32, size=0, dynamic_size=True, element_shape=[None, _F + 2])
     _, _, rows = tf.while_loop(lambda k, pos, rows: (k == 0) | tf.reduce_any(pos < doc_end),
                                body, [0, doc_start, rows])
-    rows = rows.concat()  # (steps * D, _F)
-    return tf.boolean_mask(rows, rows[:, 0] > 0)
+    rows = rows.concat()  # (steps * D, _F + 2)
+    rows = tf.boolean_mask(rows, rows[:, 0] > 0)  # (N, _F + 2)
+    # Truncation removes each extra token from the front with p = 0.5: the front count is
+    # Binomial(drop, 0.5), drawn only where tokens are dropped (the op is slow per element).
+    drops = rows[:, _F:]  # (N, 2) tokens dropped from A and B
+    where = tf.cast(tf.where(drops > 0), tf.int32)  # (K, 2)
+    fronts = tf.scatter_nd(where, tf.random.stateless_binomial(
+        tf.shape(where)[:1], seeds[2], tf.cast(tf.gather_nd(drops, where), tf.float32), 0.5,
+        output_dtype=tf.int32), tf.shape(drops))  # (N, 2)
+    return tf.concat([rows[:, :1], rows[:, 1:2] + fronts[:, :1], rows[:, 2:3],
+                      rows[:, 3:4] + fronts[:, 1:], rows[:, 4:_F]], axis=1)  # (N, _F)
 
 
 def _full_sentences(splits, doc_splits, seed, max_tokens, short_seq_prob, sep_id, pieces,

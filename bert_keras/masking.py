@@ -119,7 +119,7 @@ def mask_tokens(input_ids, input_mask, seed, *, mask_id, special_ids, replacemen
     corrupted = tf.tensor_scatter_nd_update(tf.pad(ids, [[0, 0], [0, 1]]),
                                             tf.stack([rows, cols], -1), new)[:, :length]  # (B, T)
     return {
-        "input_word_ids": corrupted,
+        "input_word_ids": tf.ensure_shape(corrupted, ids.shape),
         "masked_lm_positions": tf.ensure_shape(positions, [None, P]),
         "masked_lm_ids": tf.ensure_shape(lm_ids, [None, P]),
         "masked_lm_weights": tf.ensure_shape(tf.cast(valid, tf.float32), [None, P]),

@@ -80,34 +80,71 @@ def make_masker(tokenizer, max_predictions_per_seq=20, masked_lm_prob=0.15,
     return mask_batch
 
 
+def _encode_list(value, is_float):
+    """[B, L] -> [B] serialized Int64List / FloatList (packed)."""
+    n = tf.shape(value)[0]
+    value = tf.cast(value, tf.float32 if is_float else tf.int64)
+    return tf.io.encode_proto(tf.fill([n, 1], tf.shape(value)[1]), [value], ["value"],
+                              "tensorflow.FloatList" if is_float else "tensorflow.Int64List")
+
+
+def _wrap(message, field, message_type):
+    """[B] serialized messages -> [B] serialized `message_type` holding each in `field`."""
+    n = tf.shape(message)[0]
+    return tf.io.encode_proto(tf.ones([n, 1], tf.int32), [message[:, None]], [field],
+                              message_type)
+
+
+def _fixed_entry_prefix(google_name, length, is_float):
+    """The bytes of a one-entry `Features` up to its list, for a list of `length` values that
+    each take one byte (ints < 128) or four (floats): protobuf's own bytes, so always exact."""
+    if is_float:
+        values = tf.train.FloatList(value=[0.0] * length)
+        feature = tf.train.Feature(float_list=values)
+    else:
+        values = tf.train.Int64List(value=[0] * length)
+        feature = tf.train.Feature(int64_list=values)
+    features = tf.train.Features(feature={google_name: feature}).SerializeToString()
+    tail = values.SerializeToString()
+    assert features.endswith(tail)
+    return features[:-len(tail)]
+
+
 def serialize_examples(batch):
     """Model-named dict of [B, ...] tensors -> tf.string [B] serialized tf.train.Example.
 
-    In-graph (`tf.io.encode_proto`), Google's schema: int64 lists and a float list for
-    masked_lm_weights, keys in sorted order: the same bytes as the protobuf library's
-    `SerializeToString(deterministic=True)`.
+    In-graph, Google's schema: int64 lists and a float list for masked_lm_weights, keys in sorted
+    order: the same bytes as the protobuf library's `SerializeToString(deterministic=True)`.
+    A `Features` message is the concatenation of its one-entry `Features`; an entry whose values
+    have a fixed byte size (0/1 masks and labels, positions < 128, floats) is a constant prefix
+    plus its packed list, so only the token ids need the nested `tf.io.encode_proto` calls
+    (serialization was the costliest step of the static tool).
     """
-    n = tf.shape(batch["input_word_ids"])[0]
-
-    def feature(google_name):
+    seq_length = batch["input_word_ids"].shape[1]
+    one_byte = {"input_mask": 2, "segment_ids": 2, "next_sentence_labels": 2,
+                "masked_lm_positions": seq_length}  # exclusive upper bounds of the values
+    parts = []
+    for google_name in sorted(GOOGLE_TO_MODEL_NAMES):
         value = batch[GOOGLE_TO_MODEL_NAMES[google_name]]
-        value = tf.reshape(value, [n, -1])  # (B, L)
+        if value.shape.rank == 1:  # next_sentence_labels (B,) -> (B, 1)
+            value = value[:, None]
         is_float = google_name == "masked_lm_weights"
-        value = tf.cast(value, tf.float32 if is_float else tf.int64)
-        kind = "float_list" if is_float else "int64_list"
-        values = tf.io.encode_proto(tf.fill([n, 1], tf.shape(value)[1]), [value], ["value"],
-                                    "tensorflow.FloatList" if is_float else "tensorflow.Int64List")
-        feat = tf.io.encode_proto(tf.ones([n, 1], tf.int32), [values[:, None]], [kind],
-                                  "tensorflow.Feature")
-        return tf.io.encode_proto(tf.ones([n, 2], tf.int32),
-                                  [tf.fill([n, 1], google_name), feat[:, None]],
-                                  ["key", "value"], "tensorflow.Features.FeatureEntry")
-
-    entries = tf.stack([feature(k) for k in sorted(GOOGLE_TO_MODEL_NAMES)], axis=1)  # (B, 7)
-    features = tf.io.encode_proto(tf.fill([n, 1], len(GOOGLE_TO_MODEL_NAMES)), [entries],
-                                  ["feature"], "tensorflow.Features")
-    return tf.io.encode_proto(tf.ones([n, 1], tf.int32), [features[:, None]], ["features"],
-                              "tensorflow.Example")
+        values = _encode_list(value, is_float)
+        length, bound = value.shape[1], one_byte.get(google_name)
+        if length is not None and (is_float or (bound is not None and bound <= 128)):
+            if not is_float:  # one byte per value only if 0 <= value < 128
+                tf.debugging.Assert(tf.reduce_all((value >= 0) & (value < bound)),
+                                    [f"{google_name} values must be in [0, {bound})"])
+            parts.append(_fixed_entry_prefix(google_name, length, is_float))
+            parts.append(values)
+            continue
+        feature = _wrap(values, "float_list" if is_float else "int64_list", "tensorflow.Feature")
+        n = tf.shape(feature)[0]
+        entry = tf.io.encode_proto(tf.ones([n, 2], tf.int32),
+                                   [tf.fill([n, 1], google_name), feature[:, None]],
+                                   ["key", "value"], "tensorflow.Features.FeatureEntry")
+        parts.append(_wrap(entry, "feature", "tensorflow.Features"))
+    return _wrap(tf.strings.join(parts), "features", "tensorflow.Example")
 
 
 def shard_file_names(output_file, num_output_shards):
@@ -262,6 +299,11 @@ def _write_shard(job):
     start, written, next_log = time.time(), 0, c["log_every"]
     with concurrent.futures.ThreadPoolExecutor(2) as pool, \
             tf.io.TFRecordWriter(job["path"]) as writer:
+        # Trace and optimize `records` on two tiny documents while the first chunk is tokenized
+        # (~0.7 s of Python tracing and graph optimization, otherwise on the critical path).
+        warm_up = pool.submit(records, tf.constant([5, 6, 7]), tf.constant([1, 1, 1]),
+                              tf.constant([0, 1, 3]), tf.constant([0, 1, 2]),
+                              tf.constant([0, 0], tf.int64))
         pending = collections.deque()
         for item in chunk_jobs(pool):
             pending.append(item)
@@ -269,6 +311,7 @@ def _write_shard(job):
                 write(*pending.popleft())
         while pending:
             write(*pending.popleft())
+        warm_up.result()  # raises if the warm-up failed
     if shard == 0:  # every worker reads all files; count file-level skips once
         stats.files, stats.empty_files = read_stats.files, read_stats.empty_files
         stats.invalid_utf8_lines = read_stats.invalid_utf8_lines
@@ -342,7 +385,7 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
     seconds = time.time() - start
     summary = dict(vars(stats), output_files=paths,
                    examples_per_second=stats.instances / max(seconds, 1e-9))
-    logging.info("wrote %d instances to %d file(s) in %.1f s (%.0f examples/s); documents %d, "
+    logging.info("wrote %d instances to %d file(s) in %.2f s (%.0f examples/s); documents %d, "
                  "skipped documents %d, empty files %d, invalid UTF-8 lines %d, empty lines %d",
                  stats.instances, len(paths), seconds, summary["examples_per_second"],
                  stats.documents, stats.skipped_documents, stats.empty_files,

@@ -60,6 +60,12 @@ def _is_subsequence(needle, hay):
     return any(np.array_equal(hay[i:i + n], needle) for i in range(len(hay) - n + 1))
 
 
+def _offset(needle, hay):
+    """Where `needle` starts in `hay` (first match)."""
+    n = len(needle)
+    return next(i for i in range(len(hay) - n + 1) if np.array_equal(hay[i:i + n], needle))
+
+
 def test_nsp_pairs_follow_their_source(tokenizer, token_docs):
     inst = _builder(tokenizer).build(token_docs, np.random.default_rng(0))
     ids, labels, src = inst["input_ids"], inst["next_sentence_labels"], inst["source"]
@@ -218,6 +224,35 @@ def test_static_tool_is_deterministic_across_runs_and_workers(tmp_path, small_co
     assert example.SerializeToString(deterministic=True) == raw
     assert example.features.feature["masked_lm_weights"].WhichOneof("kind") == "float_list"
     assert len(example.features.feature["input_ids"].int64_list.value) == T
+
+
+@pytest.mark.parametrize("t,p", [(128, 20), (256, 40), (8, 3)])
+def test_serialize_examples_equals_protobuf(t, p):
+    # Ids up to 30k need 3-byte varints; positions >= 128 (t=256) take the nested path.
+    rng, b = np.random.default_rng(t), 16
+    batch = {"input_word_ids": rng.integers(0, 30522, (b, t)), "masked_lm_ids":
+             rng.integers(0, 30522, (b, p)), "masked_lm_positions": rng.integers(0, t, (b, p)),
+             "input_mask": rng.integers(0, 2, (b, t)), "input_type_ids": rng.integers(0, 2, (b, t)),
+             "masked_lm_weights": rng.integers(0, 2, (b, p)).astype(np.float32),
+             "next_sentence_labels": rng.integers(0, 2, b)}
+    serialize = tf.function(pd.serialize_examples)
+
+    def as_tensors(values):
+        return {k: tf.constant(v, tf.float32 if v.dtype == np.float32 else tf.int32)
+                for k, v in values.items()}
+
+    got = serialize(as_tensors(batch)).numpy()
+    for i in range(b):
+        feature = {g: tf.train.Feature(int64_list=tf.train.Int64List(
+            value=np.reshape(batch[m][i], -1))) for g, m in pd.GOOGLE_TO_MODEL_NAMES.items()
+            if g != "masked_lm_weights"}
+        feature["masked_lm_weights"] = tf.train.Feature(float_list=tf.train.FloatList(
+            value=batch["masked_lm_weights"][i]))
+        want = tf.train.Example(features=tf.train.Features(feature=feature))
+        assert got[i] == want.SerializeToString(deterministic=True)
+    bad = dict(batch, input_mask=batch["input_mask"] + 1)  # a 2 in a 0/1 feature
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"input_mask values must be in"):
+        serialize(as_tensors(bad))
 
 
 def _google_example(rng, t, p):
@@ -405,6 +440,7 @@ def test_graph_pairing_matches_numpy_rules(tokenizer, raw_docs, token_docs, mode
         assert mask.sum() - 2 * len(ids) - inner_seps == total  # nothing lost
         return
     assert abs(labels.mean() - ref["next_sentence_labels"].mean()) < 0.05
+    fronts, drops = [], []  # truncation: each dropped token from the front with p = 0.5
     for r in range(0, len(ids), 7):  # every pair comes from where its source says
         n = mask[r].sum()
         seps = np.flatnonzero(ids[r, :n] == tokenizer.sep_id)
@@ -416,10 +452,18 @@ def test_graph_pairing_matches_numpy_rules(tokenizer, raw_docs, token_docs, mode
         da, fa, ea, db, fb, eb = src[r]
         assert _is_subsequence(a, _segment_tokens(token_docs[da], fa, ea))
         assert _is_subsequence(b, _segment_tokens(token_docs[db], fb, eb))
+        for seg, (d, f, e) in ((a, (da, fa, ea)), (b, (db, fb, eb))):
+            full = _segment_tokens(token_docs[d], f, e)
+            if len(full) > len(seg) and not (mode == "sop" and (fa, ea) == (fb, eb)):
+                fronts.append(_offset(seg, full))
+                drops.append(len(full) - len(seg))
         if mode == "nsp":
             assert (db == da and fb == ea) if labels[r] == 0 else db != da
         else:
             assert da == db
+    assert len(drops) > 50
+    assert abs(np.mean(fronts) / np.mean(drops) - 0.5) < 0.1, (len(drops), np.mean(fronts),
+                                                                np.mean(drops))
 
 
 def test_document_chunks_match_python_reader(tmp_path, raw_docs):

@@ -2,6 +2,8 @@
 
 import json
 import shutil
+import sys
+import unicodedata
 
 import numpy as np
 import pytest
@@ -28,6 +30,9 @@ HARD_CASES = [
     "don't can't won’t “quoted” «guillemets» — dash",
     "",
     "   \t\n  ",
+    # every Unicode space separator between words (our whitespace class lists them explicitly)
+    "".join(f"w{i}{chr(c)}" for i, c in enumerate(
+        c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ("Zs", "Zl", "Zp"))),
 ]
 
 
