@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_keras import graph_pairing, masking, pairing
+from bert_keras import example_proto, graph_pairing, masking, pairing
 
 # Google's TFRecord feature names -> the model's input names. The one place they are mapped.
 GOOGLE_TO_MODEL_NAMES = {
@@ -80,71 +80,20 @@ def make_masker(tokenizer, max_predictions_per_seq=20, masked_lm_prob=0.15,
     return mask_batch
 
 
-def _encode_list(value, is_float):
-    """[B, L] -> [B] serialized Int64List / FloatList (packed)."""
-    n = tf.shape(value)[0]
-    value = tf.cast(value, tf.float32 if is_float else tf.int64)
-    return tf.io.encode_proto(tf.fill([n, 1], tf.shape(value)[1]), [value], ["value"],
-                              "tensorflow.FloatList" if is_float else "tensorflow.Int64List")
-
-
-def _wrap(message, field, message_type):
-    """[B] serialized messages -> [B] serialized `message_type` holding each in `field`."""
-    n = tf.shape(message)[0]
-    return tf.io.encode_proto(tf.ones([n, 1], tf.int32), [message[:, None]], [field],
-                              message_type)
-
-
-def _fixed_entry_prefix(google_name, length, is_float):
-    """The bytes of a one-entry `Features` up to its list, for a list of `length` values that
-    each take one byte (ints < 128) or four (floats): protobuf's own bytes, so always exact."""
-    if is_float:
-        values = tf.train.FloatList(value=[0.0] * length)
-        feature = tf.train.Feature(float_list=values)
-    else:
-        values = tf.train.Int64List(value=[0] * length)
-        feature = tf.train.Feature(int64_list=values)
-    features = tf.train.Features(feature={google_name: feature}).SerializeToString()
-    tail = values.SerializeToString()
-    assert features.endswith(tail)
-    return features[:-len(tail)]
-
-
 def serialize_examples(batch):
-    """Model-named dict of [B, ...] tensors -> tf.string [B] serialized tf.train.Example.
-
-    In-graph, Google's schema: int64 lists and a float list for masked_lm_weights, keys in sorted
-    order: the same bytes as the protobuf library's `SerializeToString(deterministic=True)`.
-    A `Features` message is the concatenation of its one-entry `Features`; an entry whose values
-    have a fixed byte size (0/1 masks and labels, positions < 128, floats) is a constant prefix
-    plus its packed list, so only the token ids need the nested `tf.io.encode_proto` calls
-    (serialization was the costliest step of the static tool).
-    """
+    """Model-named dict of [B, ...] tensors -> tf.string [B] serialized tf.train.Example with
+    Google's feature names: int64 lists and a float list for masked_lm_weights, the same bytes
+    as protobuf's `SerializeToString(deterministic=True)`. In-graph (`example_proto`)."""
+    features = {}
+    for google_name, model_name in GOOGLE_TO_MODEL_NAMES.items():
+        value = batch[model_name]
+        features[google_name] = value[:, None] if value.shape.rank == 1 else value  # (B, L)
+    byte_names = ["input_mask", "segment_ids", "next_sentence_labels"]  # 0/1 values
     seq_length = batch["input_word_ids"].shape[1]
-    one_byte = {"input_mask": 2, "segment_ids": 2, "next_sentence_labels": 2,
-                "masked_lm_positions": seq_length}  # exclusive upper bounds of the values
-    parts = []
-    for google_name in sorted(GOOGLE_TO_MODEL_NAMES):
-        value = batch[GOOGLE_TO_MODEL_NAMES[google_name]]
-        if value.shape.rank == 1:  # next_sentence_labels (B,) -> (B, 1)
-            value = value[:, None]
-        is_float = google_name == "masked_lm_weights"
-        values = _encode_list(value, is_float)
-        length, bound = value.shape[1], one_byte.get(google_name)
-        if length is not None and (is_float or (bound is not None and bound <= 128)):
-            if not is_float:  # one byte per value only if 0 <= value < 128
-                tf.debugging.Assert(tf.reduce_all((value >= 0) & (value < bound)),
-                                    [f"{google_name} values must be in [0, {bound})"])
-            parts.append(_fixed_entry_prefix(google_name, length, is_float))
-            parts.append(values)
-            continue
-        feature = _wrap(values, "float_list" if is_float else "int64_list", "tensorflow.Feature")
-        n = tf.shape(feature)[0]
-        entry = tf.io.encode_proto(tf.ones([n, 2], tf.int32),
-                                   [tf.fill([n, 1], google_name), feature[:, None]],
-                                   ["key", "value"], "tensorflow.Features.FeatureEntry")
-        parts.append(_wrap(entry, "feature", "tensorflow.Features"))
-    return _wrap(tf.strings.join(parts), "features", "tensorflow.Example")
+    if seq_length is not None and seq_length <= 128:  # positions < seq_length
+        byte_names.append("masked_lm_positions")
+    return example_proto.serialize_examples(features, float_names=["masked_lm_weights"],
+                                            byte_names=byte_names)
 
 
 def shard_file_names(output_file, num_output_shards):
@@ -254,9 +203,10 @@ def _write_shard(job):
     """Worker: writes shard `job["shard"]` from chunks c with c % num_shards == shard.
 
     Documents are read in Python (exact skip counts), everything else is in-graph: one call
-    tokenizes a chunk, one call per dupe pairs, masks and serializes it. Two threads run these
-    calls (TF releases the GIL), at most two chunks ahead of the writer: bounded memory. Each
-    chunk's records (all dupes) are written in a seeded random order.
+    tokenizes a chunk (on its own thread, so the next chunk is ready early), one call per dupe
+    pairs, masks and serializes it (two threads; TF releases the GIL). At most two chunks are in
+    flight ahead of the writer: bounded memory. Each chunk's records (all dupes) are written in
+    a seeded random order.
     """
     from bert_keras.tokenization import BertTokenizer  # imported in the (spawned) worker
 
@@ -266,7 +216,7 @@ def _write_shard(job):
     tokenize, records = _static_functions(tokenizer, c)
     stats, read_stats = pairing.DocumentStats(), pairing.DocumentStats()
 
-    def chunk_jobs(pool):  # (index, tokenize future, [dupe record futures]) per chunk
+    def chunk_jobs():  # (index, tokenize future, [dupe record futures]) per chunk
         for index, chunk in enumerate(_chunks(_documents(c, read_stats),
                                               c["documents_per_chunk"])):
             if index % num_shards != shard:
@@ -275,10 +225,10 @@ def _write_shard(job):
             doc_ids = np.repeat(np.arange(len(chunk), dtype=np.int64), [len(d) for d in chunk])
             stats.documents += len(chunk)
             stats.lines += len(lines)
-            flat = pool.submit(tokenize, tf.constant(lines, tf.string), doc_ids)
+            flat = tokenize_pool.submit(tokenize, tf.constant(lines, tf.string), doc_ids)
             seeds = [np.array([c["random_seed"], index * 1_000_003 + d], np.int64)
                      for d in range(c["dupe_factor"])]
-            dupes = [pool.submit(_dupe_records, records, flat, seed) for seed in seeds]
+            dupes = [records_pool.submit(_dupe_records, records, flat, seed) for seed in seeds]
             yield index, flat, dupes
 
     def write(index, flat, dupes):
@@ -297,15 +247,16 @@ def _write_shard(job):
                          written / (time.time() - start))
 
     start, written, next_log = time.time(), 0, c["log_every"]
-    with concurrent.futures.ThreadPoolExecutor(2) as pool, \
+    with concurrent.futures.ThreadPoolExecutor(1) as tokenize_pool, \
+            concurrent.futures.ThreadPoolExecutor(2) as records_pool, \
             tf.io.TFRecordWriter(job["path"]) as writer:
         # Trace and optimize `records` on two tiny documents while the first chunk is tokenized
         # (~0.7 s of Python tracing and graph optimization, otherwise on the critical path).
-        warm_up = pool.submit(records, tf.constant([5, 6, 7]), tf.constant([1, 1, 1]),
-                              tf.constant([0, 1, 3]), tf.constant([0, 1, 2]),
-                              tf.constant([0, 0], tf.int64))
+        warm_up = records_pool.submit(records, tf.constant([5, 6, 7]), tf.constant([1, 1, 1]),
+                                      tf.constant([0, 1, 3]), tf.constant([0, 1, 2]),
+                                      tf.constant([0, 0], tf.int64))
         pending = collections.deque()
-        for item in chunk_jobs(pool):
+        for item in chunk_jobs():
             pending.append(item)
             if len(pending) == 2:  # the next chunk runs while this one is written
                 write(*pending.popleft())

@@ -41,6 +41,7 @@ import glob
 import gzip
 import json
 import os
+import types
 
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -151,7 +152,7 @@ class BertTokenizer(tf.Module):
         self.lower_case = bool(lower_case)
         self.max_chars_per_word = int(max_chars_per_word)
         self._vocab = tuple(vocab)  # tuple: not tracked as a SavedModel dependency
-        self._index = index
+        self._index = types.MappingProxyType(index)  # not a dict: tf.Module would track 8k+ values
         self.vocab_size = len(vocab)
         self.pad_id, self.unk_id = index[PAD], index[UNK]
         self.cls_id, self.sep_id, self.mask_id = index[CLS], index[SEP], index[MASK]
