@@ -11,8 +11,9 @@ Pipeline (all TF ops):
      control/format/private-use characters (\\p{C}) and U+FFFD are removed (not split on);
   3. uncased only: NFD, drop combining marks (\\p{Mn}), lower-case (`tf.strings.lower` UTF-8,
      with Σ mapped to σ first so that there is no context-dependent final sigma, like the reference);
-  4. `tensorflow_text.FastBertTokenizer` with its own normalizer off: splits on whitespace,
-     punctuation and CJK characters, then WordPiece (longest match first, "##" suffixes);
+  4. `tensorflow_text.FastWordpieceTokenizer` with BERT pre-tokenization (FastBertTokenizer
+     without its normalizer): splits on whitespace, punctuation and CJK characters, then
+     WordPiece (longest match first, "##" suffixes);
   5. words longer than `max_chars_per_word` characters become a single [UNK] (the reference counts
      characters; tf-text counts bytes, so tf-text gets 4x the byte limit and we fix up by chars).
 
@@ -156,9 +157,11 @@ class BertTokenizer(tf.Module):
         self.vocab_size = len(vocab)
         self.pad_id, self.unk_id = index[PAD], index[UNK]
         self.cls_id, self.sep_id, self.mask_id = index[CLS], index[SEP], index[MASK]
-        self._fast = tf_text.FastBertTokenizer(
+        # FastBertTokenizer without its normalizer (which only maps control characters to
+        # spaces; `normalize` has removed them already): saves building it and running it.
+        self._fast = tf_text.FastWordpieceTokenizer(
             vocab=list(vocab), token_out_type=tf.int32, unknown_token=UNK,
-            max_bytes_per_word=4 * self.max_chars_per_word)
+            max_bytes_per_word=4 * self.max_chars_per_word, no_pretokenization=False)
         self._tokens = tf.constant(list(vocab))
         is_suffix = [t.startswith("##") and len(t) > 2 for t in vocab]
         self._is_suffix = tf.constant(is_suffix)
