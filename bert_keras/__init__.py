@@ -28,12 +28,8 @@ from bert_keras.models import (
 from bert_keras.op_audit import OpAuditError, audit_saved_model
 from bert_keras.optimization import AdamW, Lamb, WarmupDecay, create_optimizer
 from bert_keras.preprocessing import BertPreprocessor
-from bert_keras.pretraining_data import (
-    GOOGLE_TO_MODEL_NAMES,
-    create_pretraining_tfrecords,
-    dynamic_pretraining_dataset,
-    read_pretraining_tfrecords,
-)
+from bert_keras.pretraining_data import create_pretraining_tfrecords, dynamic_pretraining_dataset
+from bert_keras.pretraining_records import GOOGLE_TO_MODEL_NAMES, read_pretraining_tfrecords
 from bert_keras.span_decoding import decode_answers
 from bert_keras.strategy import STRATEGIES, create_strategy, per_replica_batch_size
 from bert_keras.task_io import load_task, save_task

@@ -28,7 +28,7 @@ import collections
 import math
 import re
 import string
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 

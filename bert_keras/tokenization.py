@@ -39,7 +39,6 @@ per-character normalization): use it only where offsets are needed (span QA).
 """
 
 import glob
-import gzip
 import json
 import os
 import types

@@ -279,12 +279,12 @@ def _build_before_fit(model, strategy, element_spec):
 def _pretraining_dataset_fn(*, train_data, train_text, tokenizer, max_seq_length,
                             max_predictions_per_seq, masked_lm_prob, whole_word_mask, pair_mode,
                             seed):
-    from bert_keras import pretraining_data
+    from bert_keras import pretraining_data, pretraining_records
 
     def dataset_fn(batch_size, input_context):
         if train_data:
             patterns = train_data.split(",") if isinstance(train_data, str) else train_data
-            return pretraining_data.read_pretraining_tfrecords(
+            return pretraining_records.read_pretraining_tfrecords(
                 [p.strip() for p in patterns if p.strip()], batch_size, max_seq_length, max_predictions_per_seq,
                 input_context=input_context, seed=seed, next_sentence=pair_mode != "none")
         return pretraining_data.dynamic_pretraining_dataset(

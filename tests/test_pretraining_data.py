@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from bert_keras import pairing
 from bert_keras import pretraining_data as pd
+from bert_keras import pretraining_records as pr
 from bert_keras.tokenization import BertTokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -209,7 +210,7 @@ def test_static_tool_is_deterministic_across_runs_and_workers(tmp_path, small_co
                                         **dict(kwargs, random_seed=8))
     assert _bytes(d["output_files"]) != _bytes(a["output_files"])
 
-    ds = pd.read_pretraining_tfrecords(str(tmp_path / "a" / "x.tfrecord*"), 64, T, P,
+    ds = pr.read_pretraining_tfrecords(str(tmp_path / "a" / "x.tfrecord*"), 64, T, P,
                                        is_training=False, drop_remainder=False, as_dict=True)
     n = 0
     for batch in ds:
@@ -224,94 +225,6 @@ def test_static_tool_is_deterministic_across_runs_and_workers(tmp_path, small_co
     assert example.SerializeToString(deterministic=True) == raw
     assert example.features.feature["masked_lm_weights"].WhichOneof("kind") == "float_list"
     assert len(example.features.feature["input_ids"].int64_list.value) == T
-
-
-@pytest.mark.parametrize("t,p", [(128, 20), (256, 40), (8, 3)])
-def test_serialize_examples_equals_protobuf(t, p):
-    # Google's names and types from the model's; ids up to 30k need 3-byte varints.
-    rng, b = np.random.default_rng(t), 16
-    batch = {"input_word_ids": rng.integers(0, 30522, (b, t)), "masked_lm_ids":
-             rng.integers(0, 30522, (b, p)), "masked_lm_positions": rng.integers(0, t, (b, p)),
-             "input_mask": rng.integers(0, 2, (b, t)), "input_type_ids": rng.integers(0, 2, (b, t)),
-             "masked_lm_weights": rng.integers(0, 2, (b, p)).astype(np.float32),
-             "next_sentence_labels": rng.integers(0, 2, b)}
-    serialize = tf.function(pd.serialize_examples)
-
-    def as_tensors(values):
-        return {k: tf.constant(v, tf.float32 if v.dtype == np.float32 else tf.int32)
-                for k, v in values.items()}
-
-    got = serialize(as_tensors(batch)).numpy()
-    for i in range(b):
-        feature = {g: tf.train.Feature(int64_list=tf.train.Int64List(
-            value=np.reshape(batch[m][i], -1))) for g, m in pd.GOOGLE_TO_MODEL_NAMES.items()
-            if g != "masked_lm_weights"}
-        feature["masked_lm_weights"] = tf.train.Feature(float_list=tf.train.FloatList(
-            value=batch["masked_lm_weights"][i]))
-        want = tf.train.Example(features=tf.train.Features(feature=feature))
-        assert got[i] == want.SerializeToString(deterministic=True)
-
-
-def _google_example(rng, t, p):
-    ints = lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))  # noqa: E731
-    n = int(rng.integers(5, t))
-    ids = [2] + list(rng.integers(5, 100, n - 2)) + [3] + [0] * (t - n)
-    k = int(rng.integers(1, p))
-    feature = {
-        "input_ids": ints(ids), "input_mask": ints([1] * n + [0] * (t - n)),
-        "segment_ids": ints([0] * (n // 2) + [1] * (t - n // 2)),
-        "masked_lm_positions": ints(list(range(1, k + 1)) + [0] * (p - k)),
-        "masked_lm_ids": ints(list(rng.integers(5, 100, k)) + [0] * (p - k)),
-        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(
-            value=[1.0] * k + [0.0] * (p - k))),
-        "next_sentence_labels": ints([int(rng.integers(0, 2))]),
-    }
-    return tf.train.Example(features=tf.train.Features(feature=feature))
-
-
-def test_reader_reads_google_schema(tmp_path):
-    rng = np.random.default_rng(0)
-    examples = [_google_example(rng, 32, 5) for _ in range(10)]
-    path = str(tmp_path / "google.tfrecord")
-    with tf.io.TFRecordWriter(path) as w:
-        for e in examples:
-            w.write(e.SerializeToString())
-    ds = pd.read_pretraining_tfrecords(path, 4, 32, 5, is_training=False, drop_remainder=False)
-    features, labels, weights = next(iter(ds))
-    assert sorted(features) == ["input_mask", "input_type_ids", "input_word_ids",
-                                "masked_lm_positions"]
-    assert sorted(labels) == ["masked_lm", "next_sentence"] and sorted(weights) == ["masked_lm"]
-    f0 = examples[0].features.feature
-    np.testing.assert_array_equal(features["input_word_ids"][0], f0["input_ids"].int64_list.value)
-    np.testing.assert_array_equal(features["input_type_ids"][0],
-                                  f0["segment_ids"].int64_list.value)
-    np.testing.assert_array_equal(labels["masked_lm"][0], f0["masked_lm_ids"].int64_list.value)
-    np.testing.assert_array_equal(weights["masked_lm"][0],
-                                  f0["masked_lm_weights"].float_list.value)
-    assert labels["next_sentence"].shape == (4,)
-    assert int(labels["next_sentence"][0]) == f0["next_sentence_labels"].int64_list.value[0]
-    assert features["masked_lm_positions"].dtype == tf.int32
-    train = pd.read_pretraining_tfrecords(path, 4, 32, 5, seed=1)
-    assert next(iter(train))[0]["input_word_ids"].shape == (4, 32)
-
-
-def test_reader_errors_name_file_and_feature(tmp_path):
-    rng = np.random.default_rng(0)
-    bad = _google_example(rng, 32, 5)
-    del bad.features.feature["segment_ids"]
-    path = str(tmp_path / "bad.tfrecord")
-    with tf.io.TFRecordWriter(path) as w:
-        w.write(bad.SerializeToString())
-    with pytest.raises(ValueError, match=r"bad\.tfrecord.*'segment_ids' is missing"):
-        pd.read_pretraining_tfrecords(path, 4, 32, 5)
-    with pytest.raises(ValueError, match=r"'input_ids' is int64_list of length 32, expected "
-                                         r"int64_list of length 64"):
-        pd.read_pretraining_tfrecords(path, 4, 64, 5)
-    with pytest.raises(FileNotFoundError, match="nothing"):
-        pd.read_pretraining_tfrecords(str(tmp_path / "nothing*"), 4, 32, 5)
-    open(tmp_path / "empty.tfrecord", "wb").close()
-    with pytest.raises(ValueError, match="all files .* are empty"):
-        pd.read_pretraining_tfrecords(str(tmp_path / "empty.tfrecord"), 4, 32, 5)
 
 
 def test_bad_inputs_are_skipped_and_counted(tmp_path, raw_docs):
@@ -329,7 +242,7 @@ def test_bad_inputs_are_skipped_and_counted(tmp_path, raw_docs):
     assert out["invalid_utf8_lines"] == 1
     assert out["empty_token_lines"] == 1 and out["skipped_documents"] == 1  # the "\x01\x02" doc
     assert out["documents"] == 5 and out["instances"] > 0
-    ds = pd.read_pretraining_tfrecords(out["output_files"][0], 8, 64, 10, is_training=False,
+    ds = pr.read_pretraining_tfrecords(out["output_files"][0], 8, 64, 10, is_training=False,
                                        drop_remainder=False, as_dict=True)
     assert sum(len(b["input_word_ids"]) for b in ds) == out["instances"]
 
@@ -385,7 +298,7 @@ def test_dynamic_dataset(tokenizer, small_corpus):
     assert features["masked_lm_positions"].shape == (16, P)
     assert labels["masked_lm"].shape == (16, P) and labels["next_sentence"].shape == (16,)
     assert weights["masked_lm"].dtype == tf.float32
-    assert set(next(iter(make(as_dict=True)))) == set(pd.GOOGLE_TO_MODEL_NAMES.values())
+    assert set(next(iter(make(as_dict=True)))) == set(pr.GOOGLE_TO_MODEL_NAMES.values())
     assert "next_sentence" not in next(iter(make(pair_mode="none")))[1]
 
     # Deterministic for a seed; fresh masks every epoch.

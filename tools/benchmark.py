@@ -291,7 +291,6 @@ def keras_hub_backbone(spec):
 
 def run_keras_hub_encoder(spec):
     import keras
-    import numpy as np
 
     configure_tf(spec)
     backbone = keras_hub_backbone(spec)
@@ -418,7 +417,7 @@ def run_keras_hub_train(spec):
 def run_data_pipeline(spec):
     import tensorflow as tf
 
-    from bert_keras import pretraining_data
+    from bert_keras import pretraining_data, pretraining_records
     from bert_keras.tokenization import BertTokenizer
 
     configure_tf(spec)
@@ -434,7 +433,7 @@ def run_data_pipeline(spec):
                 path, input_files=[str(CORPUS)], vocab_file=pretraining_data.default_vocab_file(),
                 max_seq_length=spec["seq"], max_predictions_per_seq=spec["max_predictions"],
                 dupe_factor=1)
-        dataset = pretraining_data.read_pretraining_tfrecords(
+        dataset = pretraining_records.read_pretraining_tfrecords(
             path, spec["batch"], spec["seq"], spec["max_predictions"])
     iterator = iter(dataset.prefetch(tf.data.AUTOTUNE))
     timing = time_calls(lambda _: next(iterator), [None], spec["seconds"], warmup=5)
@@ -463,7 +462,6 @@ def run_keras_hub_data(spec):
 
 
 def run_bert_keras_export(spec):
-    import numpy as np
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the tokenizer ops of the SavedModel)
 

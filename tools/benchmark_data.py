@@ -76,9 +76,9 @@ def _work_seconds(system, log_path):
 
 def output_statistics(path, max_seq_length=128, max_predictions_per_seq=20):
     """Counts and means of a pretraining TFRecord file (ours or Google's)."""
-    from bert_keras import pretraining_data as pd
+    from bert_keras.pretraining_records import read_pretraining_tfrecords
 
-    ds = pd.read_pretraining_tfrecords(path, 1024, max_seq_length, max_predictions_per_seq,
+    ds = read_pretraining_tfrecords(path, 1024, max_seq_length, max_predictions_per_seq,
                                        is_training=False, drop_remainder=False, as_dict=True)
     n = masked = nsp = tokens = 0
     for b in ds.as_numpy_iterator():

@@ -11,7 +11,6 @@ Example:
 """
 
 import pathlib
-import shutil
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
