@@ -124,9 +124,10 @@ class MaskedLMHead(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="transform_layer_norm"
         )
         self.transform_layer_norm.build((None, None, hidden_size))
-        # The projection onto V runs in the compute dtype (under mixed_bfloat16 it was 15% of a
-        # pretraining step in float32); the logits come out float32, with a float32 bias.
-        self.decoder = _TiedDecoder(self.token_embedding, dtype=self.dtype_policy, name="decoder")
+        # The projection onto V runs in float32 (a float32 sublayer, so a mixed policy never
+        # reads the table or bias as bfloat16): it is only B*P rows, and the loss wants
+        # full-precision logits.
+        self.decoder = _TiedDecoder(self.token_embedding, dtype="float32", name="decoder")
         self.decoder.build((None, None, hidden_size))
 
     @property
@@ -171,8 +172,7 @@ class _TiedDecoder(keras.layers.Layer):
     def build(self, input_shape):
         table = self._table()
         self.output_bias = self.add_weight(
-            name="output_bias", shape=(table.shape[0],), initializer="zeros", dtype="float32",
-            autocast=False,  # added to the float32 logits, never rounded to bfloat16
+            name="output_bias", shape=(table.shape[0],), initializer="zeros", dtype="float32"
         )
 
     def _table(self):
@@ -182,8 +182,7 @@ class _TiedDecoder(keras.layers.Layer):
 
     def call(self, x):
         table = ops.cast(self._table(), self.compute_dtype)  # (V, H)
-        logits = ops.matmul(ops.cast(x, self.compute_dtype), ops.transpose(table))  # (B, P, V)
-        return ops.cast(logits, "float32") + self.output_bias
+        return ops.matmul(x, ops.transpose(table)) + self.output_bias  # (B, P, V)
 
 
 class _LogitsHead(keras.layers.Layer):
