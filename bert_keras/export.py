@@ -158,10 +158,13 @@ def write_warmup(export_dir, model_name, requests):
 # -- dtype ------------------------------------------------------------------------------------
 
 def with_dtype(model, dtype):
-    """`model` rebuilt under a float32 or mixed-bfloat16 policy, with the same weights."""
+    """`model` with its encoder rebuilt in `dtype` (weights and compute; the heads stay
+    float32), with the same weights. bfloat16 weights, not the mixed_bfloat16 policy, which
+    would cast every float32 weight to bfloat16 on every request (`runtime.cast_for_inference`).
+    """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}.")
-    policy = "float32" if dtype == "float32" else "mixed_bfloat16"
+    policy = dtype
     if keras.dtype_policies.serialize(model.dtype_policy).get("config", {}).get("name") == policy:
         return model
     config = keras.saving.serialize_keras_object(model)
@@ -239,7 +242,8 @@ def export_model(model, tokenizer, info, base_dir, model_name, version=None, dty
       base_dir: e.g. "saved_models".
       model_name: the served model's name (the directory under base_dir).
       version: positive int; None: the next free version.
-      dtype: "float32" (default) or "bfloat16" (mixed precision compute, float32 outputs).
+      dtype: "float32" (default) or "bfloat16" (encoder weights and compute in bfloat16, heads
+        and outputs float32).
       top_k: fill-mask predictions per [MASK]; max_answer_tokens: longest QA answer.
       extra_allowed_ops: op names the audit should accept besides core TF and TF Serving's
         tf-text ops (only if your model server links them).

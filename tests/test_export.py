@@ -270,6 +270,22 @@ def test_classifier_served_without_project(tmp_path, tokenizer, classifier_expor
     assert _outputs(bad["after"])["labels"].shape == (1,)  # the process survived
 
 
+def test_bfloat16_export_has_bfloat16_encoder_weights(tmp_path, tokenizer, classifier_export):
+    model, _ = classifier_export
+    info = _info("classification", labels=["neg", "neu", "pos"], text_fields=["text_a", "text_b"])
+    path = export.export_model(model, tokenizer, info, tmp_path, "pairs16", dtype="bfloat16")
+    assert export.read_metadata(path)["dtype"] == "bfloat16"
+    reader = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
+    dtypes = reader.get_variable_to_dtype_map()  # the encoder's weights, not cast per request
+    assert {"bfloat16", "float32"} <= {d.name for d in dtypes.values()}  # encoder, heads
+    loaded = tf.saved_model.load(path)
+    a, b = ["a fine day", "rain again"], ["sunny", "and cold"]
+    out = loaded.signatures["serving_default"](text_a=tf.constant(a), text_b=tf.constant(b))
+    assert out["probabilities"].dtype == tf.float32
+    want = tf.nn.softmax(model(_keras_inputs(tokenizer, a, b), training=False)).numpy()
+    np.testing.assert_allclose(out["probabilities"].numpy(), want, atol=0.02)
+
+
 def test_saved_model_cli_lists_signatures(classifier_export):
     _, path = classifier_export
     cli = pathlib.Path(sys.executable).parent / "saved_model_cli"

@@ -27,7 +27,8 @@ flags.DEFINE_string("model_name", None, "Served model name; default: the task di
 flags.DEFINE_string("export_dir_base", "saved_models", "Where NAME/VERSION/ is written.")
 flags.DEFINE_integer("version", None, "Version number; default: the next free integer.")
 flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"],
-                  "Compute dtype of the export (bfloat16: mixed precision, float32 outputs).")
+                  "Dtype of the export (bfloat16: encoder weights and compute in bfloat16, "
+                  "heads and outputs float32).")
 flags.DEFINE_integer("seq_length", None, "Maximum tokens per request row; default: task.json's "
                      "seq_length (128 for --encoder_dir).")
 flags.DEFINE_integer("top_k", 5, "Fill-mask predictions per [MASK] (pretraining models).")
