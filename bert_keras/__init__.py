@@ -5,12 +5,7 @@ from bert_keras.checkpoints import CheckpointError
 from bert_keras.encoder import PRESETS, BertEncoder
 from bert_keras.export import export_model, export_task, next_version, read_metadata
 from bert_keras.finetuning import run_finetuning
-from bert_keras.finetuning_data import (
-    ClassificationExample,
-    LabelMap,
-    SpanExample,
-    TaggingExample,
-)
+from bert_keras.finetuning_data import ClassificationExample, SpanExample, TaggingExample
 from bert_keras.heads import (
     ClassificationHead,
     MaskedLMHead,
@@ -18,6 +13,7 @@ from bert_keras.heads import (
     SpanHead,
     TokenClassificationHead,
 )
+from bert_keras.label_map import LabelMap
 from bert_keras.models import (
     IGNORE_LABEL,
     BertClassifier,

@@ -32,6 +32,7 @@ from absl import logging
 from bert_keras import finetuning_data as fd
 from bert_keras import metrics
 from bert_keras import task_features as tfe
+from bert_keras.label_map import LabelMap
 
 TASKS = ("classification", "multi_label", "regression", "tagging", "span_qa")
 FORMATS = ("auto", "tsv", "csv", "jsonl", "squad_json", "squad_jsonl", "conll")
@@ -333,7 +334,7 @@ def run_finetuning(*, task, init_checkpoint, output_dir, train_examples=None, ev
             read_task_files(pattern, task, labeled=labeled, **(file_options or {})) if pattern else None)
         train, evaluation, test = read(train_file), read(eval_file), read(test_file, not test_unlabeled)
     if label_map is None and not tfds_name and task in ("classification", "multi_label", "tagging"):
-        label_map = fd.LabelMap.from_examples(train)
+        label_map = LabelMap.from_examples(train)
     if max_train_examples:
         train = train[:max_train_examples]
     if max_eval_examples:

