@@ -10,6 +10,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 DATA_DIR = pathlib.Path(__file__).resolve().parents[1] / "bert_keras" / "data"
 
+# A script, not tests: it needs torch and transformers (pytest.ini's --doctest-modules would
+# import it).
+collect_ignore = ["make_reference_outputs.py"]
+
 
 @pytest.fixture(scope="session")
 def minilm_dir():
