@@ -79,6 +79,7 @@ def save_vocab(vocab, path):
 
 
 def _normalize_unicode(texts, lower_case):
+    """Steps 1-3 of the module doc on any text."""
     texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace",
                                          replacement_char=0xFFFD)
     texts = tf.strings.regex_replace(texts, _WHITESPACE, " ")
