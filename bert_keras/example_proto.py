@@ -18,6 +18,7 @@ import tensorflow as tf
 _LENGTH_DELIMITED = {  # field tag bytes (field number << 3 | wire type 2)
     "Example.features": b"\x0a", "Features.feature": b"\x0a", "FeatureEntry.key": b"\x0a",
     "FeatureEntry.value": b"\x12", "Feature.float_list": b"\x12", "Feature.int64_list": b"\x1a",
+    "List.value": b"\x0a",  # Int64List / FloatList values, packed
 }
 _MAX_INT64_VARINT_BYTES = 10
 
@@ -67,7 +68,7 @@ def _packed_list(value, is_float, is_byte):
     else:
         packed = _encode_list(value, is_float)
         return [packed], tf.strings.length(packed)
-    header = b"\x0a" + varint(raw.shape[1])  # field 1, packed
+    header = _LENGTH_DELIMITED["List.value"] + varint(raw.shape[1])
     return [header, _byte_rows(raw)], len(header) + raw.shape[1]
 
 
