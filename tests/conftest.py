@@ -8,7 +8,7 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-DATA_DIR = pathlib.Path(__file__).resolve().parents[1] / "bert_keras" / "data"
+DATA_DIR = pathlib.Path(__file__).resolve().parents[1] / "bert_keras" / "assets"
 
 # A script, not tests: it needs torch and transformers (pytest.ini's --doctest-modules would
 # import it).

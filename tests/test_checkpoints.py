@@ -10,7 +10,8 @@ import tensorflow as tf
 
 import bert_keras as bk
 from bert_keras import checkpoints
-from bert_keras.safetensors_io import read_safetensors
+from bert_keras.checkpoints.google import save_google_checkpoint
+from bert_keras.checkpoints.safetensors import read_safetensors
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "minilm_reference.npz")
 
@@ -126,7 +127,7 @@ def test_own_format_round_trip(minilm_encoder, reference, tmp_path):
 
 
 def test_own_format_missing_tensor_is_named(tmp_path):
-    from bert_keras.safetensors_io import read_safetensors, write_safetensors
+    from bert_keras.checkpoints.safetensors import read_safetensors, write_safetensors
 
     encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=64)
     encoder.save_pretrained(str(tmp_path))
@@ -139,7 +140,7 @@ def test_own_format_missing_tensor_is_named(tmp_path):
 
 def test_google_writer_round_trip(tmp_path):
     encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=64, activation="gelu_approximate")
-    checkpoints.save_google_checkpoint(encoder, str(tmp_path))
+    save_google_checkpoint(encoder, str(tmp_path))
     reader = tf.train.load_checkpoint(str(tmp_path / "bert_model.ckpt"))
     assert reader.get_variable_to_shape_map()["bert/encoder/layer_1/attention/self/key/kernel"] == [128, 128]
     loaded = bk.BertEncoder.from_pretrained(str(tmp_path))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import bert_keras as bk
-from bert_keras.encoder import BertEncoder
+from bert_keras.models.encoder import BertEncoder
 
 
 def tiny_encoder(**overrides):

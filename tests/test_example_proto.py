@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras import example_proto
+from bert_keras.data.pretraining import example_proto
 
 
 def test_varint_matches_protobuf():

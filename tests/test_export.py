@@ -14,13 +14,16 @@ import pytest
 import tensorflow as tf
 
 import bert_keras as bk
-from bert_keras import export, models, op_audit, span_decoding
-from bert_keras import export_signatures as sigs
-from bert_keras.preprocessing import BertPreprocessor
-from bert_keras.tokenization import BertTokenizer
+from bert_keras.serving import export
+from bert_keras.models import task_models as models
+from bert_keras.serving import op_audit
+from bert_keras.data.finetuning import span_decoding
+from bert_keras.serving import signatures as sigs
+from bert_keras.text.preprocessor import BertPreprocessor
+from bert_keras.text.tokenizer import BertTokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-VOCAB = ROOT / "bert_keras" / "data" / "vocab.txt"
+VOCAB = ROOT / "bert_keras" / "assets" / "vocab.txt"
 CLIENT = ROOT / "tests" / "serving_client.py"
 SEQ = 24
 LONG_TEXT = "word " * 20000  # 100,000 characters
@@ -461,7 +464,7 @@ CHECKS = {"tagging": _check_tagging, "span_qa": _check_span_qa, "pretraining": _
 
 @pytest.mark.slow
 def test_tools_export_then_predict(tmp_path, tokenizer, encoder):
-    from bert_keras.task_io import save_task
+    from bert_keras.tasks.task_io import save_task
 
     keras.utils.set_random_seed(3)
     model = models.BertSpanQA(encoder)

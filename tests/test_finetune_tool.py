@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-DATA = ROOT / "bert_keras" / "data"
+DATA = ROOT / "bert_keras" / "assets"
 TOOL = ROOT / "tools" / "finetune.py"
 
 
@@ -20,7 +20,7 @@ TOOL = ROOT / "tools" / "finetune.py"
 def tiny_checkpoint(tmp_path_factory, minilm_dir):
     """A random 1-layer encoder with the real MiniLM vocab, saved with save_pretrained."""
     import bert_keras as bk
-    from bert_keras.tokenization import BertTokenizer
+    from bert_keras.text.tokenizer import BertTokenizer
 
     tokenizer = BertTokenizer.from_pretrained(minilm_dir)
     encoder = bk.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=32,
@@ -67,10 +67,10 @@ def check_outputs(out, task, num_eval, labels):
 
 
 def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
-    from bert_keras import finetuning_data as fd
-    from bert_keras import task_features as tfe
-    from bert_keras import task_io
-    from bert_keras.label_map import LabelMap
+    from bert_keras.data.finetuning import readers as fd
+    from bert_keras.data.finetuning import features as tfe
+    from bert_keras.tasks import task_io
+    from bert_keras.data.finetuning.label_map import LabelMap
 
     out = tmp_path / "run"
     result = run_tool(common(tiny_checkpoint, out, task="classification",
@@ -99,9 +99,9 @@ def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
 
 def test_run_finetuning_from_python(tiny_checkpoint, tmp_path):
     import bert_keras as bk
-    from bert_keras import finetuning_data as fd
-    from bert_keras import task_io
-    from bert_keras.label_map import LabelMap
+    from bert_keras.data.finetuning import readers as fd
+    from bert_keras.tasks import task_io
+    from bert_keras.data.finetuning.label_map import LabelMap
 
     all_train = fd.load_bundled_task("wordnet_topics", "train")
     train, dev = all_train[:64], fd.load_bundled_task("wordnet_topics", "dev")[:16]
@@ -207,19 +207,19 @@ def test_flagfiles_parse_and_pass_the_checks(tiny_checkpoint, tmp_path):
 
 
 def test_bad_flags_are_usage_errors(tiny_checkpoint, tmp_path):
-    ok = ["--task=classification", "--train_file=bert_keras/data/bible_paraphrase.train.tsv.gz"]
+    ok = ["--task=classification", "--train_file=bert_keras/assets/bible_paraphrase.train.tsv.gz"]
     cases = [
         (ok, None),
         (["--task=classification", "--train_file=/nonexistent/x.tsv"], "UsageError: --train_file"),
         (["--task=translation", "--train_file=x.tsv"], "IllegalFlagValueError"),
         (ok + ["--tfds_name=glue/mrpc"], "not both"),
-        (["--task=tagging", "--train_file=bert_keras/data/bible_paraphrase.train.tsv.gz"],
+        (["--task=tagging", "--train_file=bert_keras/assets/bible_paraphrase.train.tsv.gz"],
          "reads ('conll',)"),
         (["--task=span_qa", "--tfds_name=glue/mrpc"], "is a classification task"),
         (["--task=classification", "--tfds_name=glue/nope"], "unsupported TFDS task"),
         (["--task=classification"], "--train_file (or --tfds_name) is required"),
         (ok + ["--eval_file=/nonexistent/dev.tsv"], "--eval_file"),
-        (["--task=span_qa", "--train_file=bert_keras/data/wordnet_qa.train.jsonl.gz",
+        (["--task=span_qa", "--train_file=bert_keras/assets/wordnet_qa.train.jsonl.gz",
           "--max_seq_length=64"], "leaves no room"),
     ]
     where = [f"--init_checkpoint={tiny_checkpoint}", f"--output_dir={tmp_path}/o"]

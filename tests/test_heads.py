@@ -5,10 +5,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras import heads
-from bert_keras.checkpoints import CheckpointError, save_google_checkpoint
-from bert_keras.encoder import BertEncoder
-from bert_keras.models import BertPretrainer
+from bert_keras.models import heads
+from bert_keras import checkpoints
+from bert_keras.checkpoints import CheckpointError
+from bert_keras.checkpoints.google import save_google_checkpoint
+from bert_keras.models.encoder import BertEncoder
+from bert_keras.models.task_models import BertPretrainer
 
 
 def tiny_encoder(**overrides):
@@ -169,12 +171,12 @@ def test_pretraining_head_name_map_covers_every_head_variable():
     encoder_paths = {v.path for v in pretrainer.encoder.weights}
     head_paths = {v.path for v in pretrainer.weights} - encoder_paths
     for fmt in ("google", "huggingface"):
-        assert set(heads.pretraining_head_name_map(fmt)) == head_paths
+        assert set(checkpoints.pretraining_head_name_map(fmt)) == head_paths
     mlm_only = BertPretrainer(tiny_encoder(), next_sentence=False)
     mlm_paths = {v.path for v in mlm_only.weights} - {v.path for v in mlm_only.encoder.weights}
-    assert set(heads.pretraining_head_name_map("google", next_sentence=False)) == mlm_paths
+    assert set(checkpoints.pretraining_head_name_map("google", next_sentence=False)) == mlm_paths
     with pytest.raises(ValueError, match="'tf1'"):
-        heads.pretraining_head_name_map("tf1")
+        checkpoints.pretraining_head_name_map("tf1")
 
 
 def test_load_google_pretraining_heads_from_a_checkpoint_dir(tmp_path):

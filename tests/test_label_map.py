@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from bert_keras import finetuning_data as fd
-from bert_keras.label_map import LabelMap
+from bert_keras.data.finetuning import readers as fd
+from bert_keras.data.finetuning.label_map import LabelMap
 
 
 def test_label_map_sorting_save_load(tmp_path):

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras.encoder import BertEncoder
-from bert_keras.models import (IGNORE_LABEL, BertClassifier, BertPretrainer, BertSpanQA,
+from bert_keras.models.encoder import BertEncoder
+from bert_keras.names import IGNORE_LABEL
+from bert_keras.models.task_models import (BertClassifier, BertPretrainer, BertSpanQA,
                                BertTokenClassifier, TokenCrossEntropy, default_optimizer)
 
 B, T, P, V = 8, 10, 3, 100

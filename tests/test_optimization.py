@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras.optimization import (
+from bert_keras.training.optimization import (
     AdamW,
     Lamb,
     WarmupDecay,
@@ -179,7 +179,7 @@ def test_global_clipnorm_clips_the_global_gradient():
 
 
 def test_layerwise_multipliers_on_real_encoder_paths():
-    from bert_keras.encoder import BertEncoder
+    from bert_keras.models.encoder import BertEncoder
 
     encoder = BertEncoder(vocab_size=30, num_layers=2, hidden_size=8, num_heads=2,
                           intermediate_size=16, max_positions=8)

@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 import tokenizers
 
-from bert_keras.preprocessing import BertPreprocessor
-from bert_keras.tokenization import BertTokenizer
+from bert_keras.text.preprocessor import BertPreprocessor
+from bert_keras.text.tokenizer import BertTokenizer
 
 KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 

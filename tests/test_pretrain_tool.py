@@ -40,12 +40,12 @@ def test_help_is_short_with_an_example_and_helpfull_lists_everything():
     (["--distribution_strategy=tpu"], "needs --tpu"),
     (["--train_data=/nonexistent/*.tfrecord", "--train_text="], "No file matches '/nonexistent/"),
     (["--train_text=/nonexistent/*.txt"], "No file matches '/nonexistent/"),
-    (["--train_data=bert_keras/data/web_bible_corpus.txt.gz"], "exactly one of --train_data"),
+    (["--train_data=bert_keras/assets/web_bible_corpus.txt.gz"], "exactly one of --train_data"),
     (["--train_text="], "exactly one of --train_data"),
     (["--global_batch_size=10", "--gradient_accumulation_steps=4"], "not divisible"),
     (["--distribution_strategy=multi_worker_mirrored"], "TF_CONFIG"),
     (["--warmup_steps=100"], "--warmup_steps=100 must be in"),
-    (["--phase2_seq_length=64", "--train_data=bert_keras/data/web_bible_corpus.txt.gz",
+    (["--phase2_seq_length=64", "--train_data=bert_keras/assets/web_bible_corpus.txt.gz",
       "--train_text="], "needs --phase2_train_data"),
 ])
 def test_bad_flags_are_usage_errors_before_any_work(tmp_path, args, message):
@@ -92,7 +92,7 @@ def test_tiny_flagfile_run_writes_everything_fine_tuning_needs(tmp_path):
     assert glob.glob(str(model_dir / "train" / "events.out.tfevents.*"))
     encoder_dir = model_dir / "encoder"
     assert {p.name for p in encoder_dir.iterdir()} >= {"bert_keras.json", "model.safetensors", "vocab.txt"}
-    from bert_keras.encoder import BertEncoder
+    from bert_keras.models.encoder import BertEncoder
 
     assert BertEncoder.from_pretrained(str(encoder_dir)).hidden_size == 128
 

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras import pairing
-from bert_keras import pretraining_data as pd
-from bert_keras import pretraining_records as pr
-from bert_keras.tokenization import BertTokenizer
+from bert_keras.data.pretraining import documents as pairing
+from bert_keras.data.pretraining import pipeline as pd
+from bert_keras.data.pretraining import records as pr
+from bert_keras.text.tokenizer import BertTokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CORPUS = os.path.join(ROOT, "bert_keras", "data", "web_bible_corpus.txt.gz")
+CORPUS = os.path.join(ROOT, "bert_keras", "assets", "web_bible_corpus.txt.gz")
 T, P = 128, 20
 
 
@@ -329,7 +329,7 @@ def _flat(tokenizer, raw):
 
 @pytest.mark.parametrize("mode", ["nsp", "sop", "none"])
 def test_graph_pairing_matches_numpy_rules(tokenizer, raw_docs, token_docs, mode):
-    from bert_keras import graph_pairing
+    from bert_keras.data.pretraining import pairing as graph_pairing
     build = tf.function(lambda *a: graph_pairing.build_instances(
         *a, cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id,
         max_seq_length=T, short_seq_prob=0.1, pair_mode=mode))
@@ -393,8 +393,8 @@ def test_document_chunks_match_python_reader(tmp_path, raw_docs):
 _EXIT_SCRIPT = """
 import sys
 sys.path.insert(0, {root!r})
-from bert_keras import pretraining_data as pd
-from bert_keras.tokenization import BertTokenizer
+from bert_keras.data.pretraining import pipeline as pd
+from bert_keras.text.tokenizer import BertTokenizer
 ds = pd.dynamic_pretraining_dataset({files!r}, BertTokenizer(pd.default_vocab_file()), 4,
                                     shuffle_buffer=50, documents_per_chunk=20)
 it = iter(ds)  # left alive, mid-file, at interpreter exit

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras import pretraining_records as pr
+from bert_keras.data.pretraining import records as pr
 
 
 @pytest.mark.parametrize("t,p", [(128, 20), (256, 40), (8, 3)])

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from bert_keras.encoder import BertEncoder
-from bert_keras.runtime import cast_for_inference, encode, inference_function, length_bucketed_batches
+from bert_keras.models.encoder import BertEncoder
+from bert_keras.models.inference import cast_for_inference, encode, inference_function, length_bucketed_batches
 
 
 def ragged_inputs(lengths, max_length=24, vocab=50, seed=0):

@@ -5,11 +5,11 @@ import unicodedata
 import numpy as np
 import pytest
 
-from bert_keras import finetuning_data as fd
-from bert_keras import task_features as tfe
-from bert_keras.label_map import LabelMap
-from bert_keras.preprocessing import BertPreprocessor
-from bert_keras.tokenization import BertTokenizer
+from bert_keras.data.finetuning import readers as fd
+from bert_keras.data.finetuning import features as tfe
+from bert_keras.data.finetuning.label_map import LabelMap
+from bert_keras.text.preprocessor import BertPreprocessor
+from bert_keras.text.tokenizer import BertTokenizer
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from bert_keras import finetuning_data as fd
-from bert_keras import tfds_tasks as tt
+from bert_keras.data.finetuning import readers as fd
+from bert_keras.data.finetuning import tfds as tt
 
 
 @pytest.mark.parametrize("task", sorted(tt.GLUE_TEXT_FEATURES))

@@ -11,8 +11,10 @@ import tensorflow as tf
 import tokenizers
 from tokenizers import decoders
 
-from bert_keras import tokenization
-from bert_keras.tokenization import BertTokenizer
+import bert_keras as bk
+from bert_keras import assets
+from bert_keras.text import tokenizer as tokenization
+from bert_keras.text.tokenizer import BertTokenizer
 
 HARD_CASES = [
     "café naïve Ångström résumé",
@@ -186,29 +188,29 @@ def test_from_pretrained_casing_sources(tmp_path, vocab_file):
     assert BertTokenizer.from_pretrained(tmp_path).lower_case  # HF config wins
     cased_dir = tmp_path / "cased"
     cased_dir.mkdir()
-    (cased_dir / "vocab.txt").write_text("\n".join(tokenization.SPECIAL_TOKENS + ("Hello",)))
+    (cased_dir / "vocab.txt").write_text("\n".join(bk.SPECIAL_TOKENS + ("Hello",)))
     assert not BertTokenizer.from_pretrained(cased_dir).lower_case
     with pytest.raises(FileNotFoundError, match="vocab.txt"):
         BertTokenizer.from_pretrained(tmp_path / "missing")
 
 
 def test_learn_vocab_small(corpus_sentences, tmp_path):
-    vocab = tokenization.learn_vocab(corpus_sentences, vocab_size=300, min_count=2)
-    assert vocab[:5] == list(tokenization.SPECIAL_TOKENS)
+    vocab = bk.learn_vocab(corpus_sentences, vocab_size=300, min_count=2)
+    assert vocab[:5] == list(bk.SPECIAL_TOKENS)
     assert len(vocab) == len(set(vocab)) and 200 < len(vocab) < 400
     assert all(t == t.lower() for t in vocab[5:])
     path = tmp_path / "vocab.txt"
-    tokenization.save_vocab(vocab, path)
+    bk.save_vocab(vocab, path)
     tok = BertTokenizer(path)
-    assert tokenization.load_vocab(path) == vocab
+    assert bk.load_vocab(path) == vocab
     ids = tok.tokenize(corpus_sentences[:50]).flat_values.numpy()
     assert np.mean(ids == tok.unk_id) < 0.01
 
 
 def test_bundled_vocab(corpus_sentences):
-    path = tokenization.__file__.replace("tokenization.py", "data/vocab.txt")
+    path = assets.path("vocab.txt")
     tok = BertTokenizer(path)
-    assert tok.vocab[:5] == list(tokenization.SPECIAL_TOKENS)
+    assert tok.vocab[:5] == list(bk.SPECIAL_TOKENS)
     assert 7600 <= tok.vocab_size <= 8400
     ids = tok.tokenize(corpus_sentences).flat_values.numpy()
     assert np.mean(ids == tok.unk_id) < 0.001
@@ -216,7 +218,7 @@ def test_bundled_vocab(corpus_sentences):
 
 
 def test_keep_values_equals_ragged_boolean_mask():
-    from bert_keras.tokenization import _keep_values
+    from bert_keras.text.tokenizer import _keep_values
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(0, 6, 50)

@@ -18,12 +18,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras import callbacks as callbacks_lib
-from bert_keras import optimization, training
-from bert_keras import strategy as strategy_lib
+from bert_keras.training import callbacks as callbacks_lib
+from bert_keras.training import optimization
+from bert_keras.training import loop as training
+from bert_keras.training import strategy as strategy_lib
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-CORPUS = REPO / "bert_keras" / "data" / "web_bible_corpus.txt.gz"
+CORPUS = REPO / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
 
 
 def _toy_data(inf_at=None):
@@ -173,7 +174,7 @@ def test_step_clock_counts_updates_across_epochs_and_resumes():
 
 
 def test_run_pretraining_mixed_bfloat16_learns_and_saves_the_encoder(tmp_path):
-    from bert_keras.encoder import BertEncoder
+    from bert_keras.models.encoder import BertEncoder
 
     result = training.run_pretraining(
         model_dir=str(tmp_path), train_text=str(CORPUS), preset="bert_tiny", max_seq_length=32,
@@ -197,7 +198,8 @@ _STRATEGY_SCRIPT = textwrap.dedent("""
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     sys.path.insert(0, {repo!r})
-    from bert_keras import pretraining_data, training
+    from bert_keras.data.pretraining import pipeline as pretraining_data
+    from bert_keras.training import loop as training
     data = {data!r}
     pretraining_data.create_pretraining_tfrecords(
         data, input_files={corpus!r}, max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1,
@@ -233,7 +235,8 @@ def test_mirrored_on_two_cpu_devices_matches_one_device(tmp_path):
 _WORKER_SCRIPT = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, {repo!r})
-    from bert_keras import strategy, training
+    from bert_keras.training import strategy
+    from bert_keras.training import loop as training
     st = strategy.create_strategy("multi_worker_mirrored")
     result = training.run_pretraining(
         model_dir={model_dir!r}, train_text={corpus!r}, preset="bert_tiny", max_seq_length=32,
@@ -286,7 +289,7 @@ def test_multi_worker_mirrored_two_local_workers_write_one_checkpoint(tmp_path):
 @pytest.mark.slow
 def test_run_pretraining_two_phases_switch_sequence_length_and_resume_in_phase_2(tmp_path, capsys):
     lengths = []
-    from bert_keras import pretraining_data
+    from bert_keras.data.pretraining import pipeline as pretraining_data
 
     original = pretraining_data.dynamic_pretraining_dataset
 
@@ -314,8 +317,8 @@ def test_run_pretraining_two_phases_switch_sequence_length_and_resume_in_phase_2
 
 def test_dynamic_pretraining_data_is_deterministic_so_resume_can_skip_batches():
     # Resume skips the consumed batches of a fresh pipeline: batch k must not depend on the run.
-    from bert_keras import pretraining_data
-    from bert_keras.tokenization import BertTokenizer
+    from bert_keras.data.pretraining import pipeline as pretraining_data
+    from bert_keras.text.tokenizer import BertTokenizer
 
     tokenizer = BertTokenizer(pretraining_data.default_vocab_file())
 

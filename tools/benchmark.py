@@ -34,7 +34,7 @@ from absl import app, flags, logging  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SECTIONS = ("peak", "encoder", "pretrain", "finetune", "data", "export")
-CORPUS = REPO / "bert_keras" / "data" / "web_bible_corpus.txt.gz"
+CORPUS = REPO / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
 VOCAB_SIZE = 30522
 
 FLAGS = flags.FLAGS
@@ -65,7 +65,7 @@ flags.DEFINE_string("worker", "", "Internal: JSON spec of one measurement to run
 # Model FLOPs.
 
 def preset_shape(preset):
-    from bert_keras.encoder import PRESETS
+    from bert_keras.models.encoder import PRESETS
 
     if preset not in PRESETS:
         raise app.UsageError(f"--presets: unknown preset {preset!r}; choose from {sorted(PRESETS)}.")
@@ -137,7 +137,7 @@ def batches_of(ids, lengths, batch_size, bucketed):
     mask = (np.arange(ids.shape[1])[None, :] < lengths[:, None]).astype("int32")
     inputs = dict(input_word_ids=ids, input_mask=mask, input_type_ids=np.zeros_like(ids))
     if bucketed:
-        from bert_keras.runtime import length_bucketed_batches
+        from bert_keras.models.inference import length_bucketed_batches
 
         return [batch for _, batch in length_bucketed_batches(inputs, batch_size)]
     return [{name: value[start:start + batch_size] for name, value in inputs.items()}
@@ -243,14 +243,14 @@ def run_bert_keras_encoder(spec):
     import numpy as np
     import tensorflow as tf
 
-    from bert_keras.encoder import BertEncoder
+    from bert_keras.models.encoder import BertEncoder
 
     configure_tf(spec)
     dtype = "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32"
     encoder = BertEncoder.from_preset(spec["preset"], vocab_size=VOCAB_SIZE, dtype=dtype,
                                       **spec.get("overrides", {}))
     if spec.get("cast"):  # bfloat16 weights too (bert_keras.runtime.cast_for_inference).
-        from bert_keras.runtime import cast_for_inference
+        from bert_keras.models.inference import cast_for_inference
 
         encoder = cast_for_inference(encoder, spec["cast"])
     batches = worker_inputs(spec)
@@ -366,8 +366,8 @@ def training_inputs(spec):
 
 
 def run_bert_keras_train(spec):
-    from bert_keras import models
-    from bert_keras.encoder import BertEncoder
+    from bert_keras.models import task_models as models
+    from bert_keras.models.encoder import BertEncoder
 
     configure_tf(spec)
     dtype = "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32"
@@ -417,8 +417,9 @@ def run_keras_hub_train(spec):
 def run_data_pipeline(spec):
     import tensorflow as tf
 
-    from bert_keras import pretraining_data, pretraining_records
-    from bert_keras.tokenization import BertTokenizer
+    from bert_keras.data.pretraining import pipeline as pretraining_data
+    from bert_keras.data.pretraining import records as pretraining_records
+    from bert_keras.text.tokenizer import BertTokenizer
 
     configure_tf(spec)
     tokenizer = BertTokenizer(pretraining_data.default_vocab_file())
@@ -465,10 +466,10 @@ def run_bert_keras_export(spec):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the tokenizer ops of the SavedModel)
 
-    from bert_keras import export
-    from bert_keras.encoder import BertEncoder
-    from bert_keras.pretraining_data import default_vocab_file
-    from bert_keras.tokenization import BertTokenizer
+    from bert_keras.serving import export
+    from bert_keras.models.encoder import BertEncoder
+    from bert_keras.data.pretraining.pipeline import default_vocab_file
+    from bert_keras.text.tokenizer import BertTokenizer
 
     configure_tf(spec)
     encoder = BertEncoder.from_preset(spec["preset"], vocab_size=VOCAB_SIZE)

@@ -35,8 +35,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from absl import app, flags  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "bert_keras" / "data" / "web_bible_corpus.txt.gz"
-VOCAB = ROOT / "bert_keras" / "data" / "vocab.txt"
+CORPUS = ROOT / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
+VOCAB = ROOT / "bert_keras" / "assets" / "vocab.txt"
 
 _GOOGLE_WRAPPER = """
 import runpy, sys
@@ -76,7 +76,7 @@ def _work_seconds(system, log_path):
 
 def output_statistics(path, max_seq_length=128, max_predictions_per_seq=20):
     """Counts and means of a pretraining TFRecord file (ours or Google's)."""
-    from bert_keras.pretraining_records import read_pretraining_tfrecords
+    from bert_keras.data.pretraining.records import read_pretraining_tfrecords
 
     ds = read_pretraining_tfrecords(path, 1024, max_seq_length, max_predictions_per_seq,
                                        is_training=False, drop_remainder=False, as_dict=True)
@@ -93,8 +93,8 @@ def output_statistics(path, max_seq_length=128, max_predictions_per_seq=20):
 def dynamic_rate(batches=500, batch_size=32):
     """Examples/s of dynamic_pretraining_dataset on the bundled corpus: 16k examples after the
     first batch (more than the 10k shuffle buffer and than one epoch, so production is timed)."""
-    from bert_keras import pretraining_data as pd
-    from bert_keras.tokenization import BertTokenizer
+    from bert_keras.data.pretraining import pipeline as pd
+    from bert_keras.text.tokenizer import BertTokenizer
 
     ds = pd.dynamic_pretraining_dataset(str(CORPUS), BertTokenizer(str(VOCAB)), batch_size,
                                         seed=1)
@@ -111,7 +111,7 @@ def bert_base_step_rate(steps=3, batch_size=8, seq_length=128):
     import numpy as np
 
     import bert_keras as bk
-    from bert_keras.models import BertPretrainer
+    from bert_keras.models.task_models import BertPretrainer
 
     vocab_size = sum(1 for _ in open(VOCAB, encoding="utf-8"))
     model = BertPretrainer(bk.BertEncoder.from_preset("bert_base", vocab_size=vocab_size))

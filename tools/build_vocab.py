@@ -1,11 +1,11 @@
 """Learns a BERT WordPiece vocab from text files (tensorflow-text's vocab learner).
 
 Special tokens [PAD] [UNK] [CLS] [SEP] [MASK] get ids 0..4. Text is normalized exactly as
-`bert_keras.tokenization.BertTokenizer(lower_case=...)` does, so the vocab fits the tokenizer.
+`bert_keras.bk.BertTokenizer(lower_case=...)` does, so the vocab fits the tokenizer.
 
 Example (the bundled vocab: 7,887 tokens in about 20 s on 2 cores):
-  python tools/build_vocab.py --input=bert_keras/data/web_bible_corpus.txt.gz \\
-      --vocab_size=8000 --lower_case --output=bert_keras/data/vocab.txt
+  python tools/build_vocab.py --input=bert_keras/assets/web_bible_corpus.txt.gz \\
+      --vocab_size=8000 --lower_case --output=bert_keras/assets/vocab.txt
 """
 
 import pathlib
@@ -16,7 +16,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from absl import app, flags, logging  # noqa: E402
 
-from bert_keras import tokenization  # noqa: E402
+import bert_keras as bk  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("input", None, "Glob(s) of text files, one sentence per line; .gz accepted.")
@@ -34,13 +34,13 @@ def main(argv):
     if FLAGS.vocab_size < 10:
         raise app.UsageError(f"--vocab_size must be >= 10, got {FLAGS.vocab_size}.")
     try:
-        dataset = tokenization.text_files_dataset(FLAGS.input)
+        dataset = bk.text_files_dataset(FLAGS.input)
     except ValueError as e:
         raise app.UsageError(str(e))
     start = time.time()
-    vocab = tokenization.learn_vocab(dataset, FLAGS.vocab_size, lower_case=FLAGS.lower_case,
+    vocab = bk.learn_vocab(dataset, FLAGS.vocab_size, lower_case=FLAGS.lower_case,
                                      min_count=FLAGS.min_count)
-    tokenization.save_vocab(vocab, FLAGS.output)
+    bk.save_vocab(vocab, FLAGS.output)
     logging.info("Wrote %d tokens to %s in %.0f s.", len(vocab), FLAGS.output, time.time() - start)
     print(f"Wrote {len(vocab)} tokens to {FLAGS.output} in {time.time() - start:.0f} s.")
 

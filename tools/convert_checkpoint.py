@@ -32,12 +32,12 @@ def main(argv):
     if pathlib.Path(FLAGS.output_dir).resolve() == pathlib.Path(FLAGS.input_dir).resolve():
         raise app.UsageError(f"--output_dir must differ from --input_dir ({FLAGS.input_dir}).")
     import bert_keras as bk
-    from bert_keras import checkpoints
+    from bert_keras.checkpoints.google import save_google_checkpoint
 
     encoder = bk.BertEncoder.from_pretrained(FLAGS.input_dir)
     tokenizer = bk.BertTokenizer.from_pretrained(FLAGS.input_dir)
     if FLAGS.output_format == "google":
-        checkpoints.save_google_checkpoint(encoder, FLAGS.output_dir, tokenizer)
+        save_google_checkpoint(encoder, FLAGS.output_dir, tokenizer)
     else:
         encoder.save_pretrained(FLAGS.output_dir, tokenizer)
     logging.info("Wrote %s (%s, %d layers, hidden %d, vocab %d).", FLAGS.output_dir,

@@ -24,7 +24,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from absl import app, flags, logging  # noqa: E402
 
-from bert_keras import pretraining_data  # noqa: E402
+from bert_keras.data.pretraining import pipeline as pretraining_data  # noqa: E402
 
 flags.DEFINE_string("input_file", None, "Input text files: comma-separated globs (.gz ok).")
 flags.DEFINE_string("tfds_name", None, "TFDS text dataset instead of --input_file, e.g. "

@@ -49,12 +49,12 @@ def main(argv):
     if FLAGS.top_k < 1 or FLAGS.max_answer_tokens < 1:
         raise app.UsageError("--top_k and --max_answer_tokens must be positive.")
     import bert_keras as bk
-    from bert_keras import export
-    from bert_keras.tokenization import BertTokenizer
+    from bert_keras.serving import export
+    from bert_keras.text.tokenizer import BertTokenizer
 
     source = FLAGS.task_dir or FLAGS.encoder_dir
     if FLAGS.task_dir:
-        from bert_keras.task_io import load_task
+        from bert_keras.tasks.task_io import load_task
 
         model, tokenizer, info = load_task(FLAGS.task_dir)
     else:

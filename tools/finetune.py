@@ -31,7 +31,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from absl import app, flags  # noqa: E402
 
-from bert_keras import finetuning  # noqa: E402
+from bert_keras.training import finetuning  # noqa: E402
 
 TASKS = finetuning.TASKS
 
@@ -126,7 +126,7 @@ def check_flags():
     if not FLAGS.tfds_name:
         if not FLAGS.train_file:
             raise app.UsageError("--train_file (or --tfds_name) is required.")
-        from bert_keras.finetuning_data import expand_pattern
+        from bert_keras.data.finetuning.readers import expand_pattern
 
         for name, value in (("train_file", FLAGS.train_file), ("eval_file", FLAGS.eval_file),
                             ("test_file", FLAGS.test_file)):
@@ -142,7 +142,7 @@ def check_flags():
                 if fmt not in allowed:
                     raise app.UsageError(f"--task={FLAGS.task} reads {allowed}, but {path} is {fmt!r}.")
     else:
-        from bert_keras.tfds_tasks import tfds_task_type
+        from bert_keras.data.finetuning.tfds import tfds_task_type
 
         try:
             expected = tfds_task_type(FLAGS.tfds_name)

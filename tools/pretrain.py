@@ -51,7 +51,7 @@ _define("integer", "warmup_steps", 100, "Linear warmup steps, then linear decay 
         advanced=False)
 
 _define("string", "vocab_file", None, "WordPiece vocab; default: the bundled "
-        "bert_keras/data/vocab.txt, or the vocab of --init_checkpoint.")
+        "bert_keras/assets/vocab.txt, or the vocab of --init_checkpoint.")
 _define("boolean", "lower_case", True, "Uncased vocab (lower-case and strip accents).")
 _define("string", "init_checkpoint", None, "Continue pretraining from this encoder: a Hugging "
         "Face, Google TF1 or bert_keras directory (its size overrides --preset).")
@@ -159,8 +159,8 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     _check_flags()
-    from bert_keras import strategy as strategy_lib
-    from bert_keras import training
+    from bert_keras.training import strategy as strategy_lib
+    from bert_keras.training import loop as training
 
     # TF logs "Sharding callback duration" at INFO on every checkpoint: drop that chatter.
     absl_logging.get_absl_handler().addFilter(

@@ -2,7 +2,7 @@ r"""The default run: raw text to a served prediction, on the bundled data, in on
 
 Chains the tools, each run as its own process exactly as a user would run it alone:
 
-  1. vocab       the bundled WordPiece vocab (bert_keras/data/vocab.txt), or tools/build_vocab.py
+  1. vocab       the bundled WordPiece vocab (bert_keras/assets/vocab.txt), or tools/build_vocab.py
   2. data        tools/create_pretraining_data.py  -> RUN_DIR/pretrain_data/*.tfrecord
   3. pretrain    tools/pretrain.py                 -> RUN_DIR/pretrain/encoder
   4. finetune    tools/finetune.py (paraphrase)    -> RUN_DIR/paraphrase/best, metrics.json
@@ -30,7 +30,7 @@ import time
 from absl import app, flags
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-DATA = REPO / "bert_keras" / "data"
+DATA = REPO / "bert_keras" / "assets"
 
 flags.DEFINE_string("run_dir", "runs/default", "Where every stage writes its outputs.")
 flags.DEFINE_string("export_dir_base", "saved_models", "Where the exported model is written.")

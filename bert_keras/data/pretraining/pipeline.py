@@ -29,12 +29,15 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_keras import graph_pairing, masking, pairing
-from bert_keras.pretraining_records import serialize_examples, shard_input, to_model_format
+from bert_keras import assets
+from bert_keras.data.pretraining import pairing as graph_pairing
+from bert_keras.data.pretraining import masking
+from bert_keras.data.pretraining import documents as pairing
+from bert_keras.data.pretraining.records import serialize_examples, shard_input, to_model_format
 
 def default_vocab_file():
-    """The vocab bundled with the package (bert_keras/data/vocab.txt)."""
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "vocab.txt")
+    """The vocab bundled with the package (bert_keras/assets/vocab.txt)."""
+    return assets.path("vocab.txt")
 
 
 def make_masker(tokenizer, max_predictions_per_seq=20, masked_lm_prob=0.15,
@@ -173,7 +176,7 @@ def _write_shard(job):
     flight ahead of the writer: bounded memory. Each chunk's records (all dupes) are written in
     a seeded random order.
     """
-    from bert_keras.tokenization import BertTokenizer  # imported in the (spawned) worker
+    from bert_keras.text.tokenizer import BertTokenizer  # imported in the (spawned) worker
 
     shard, num_shards, c = job["shard"], job["num_shards"], job["config"]
     logging.set_verbosity(c["verbosity"])  # spawned workers start at absl's default
@@ -257,7 +260,7 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
 
     Example:
       create_pretraining_tfrecords("/tmp/pt.tfrecord",
-                                   input_files="bert_keras/data/web_bible_corpus.txt.gz",
+                                   input_files="bert_keras/assets/web_bible_corpus.txt.gz",
                                    dupe_factor=1)
     """
     if (input_files is None) == (tfds_name is None):
@@ -372,7 +375,7 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
 
     Example:
       tok = BertTokenizer(default_vocab_file())
-      ds = dynamic_pretraining_dataset("bert_keras/data/web_bible_corpus.txt.gz", tok, 32)
+      ds = dynamic_pretraining_dataset("bert_keras/assets/web_bible_corpus.txt.gz", tok, 32)
     """
     files = pairing.expand_input_files(input_files)
     if pair_mode not in pairing.PAIR_MODES:

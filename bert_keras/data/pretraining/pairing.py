@@ -20,7 +20,7 @@ Legend: P = pieces in the chunk, S = sentences, D = documents, N = instances, T 
 
 import tensorflow as tf
 
-from bert_keras.pairing import PAIR_MODES
+from bert_keras.data.pretraining.documents import PAIR_MODES
 
 _F = 12  # per-instance fields: valid, a_lo, la, b_lo, lb, label, source (6)
 

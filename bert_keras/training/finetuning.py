@@ -29,10 +29,10 @@ import time
 import numpy as np
 from absl import logging
 
-from bert_keras import finetuning_data as fd
-from bert_keras import metrics
-from bert_keras import task_features as tfe
-from bert_keras.label_map import LabelMap
+from bert_keras.data.finetuning import readers as fd
+from bert_keras.metrics import official as metrics
+from bert_keras.data.finetuning import features as tfe
+from bert_keras.data.finetuning.label_map import LabelMap
 
 TASKS = ("classification", "multi_label", "regression", "tagging", "span_qa")
 FORMATS = ("auto", "tsv", "csv", "jsonl", "squad_json", "squad_jsonl", "conll")
@@ -89,7 +89,7 @@ def read_task_files(pattern, task, *, file_format="auto", labeled=True, header=F
 def load_tfds_data(name, *, data_dir=None, train_split="train", eval_split=None, test_split=None):
     """(train, eval, test or None, label_map or None) of a TFDS task; eval_split defaults to
     validation (validation_matched for glue/mnli)."""
-    from bert_keras import tfds_tasks
+    from bert_keras.data.finetuning import tfds as tfds_tasks
 
     eval_split = eval_split or ("validation_matched" if name.startswith("glue/mnli") else "validation")
     load = lambda split: tfds_tasks.load_tfds_task(name, split, data_dir=data_dir)  # noqa: E731
@@ -118,7 +118,7 @@ def is_labeled(task, examples):
 
 def build_model(task, encoder, label_map, dropout=0.1):
     """The task model (models.py) over the encoder."""
-    from bert_keras import models
+    from bert_keras.models import task_models as models
 
     if task == "tagging":
         return models.BertTokenClassifier(encoder, len(label_map), dropout=dropout)
@@ -146,7 +146,7 @@ def predict(task, model, examples, features, label_map, *, batch_size=64, allow_
             n_best_size=20, max_answer_length=30, null_score_diff_threshold=0.0,
             multi_label_threshold=0.5):
     """(one JSON-able dict per example, the predicted values that `score` takes)."""
-    from bert_keras import span_decoding
+    from bert_keras.data.finetuning import span_decoding
 
     if task == "span_qa":
         out = tfe.predict(model, features, batch_size, token_outputs=("start_logits", "end_logits"))
@@ -304,11 +304,12 @@ def run_finetuning(*, task, init_checkpoint, output_dir, train_examples=None, ev
     args = dict(locals())  # the keyword arguments, before anything else is bound
     import keras
 
-    from bert_keras import strategy as strategy_lib
-    from bert_keras import task_io, training
-    from bert_keras.encoder import BertEncoder
-    from bert_keras.optimization import create_optimizer
-    from bert_keras.tokenization import BertTokenizer
+    from bert_keras.training import strategy as strategy_lib
+    from bert_keras.tasks import task_io
+    from bert_keras.training import loop as training
+    from bert_keras.models.encoder import BertEncoder
+    from bert_keras.training.optimization import create_optimizer
+    from bert_keras.text.tokenizer import BertTokenizer
 
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")

@@ -37,8 +37,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_keras import export_signatures as sigs
-from bert_keras import op_audit
+from bert_keras.serving import signatures as sigs
+from bert_keras.serving import op_audit
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 METADATA_FILE = "bert_keras_metadata.json"
@@ -310,7 +310,7 @@ def _tf_variable(variable):
 def export_task(task_dir, base_dir, model_name=None, **kwargs):
     """Exports a trained task directory (`bert_keras.task_io.save_task`); see `export_model`.
     model_name defaults to the directory's name (its parent's for .../best, .../final)."""
-    from bert_keras.task_io import load_task
+    from bert_keras.tasks.task_io import load_task
 
     model, tokenizer, info = load_task(task_dir)
     if model_name is None:

@@ -8,7 +8,7 @@ output); `read_pretraining_tfrecords` reads our files and those of Google's
 import tensorflow as tf
 from absl import logging
 
-from bert_keras import example_proto
+from bert_keras.data.pretraining import example_proto
 
 # Google's TFRecord feature names -> the model's input names. The one place they are mapped.
 GOOGLE_TO_MODEL_NAMES = {

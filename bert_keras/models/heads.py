@@ -18,7 +18,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from bert_keras import layers as bert_layers
+from bert_keras import checkpoints
+from bert_keras.models import layers as bert_layers
 
 # Logit of a padding position in SpanHead: exp() of it underflows to exactly 0 in
 # float32, yet it is finite, so a cross entropy never sees inf - inf.
@@ -309,60 +310,6 @@ class SpanHead(keras.layers.Layer):
 
 # --- pretraining-head import -------------------------------------------------------------
 
-def _identity(x):
-    return x
-
-
-def _transpose(x):
-    return np.asarray(x).T
-
-
-def pretraining_head_name_map(fmt, mlm_head="masked_lm_head", nsp_head="next_sentence_head",
-                              next_sentence=True):
-    """Our pretraining-head variable paths -> (checkpoint tensor names, convert).
-
-    `fmt` is "google" (TF1 `run_pretraining.py` names) or "huggingface"
-    (`BertForPreTraining` names). `convert` turns the checkpoint array into our value
-    (transposes Google's [2, H] `output_weights` and PyTorch's (out, in) kernels). The
-    decoder matrix is the tied word-embedding table, which the encoder import sets.
-
-    >>> pretraining_head_name_map("google")["masked_lm_head/decoder/output_bias"][0]
-    ['cls/predictions/output_bias']
-    """
-    m, n = mlm_head, nsp_head
-    if fmt == "google":
-        p = "cls/predictions"
-        names = {
-            f"{m}/transform/kernel": ([f"{p}/transform/dense/kernel"], _identity),
-            f"{m}/transform/bias": ([f"{p}/transform/dense/bias"], _identity),
-            f"{m}/transform_layer_norm/gamma": ([f"{p}/transform/LayerNorm/gamma"], _identity),
-            f"{m}/transform_layer_norm/beta": ([f"{p}/transform/LayerNorm/beta"], _identity),
-            f"{m}/decoder/output_bias": ([f"{p}/output_bias"], _identity),
-        }
-        if next_sentence:
-            names.update({
-                f"{n}/logits/kernel": (["cls/seq_relationship/output_weights"], _transpose),
-                f"{n}/logits/bias": (["cls/seq_relationship/output_bias"], _identity),
-            })
-    elif fmt == "huggingface":
-        p = "cls.predictions"
-        names = {
-            f"{m}/transform/kernel": ([f"{p}.transform.dense.weight"], _transpose),
-            f"{m}/transform/bias": ([f"{p}.transform.dense.bias"], _identity),
-            f"{m}/transform_layer_norm/gamma": ([f"{p}.transform.LayerNorm.weight"], _identity),
-            f"{m}/transform_layer_norm/beta": ([f"{p}.transform.LayerNorm.bias"], _identity),
-            f"{m}/decoder/output_bias": ([f"{p}.bias"], _identity),
-        }
-        if next_sentence:
-            names.update({
-                f"{n}/logits/kernel": (["cls.seq_relationship.weight"], _transpose),
-                f"{n}/logits/bias": (["cls.seq_relationship.bias"], _identity),
-            })
-    else:
-        raise ValueError(f"pretraining_head_name_map: fmt must be 'google' or 'huggingface', got {fmt!r}.")
-    return names
-
-
 def load_pretraining_heads(pretrainer, checkpoint, fmt=None):
     """Sets a BertPretrainer's MLM (and NSP) head weights from a Google or HF checkpoint.
 
@@ -373,14 +320,12 @@ def load_pretraining_heads(pretrainer, checkpoint, fmt=None):
 
     >>> load_pretraining_heads(pretrainer, "uncased_L-12_H-768_A-12/")  # doctest: +SKIP
     """
-    from bert_keras.checkpoints import assign_weights, read_tensors
-
     source = "the given tensors"
     if isinstance(checkpoint, str):
         source = checkpoint
-        fmt, checkpoint = read_tensors(checkpoint)
-    name_map = pretraining_head_name_map(
+        fmt, checkpoint = checkpoints.read_tensors(checkpoint)
+    name_map = checkpoints.pretraining_head_name_map(
         fmt, pretrainer.masked_lm_head.name, getattr(pretrainer.next_sentence_head, "name", None),
         next_sentence=pretrainer.next_sentence,
     )
-    assign_weights(pretrainer, name_map, checkpoint, source, partial=True)
+    checkpoints.assign_weights(pretrainer, name_map, checkpoint, source, partial=True)

@@ -24,7 +24,7 @@ Example:
     >>> train = fd.load_bundled_task("bible_paraphrase", "train")
     >>> train[0].label, train[0].text_b is not None
     ('1', True)
-    >>> from bert_keras.label_map import LabelMap
+    >>> from bert_keras.data.finetuning.label_map import LabelMap
     >>> label_map = LabelMap.from_examples(train)
     >>> label_map.labels
     ['0', '1']
@@ -45,7 +45,8 @@ from typing import Any, Iterator, Sequence
 
 import tensorflow as tf
 
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+from bert_keras import assets
+
 
 # ----------------------------------------------------------------------------
 # Example types.
@@ -511,7 +512,7 @@ def bundled_task_path(name: str, split: str) -> str:
         raise ValueError(f"unknown bundled task {name!r}; known: {sorted(BUNDLED_TASKS)}")
     if split not in ("train", "dev", "test"):
         raise ValueError(f"split must be 'train', 'dev' or 'test', got {split!r}")
-    return os.path.join(DATA_DIR, BUNDLED_TASKS[name][0].format(split=split))
+    return assets.path(BUNDLED_TASKS[name][0].format(split=split))
 
 
 def load_bundled_task(name: str, split: str) -> list:

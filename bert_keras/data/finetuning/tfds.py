@@ -16,8 +16,8 @@ Example (mock data, no network):
 
 from __future__ import annotations
 
-from bert_keras.finetuning_data import ClassificationExample, SpanExample, TaggingExample
-from bert_keras.label_map import LabelMap
+from bert_keras.data.finetuning.readers import ClassificationExample, SpanExample, TaggingExample
+from bert_keras.data.finetuning.label_map import LabelMap
 
 
 # (text_a key, text_b key) of every GLUE config in TFDS.

@@ -24,7 +24,7 @@ Known deviation: unassigned code points (Unicode Cn) are kept (RE2 has no Cn cla
 reference drops them.
 
 Fast vs non-Fast tf-text tokenizer (measured on this 2-core machine, 4,000 lines of
-bert_keras/data/web_bible_corpus.txt.gz in one tf.function batch, MiniLM uncased vocab; parity
+bert_keras/assets/web_bible_corpus.txt.gz in one tf.function batch, MiniLM uncased vocab; parity
 checked against `tokenizers.BertWordPieceTokenizer` on 300 corpus lines + 17 hard cases):
   FastBertTokenizer, built-in normalizer         ~256,000 lines/s, 3 mismatches (control chars split
                                                   instead of removed, NFKC case folding of ß/ﬁ/²,
@@ -40,13 +40,14 @@ lines/s with the Fast core vs ~11,000 with the non-Fast core; `tokenize_words` ~
 per-character normalization): use it only where offsets are needed (span QA).
 """
 
-import glob
 import json
 import os
 import types
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+
+from bert_keras.text.vocab import load_vocab
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)  # the order of a learned vocab's first ids
@@ -56,26 +57,6 @@ SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)  # the order of a learned vocab's fi
 _WHITESPACE = r"[\t\n\r\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
 _REMOVED = r"\p{C}|\x{FFFD}"  # control, format, private use, surrogates, replacement char
 _PRINTABLE_ASCII = r"[ -~]*"  # lines that normalization leaves as they are, but for case
-
-
-def load_vocab(path):
-    """Reads a vocab file (one token per line, line number = id) into a list of tokens."""
-    with tf.io.gfile.GFile(path, "r") as f:
-        vocab = [line.rstrip("\r\n") for line in f]
-    while vocab and not vocab[-1]:
-        vocab.pop()
-    if not vocab:
-        raise ValueError(f"Vocab file {path!r} is empty.")
-    return vocab
-
-
-def save_vocab(vocab, path):
-    """Writes `vocab` (a list of tokens) one per line; the line number is the id."""
-    bad = [t for t in vocab if not t or "\n" in t or "\r" in t]
-    if bad:
-        raise ValueError(f"Vocab tokens must be non-empty single-line strings, got {bad[:5]!r}.")
-    with tf.io.gfile.GFile(path, "w") as f:
-        f.write("".join(t + "\n" for t in vocab))
 
 
 def _normalize_unicode(texts, lower_case):
@@ -333,69 +314,3 @@ def _guess_lower_case(path, vocab_file):
             return bool(config["lower_case"])
     return not any(t != t.lower() for t in load_vocab(vocab_file)
                    if not (t.startswith("[") and t.endswith("]")))
-
-
-# -- vocab learning ---------------------------------------------------------------------------
-
-def text_files_dataset(patterns):
-    """Lines of the text files matching `patterns` (a glob or list of globs; .gz is
-    decompressed) as a tf.data.Dataset of strings. ValueError if nothing matches."""
-    patterns = [patterns] if isinstance(patterns, (str, os.PathLike)) else list(patterns)
-    files = sorted(f for p in patterns for f in glob.glob(os.fspath(p)))
-    if not files:
-        raise ValueError(f"No files match {patterns!r}.")
-    gz = [f for f in files if f.endswith(".gz")]
-    plain = [f for f in files if not f.endswith(".gz")]
-    parts = []
-    if gz:
-        parts.append(tf.data.TextLineDataset(gz, compression_type="GZIP"))
-    if plain:
-        parts.append(tf.data.TextLineDataset(plain))
-    ds = parts[0]
-    for p in parts[1:]:
-        ds = ds.concatenate(p)
-    return ds
-
-
-def learn_vocab(texts_or_files, vocab_size, lower_case=True, reserved_tokens=SPECIAL_TOKENS,
-                max_token_length=50, max_unique_chars=1000, min_count=2, batch_size=1024):
-    """Learns a WordPiece vocab with tensorflow-text's learner (`bert_vocab_from_dataset`).
-
-    The text goes through the same normalization as `BertTokenizer(lower_case=...)` and the
-    same whitespace/punctuation/CJK splitting, so the vocab fits the tokenizer.
-
-    Args:
-      texts_or_files: a glob pattern (str) of text files (.gz ok), a list of texts, or a
-        tf.data.Dataset of strings.
-      vocab_size: target size (the learner hits it approximately, within a few percent).
-      lower_case: learn an uncased vocab.
-      reserved_tokens: first tokens of the vocab; default [PAD], [UNK], [CLS], [SEP], [MASK]
-        (ids 0..4).
-      max_token_length, max_unique_chars, min_count: passed to the learner (`lower_thresh`
-        is min_count).
-
-    Returns: the vocab, a list of tokens.
-
-    The bundled bert_keras/data/vocab.txt (7,887 tokens for a target of 8,000, uncased, ~20 s) was made with
-      python tools/build_vocab.py --input=bert_keras/data/web_bible_corpus.txt.gz \\
-          --vocab_size=8000 --lower_case --output=bert_keras/data/vocab.txt
-    """
-    from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bvd
-
-    if vocab_size <= len(reserved_tokens):
-        raise ValueError(f"vocab_size {vocab_size} must exceed the {len(reserved_tokens)} "
-                         "reserved tokens.")
-    if isinstance(texts_or_files, tf.data.Dataset):
-        ds = texts_or_files
-    elif isinstance(texts_or_files, (str, os.PathLike)):
-        ds = text_files_dataset(texts_or_files)
-    else:
-        ds = tf.data.Dataset.from_tensor_slices(tf.constant(list(texts_or_files), tf.string))
-    ds = ds.batch(batch_size).map(lambda t: normalize(t, lower_case),
-                                  num_parallel_calls=tf.data.AUTOTUNE)
-    vocab = bvd.bert_vocab_from_dataset(
-        ds, vocab_size=vocab_size, reserved_tokens=list(reserved_tokens),
-        bert_tokenizer_params=dict(lower_case=False),
-        learn_params=dict(max_token_length=max_token_length, max_unique_chars=max_unique_chars,
-                          lower_thresh=min_count))
-    return list(vocab)

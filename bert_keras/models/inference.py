@@ -9,7 +9,7 @@ length and pad each batch only to its own longest example (rounded up to a multi
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.encoder import INPUT_NAMES
+from bert_keras.names import INPUT_NAMES
 
 
 def length_bucketed_batches(inputs, batch_size=32, pad_to_multiple=8):

@@ -12,7 +12,7 @@ is odd and B is at least as long as A (it gives B the odd token).
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_keras.tokenization import BertTokenizer
+from bert_keras.text.tokenizer import BertTokenizer
 
 
 def _is_pair(texts):

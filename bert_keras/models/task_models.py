@@ -41,12 +41,11 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from bert_keras import heads
-from bert_keras.encoder import INPUT_NAMES
+from bert_keras.models import heads
+from bert_keras.names import IGNORE_LABEL, INPUT_NAMES
 
 # Token-classification label of positions that are not scored (special tokens, padding,
 # non-first WordPieces). Every negative label is ignored, so Hugging Face's -100 works too.
-IGNORE_LABEL = -1
 
 PROBLEM_TYPES = ("single_label", "multi_label", "regression")
 
@@ -140,7 +139,7 @@ class TokenAccuracy(keras.metrics.Metric):
 def default_optimizer(learning_rate):
     """AdamW (weight decay 0.01 except LayerNorm and biases, eps 1e-6, clip norm 1.0)."""
     try:
-        from bert_keras.optimization import AdamW
+        from bert_keras.training.optimization import AdamW
     except ImportError:  # Without our optimization module: Keras' AdamW, same constants.
         return keras.optimizers.AdamW(
             learning_rate, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0

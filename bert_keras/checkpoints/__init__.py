@@ -1,0 +1,76 @@
+"""Checkpoint directories of each source layout, read into our variable names.
+
+One module per layout (`huggingface`, `google`, `own`), each with `is_layout(files)`,
+`encoder_config(path)`, `read_tensors(path)` and an exact name map from our variable paths
+to its tensor names; `assign.assign_weights` applies a map strictly. This package does not
+import the models: it hands them configs, tensors and name maps
+(`bert_keras.models.encoder.BertEncoder.from_pretrained` builds and fills the encoder).
+
+Example:
+>>> import bert_keras as bk  # doctest: +SKIP
+>>> encoder = bk.BertEncoder.from_pretrained("all-MiniLM-L6-v2/")  # doctest: +SKIP
+"""
+
+import os
+
+from bert_keras.checkpoints import google, huggingface, own
+from bert_keras.checkpoints.assign import CheckpointError, assign_weights
+
+LAYOUTS = {"bert_keras": own, "huggingface": huggingface, "google": google}
+
+
+def detect_format(path):
+    """Returns "bert_keras", "huggingface" or "google" for a checkpoint directory."""
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"Checkpoint directory {path!r} does not exist.")
+    files = set(os.listdir(path))
+    for name, layout in LAYOUTS.items():
+        if layout.is_layout(files):
+            return name
+    if "config.json" in files and "pytorch_model.bin" in files:
+        raise ValueError(
+            f"{path} holds a PyTorch pickle (pytorch_model.bin); bert_keras reads only "
+            "model.safetensors (no torch needed). Convert it once with transformers: "
+            "`AutoModel.from_pretrained(path).save_pretrained(path, safe_serialization=True)`."
+        )
+    raise ValueError(
+        f"{path} is not a BERT checkpoint directory: expected bert_keras.json, "
+        f"config.json + model.safetensors, or bert_config.json + bert_model.ckpt.*; found {sorted(files)}."
+    )
+
+
+def read_encoder_config(path):
+    """The BertEncoder constructor arguments of a checkpoint directory."""
+    return LAYOUTS[detect_format(path)].encoder_config(path)
+
+
+def read_tensors(path):
+    """(format, {name: numpy array}) of the weights in a checkpoint directory."""
+    fmt = detect_format(path)
+    return fmt, LAYOUTS[fmt].read_tensors(path)
+
+
+def encoder_name_map(fmt, tensors, encoder):
+    """The name map from `encoder`'s variables to the tensors of a checkpoint of `fmt`."""
+    if fmt == "bert_keras":  # Our files are keyed by the variable paths themselves.
+        return own.encoder_name_map([v.path for v in encoder.weights])
+    return LAYOUTS[fmt].encoder_name_map(encoder.num_layers, tensors)
+
+
+def pretraining_head_name_map(fmt, mlm_head="masked_lm_head", nsp_head="next_sentence_head",
+                              next_sentence=True):
+    """Our pretraining-head variable paths -> (checkpoint tensor names, convert) for a "google"
+    or "huggingface" checkpoint. The decoder matrix is the tied word-embedding table, which
+    the encoder import sets.
+
+    >>> pretraining_head_name_map("google")["masked_lm_head/decoder/output_bias"][0]
+    ['cls/predictions/output_bias']
+    """
+    if fmt not in ("google", "huggingface"):
+        raise ValueError(f"pretraining_head_name_map: fmt must be 'google' or 'huggingface', "
+                         f"got {fmt!r}.")
+    return LAYOUTS[fmt].pretraining_head_name_map(mlm_head, nsp_head, next_sentence)
+
+
+__all__ = ["CheckpointError", "assign_weights", "detect_format", "encoder_name_map",
+           "pretraining_head_name_map", "read_encoder_config", "read_tensors"]

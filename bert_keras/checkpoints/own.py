@@ -1,0 +1,43 @@
+"""Our own layout: `bert_keras.json` (the encoder's arguments, casing) and `model.safetensors`
+keyed by the Keras variable paths, so the file does not depend on Python class names."""
+
+import json
+import os
+
+import numpy as np
+
+from bert_keras.checkpoints.assign import identity
+from bert_keras.checkpoints.safetensors import read_safetensors, write_safetensors
+from bert_keras.text.vocab import save_vocab
+
+CONFIG_FILE = "bert_keras.json"
+
+
+def is_layout(files):
+    return CONFIG_FILE in files
+
+
+def encoder_config(path):
+    with open(os.path.join(path, CONFIG_FILE)) as f:
+        return json.load(f)["encoder"]
+
+
+def read_tensors(path):
+    return read_safetensors(os.path.join(path, "model.safetensors"))
+
+
+def encoder_name_map(variable_paths):
+    return {p: ([p], identity) for p in variable_paths}
+
+
+def save_encoder(encoder, path, tokenizer=None):
+    """Writes bert_keras.json, model.safetensors and (with a tokenizer) vocab.txt."""
+    os.makedirs(path, exist_ok=True)
+    config = {"format": "bert_keras", "encoder": encoder.architecture}
+    if tokenizer is not None:
+        config["lower_case"] = bool(tokenizer.lower_case)
+        save_vocab(tokenizer.vocab, os.path.join(path, "vocab.txt"))
+    with open(os.path.join(path, CONFIG_FILE), "w") as f:
+        json.dump(config, f, indent=2)
+    write_safetensors(os.path.join(path, "model.safetensors"),
+                      {v.path: np.asarray(v.numpy()) for v in encoder.weights})
