@@ -1,14 +1,14 @@
 """bert_keras: BERT in TensorFlow 2.21 and Keras 3, from raw text to TF Serving."""
 
 from bert_keras.data.finetuning import readers as finetuning_data
-from bert_keras.metrics import official as metrics
+from bert_keras import metrics
 from bert_keras.data.finetuning import features as task_features
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.names import IGNORE_LABEL, INPUT_NAMES
 from bert_keras.models.encoder import PRESETS, BertEncoder
 from bert_keras.serving.export import export_model, export_task, next_version, read_metadata
 from bert_keras.training.finetuning import run_finetuning
-from bert_keras.data.finetuning.readers import ClassificationExample, SpanExample, TaggingExample
+from bert_keras.data.finetuning.examples import ClassificationExample, SpanExample, TaggingExample
 from bert_keras.models.heads import (
     ClassificationHead,
     MaskedLMHead,

@@ -12,13 +12,14 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 import bert_keras as bk
-from bert_keras.serving import export
-from bert_keras.models import task_models as models
-from bert_keras.serving import op_audit
 from bert_keras.data.finetuning import span_decoding
-from bert_keras.serving import signatures as sigs
+from bert_keras.models import task_models as models
+from bert_keras.serving import export, op_audit, warmup
+from bert_keras.tasks.registry import get_task
+from bert_keras.text import packing
 from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.tokenizer import BertTokenizer
 
@@ -106,21 +107,27 @@ def _keras_inputs(tokenizer, *texts):
 
 # -- pieces -----------------------------------------------------------------------------------
 
-def test_pack_segments_matches_bert_preprocessor(tokenizer):
+def test_pack_segments_matches_tf_text_round_robin(tokenizer):
+    # The reference: tf-text's RoundRobinTrimmer + combine_segments (= Google's
+    # _truncate_seq_pair), which our core-op packer replaces in the graph.
     a = ["The quick brown fox jumps over the lazy dog again and again and again.", "Hi", "",
          "one two three four five six seven eight nine ten eleven twelve", "x"]
     b = ["A fast fox.", "one two three four five six seven eight nine ten eleven twelve", "",
          "thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty", ""]
     for seq_length in (5, 8, 12, 64):
-        pre = BertPreprocessor(tokenizer, seq_length=seq_length, pad_to_longest=True)
         for texts in ([a], [a, b]):
-            want = pre(*texts)
-            got, _ = sigs.pack_segments([tokenizer.tokenize(t) for t in texts], seq_length,
+            segments = [tokenizer.tokenize(t) for t in texts]
+            trimmed = tf_text.RoundRobinTrimmer(max_seq_length=seq_length - 1 - len(texts)).trim(segments)
+            ids, types = tf_text.combine_segments(trimmed, tokenizer.cls_id, tokenizer.sep_id)
+            want = {"input_word_ids": ids.to_tensor(tokenizer.pad_id),
+                    "input_mask": tf.ones_like(ids).to_tensor(0),
+                    "input_type_ids": tf.cast(types, tf.int32).to_tensor(0)}
+            got, _ = packing.pack_segments([tokenizer.tokenize(t) for t in texts], seq_length,
                                         tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
             for key in want:
                 np.testing.assert_array_equal(got[key].numpy(), want[key].numpy(), err_msg=key)
     # Dynamic length: the longest packed row; an empty batch packs to shape (0, 2).
-    got, _ = sigs.pack_segments([tokenizer.tokenize(tf.constant([], tf.string))], 16,
+    got, _ = packing.pack_segments([tokenizer.tokenize(tf.constant([], tf.string))], 16,
                                 tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
     assert got["input_word_ids"].shape == (0, 2)
 
@@ -133,7 +140,7 @@ def test_prediction_log_bytes_parse(tokenizer):
         sys.path.remove(str(CLIENT.parent))
     texts = np.array([b"caf\xc3\xa9", b"\xff", b""], dtype=object)
     ids = np.arange(6, dtype=np.int32).reshape(2, 3)
-    raw = export.prediction_log_bytes("my_model", "serving_default", {"text": texts, "ids": ids})
+    raw = warmup.prediction_log_bytes("my_model", "serving_default", {"text": texts, "ids": ids})
     name, signature, tensors = serving_client.parse_prediction_log(raw)
     assert (name, signature, sorted(tensors)) == ("my_model", "serving_default", ["ids", "text"])
     np.testing.assert_array_equal(tf.make_ndarray(_tensor_proto(tensors["text"])), texts)
@@ -356,7 +363,7 @@ def test_every_model_type_served_without_project(tmp_path, tokenizer, encoder):
                 _outputs(r)
                 continue
             out = _outputs(r)
-            fields = sigs.text_fields_of(info)
+            fields = get_task(info["task"]).serving_text_fields(info)
             texts = [_texts(r["inputs"], f) for f in fields]
             CHECKS[task](model, tokenizer, texts, out)
 

@@ -67,6 +67,7 @@ def check_outputs(out, task, num_eval, labels):
 
 
 def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
+    from bert_keras.data.finetuning import batching
     from bert_keras.data.finetuning import readers as fd
     from bert_keras.data.finetuning import features as tfe
     from bert_keras.tasks import task_io
@@ -89,7 +90,7 @@ def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
     assert info["text_fields"] == ["text_a", "text_b"]
     examples = fd.load_bundled_task("bible_paraphrase", "dev")[:24]
     feats = tfe.classification_features(examples, tokenizer, 64, LabelMap(info["labels"]))
-    logits = np.stack(tfe.predict(model, feats, batch_size=8))
+    logits = np.stack(batching.predict(model, feats, batch_size=8))
     probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     rows = read_jsonl(out / "eval_predictions.jsonl")
     saved = np.array([[r["probabilities"][l] for l in info["labels"]] for r in rows])
@@ -99,6 +100,7 @@ def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
 
 def test_run_finetuning_from_python(tiny_checkpoint, tmp_path):
     import bert_keras as bk
+    from bert_keras.data.finetuning import batching
     from bert_keras.data.finetuning import readers as fd
     from bert_keras.tasks import task_io
     from bert_keras.data.finetuning.label_map import LabelMap
@@ -122,7 +124,7 @@ def test_run_finetuning_from_python(tiny_checkpoint, tmp_path):
     model, tokenizer, info = task_io.load_task(str(out / "best"))
     assert info["text_fields"] == ["text"] and info["metrics"] == metrics["eval"]
     feats = bk.task_features.classification_features(dev, tokenizer, 64, label_map)
-    predicted = np.stack(bk.task_features.predict(model, feats, batch_size=8)).argmax(-1)
+    predicted = np.stack(batching.predict(model, feats, batch_size=8)).argmax(-1)
     accuracy = float(np.mean(predicted == label_map.encode(dev)))
     assert accuracy == pytest.approx(metrics["eval"]["accuracy"])
     with pytest.raises(ValueError, match="exactly one of train_examples, train_file and tfds_name"):

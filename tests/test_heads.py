@@ -5,23 +5,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras.models import heads
+import bert_keras as bk
 from bert_keras import checkpoints
-from bert_keras.checkpoints import CheckpointError
 from bert_keras.checkpoints.google import save_google_checkpoint
-from bert_keras.models.encoder import BertEncoder
-from bert_keras.models.task_models import BertPretrainer
+from bert_keras.models import heads
+
+# `tiny_encoder` (vocab 100, hidden 16) and `assert_config_round_trip` are fixtures of
+# conftest.py.
 
 
-def tiny_encoder(**overrides):
-    config = dict(vocab_size=100, num_layers=1, hidden_size=16, num_heads=2,
-                  intermediate_size=32, max_positions=32)
-    return BertEncoder(**{**config, **overrides})
-
-
-def test_mlm_head_gathers_then_projects_onto_the_tied_table():
+def test_mlm_head_gathers_then_projects_onto_the_tied_table(tiny_encoder):
     encoder = tiny_encoder()
-    head = heads.MaskedLMHead(encoder.token_embedding, name="masked_lm_head")
+    head = bk.MaskedLMHead(encoder.token_embedding, name="masked_lm_head")
     rng = np.random.default_rng(0)
     sequence = rng.normal(size=(2, 9, 16)).astype("float32")  # (B, T, H)
     positions = np.array([[1, 4, 0], [8, 8, 2]], "int32")  # (B, P)
@@ -46,10 +41,10 @@ def test_mlm_head_gathers_then_projects_onto_the_tied_table():
     np.testing.assert_allclose(head(changed, positions).numpy(), logits, atol=1e-6)
 
 
-def test_mlm_head_never_projects_every_position():
+def test_mlm_head_never_projects_every_position(tiny_encoder):
     """The vocabulary matmul has B*P rows, not B*T: its traced input is (B, P, H)."""
     encoder = tiny_encoder()
-    head = heads.MaskedLMHead(encoder.token_embedding)
+    head = bk.MaskedLMHead(encoder.token_embedding)
     head(np.zeros((1, 4, 16), "float32"), np.zeros((1, 2), "int32"))
     graph = tf.function(lambda s, p: head(s, p)).get_concrete_function(
         tf.TensorSpec((3, 50, 16), tf.float32), tf.TensorSpec((3, 5), tf.int32)).graph
@@ -61,9 +56,9 @@ def test_mlm_head_never_projects_every_position():
         assert rows == 3 * 5, f"{op.name} projects {op.inputs[0].shape} rows, not B*P"
 
 
-def test_mlm_decoder_is_the_embedding_variable_and_trains_with_it():
+def test_mlm_decoder_is_the_embedding_variable_and_trains_with_it(tiny_encoder):
     encoder = tiny_encoder()
-    pretrainer = BertPretrainer(encoder)
+    pretrainer = bk.BertPretrainer(encoder)
     table = encoder.token_embedding.embeddings
     assert pretrainer.masked_lm_head.decoder_table is table
     assert sum(w is table for w in pretrainer.trainable_weights) == 1  # one variable, once
@@ -85,51 +80,50 @@ def test_mlm_decoder_is_the_embedding_variable_and_trains_with_it():
     np.testing.assert_array_equal(pretrainer.masked_lm_head.decoder_table.numpy(), table.numpy())
 
 
-def test_mlm_head_accepts_the_bare_table_and_config_round_trips():
+def test_mlm_head_accepts_the_bare_table_and_config_round_trips(tiny_encoder,
+                                                               assert_config_round_trip):
     encoder = tiny_encoder()
-    head = heads.MaskedLMHead(encoder.token_embedding.embeddings, activation="relu",
+    head = bk.MaskedLMHead(encoder.token_embedding.embeddings, activation="relu",
                               layer_norm_epsilon=1e-6, name="mlm")
     head(np.zeros((1, 4, 16), "float32"), np.zeros((1, 2), "int32"))
     config = head.get_config()
     assert config["vocab_size"] == 100 and config["token_embedding"] is None
-    clone = heads.MaskedLMHead.from_config(config)
-    assert clone.get_config() == config
+    clone = assert_config_round_trip(head)
     out = clone(np.zeros((1, 4, 16), "float32"), np.zeros((1, 2), "int32"))
     assert out.shape == (1, 2, 100)
     assert clone.decoder_table is not encoder.token_embedding.embeddings  # untied copy
 
 
-def test_mlm_head_bad_arguments_name_the_values():
+def test_mlm_head_bad_arguments_name_the_values(tiny_encoder):
     with pytest.raises(ValueError, match="vocab_size=None"):
-        heads.MaskedLMHead()
+        bk.MaskedLMHead()
     with pytest.raises(ValueError, match="swish"):
-        heads.MaskedLMHead(vocab_size=10, activation="swish")
-    head = heads.MaskedLMHead(tiny_encoder().token_embedding)
+        bk.MaskedLMHead(vocab_size=10, activation="swish")
+    head = bk.MaskedLMHead(tiny_encoder().token_embedding)
     with pytest.raises(ValueError, match="hidden size 8"):
         head(np.zeros((1, 4, 8), "float32"), np.zeros((1, 2), "int32"))
 
 
 @pytest.mark.parametrize("cls, shape, out", [
-    (heads.NextSentenceHead, (3, 16), (3, 2)),
-    (heads.ClassificationHead, (3, 16), (3, 4)),
-    (heads.TokenClassificationHead, (3, 7, 16), (3, 7, 4)),
+    (bk.NextSentenceHead, (3, 16), (3, 2)),
+    (bk.ClassificationHead, (3, 16), (3, 4)),
+    (bk.TokenClassificationHead, (3, 7, 16), (3, 7, 4)),
 ])
-def test_logit_heads_shapes_float32_and_config(cls, shape, out):
-    kwargs = {} if cls is heads.NextSentenceHead else dict(num_classes=4, dropout=0.2)
+def test_logit_heads_shapes_float32_and_config(cls, shape, out, assert_config_round_trip):
+    kwargs = {} if cls is bk.NextSentenceHead else dict(num_classes=4, dropout=0.2)
     head = cls(dtype="mixed_bfloat16", **kwargs)
     logits = head(np.ones(shape, "float32"))
     assert logits.shape == out and logits.dtype == tf.float32
-    clone = cls.from_config(head.get_config())
-    assert clone.get_config() == head.get_config()
+    assert_config_round_trip(head)
 
 
 def test_classification_head_rejects_bad_num_classes():
     with pytest.raises(ValueError, match="num_classes.*0"):
-        heads.ClassificationHead(num_classes=0)
+        bk.ClassificationHead(num_classes=0)
 
 
-def test_span_head_masks_padding():
-    head = heads.SpanHead()
+def test_span_head_masks_padding(assert_config_round_trip):
+    head = bk.SpanHead()
     sequence = np.random.default_rng(1).normal(size=(2, 5, 16)).astype("float32")
     mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], "int32")
     start, end = head(sequence, mask)
@@ -137,7 +131,7 @@ def test_span_head_masks_padding():
     np.testing.assert_array_equal(start.numpy()[0, 3:], heads.PADDING_LOGIT)
     np.testing.assert_array_equal(end.numpy()[0, 3:], heads.PADDING_LOGIT)
     assert np.all(np.abs(start.numpy()[1]) < 100)
-    assert heads.SpanHead.from_config(head.get_config()).get_config() == head.get_config()
+    assert_config_round_trip(head)
 
 
 # --- pretraining-head import -------------------------------------------------------------
@@ -166,20 +160,20 @@ def _fake_head_tensors(fmt, hidden=16, vocab=100, seed=0):
     }
 
 
-def test_pretraining_head_name_map_covers_every_head_variable():
-    pretrainer = BertPretrainer(tiny_encoder())
+def test_pretraining_head_name_map_covers_every_head_variable(tiny_encoder):
+    pretrainer = bk.BertPretrainer(tiny_encoder())
     encoder_paths = {v.path for v in pretrainer.encoder.weights}
     head_paths = {v.path for v in pretrainer.weights} - encoder_paths
     for fmt in ("google", "huggingface"):
         assert set(checkpoints.pretraining_head_name_map(fmt)) == head_paths
-    mlm_only = BertPretrainer(tiny_encoder(), next_sentence=False)
+    mlm_only = bk.BertPretrainer(tiny_encoder(), next_sentence=False)
     mlm_paths = {v.path for v in mlm_only.weights} - {v.path for v in mlm_only.encoder.weights}
     assert set(checkpoints.pretraining_head_name_map("google", next_sentence=False)) == mlm_paths
     with pytest.raises(ValueError, match="'tf1'"):
         checkpoints.pretraining_head_name_map("tf1")
 
 
-def test_load_google_pretraining_heads_from_a_checkpoint_dir(tmp_path):
+def test_load_google_pretraining_heads_from_a_checkpoint_dir(tiny_encoder, tmp_path):
     # A Google TF1 pretraining checkpoint: encoder tensors + cls/ heads, as run_pretraining.py writes.
     source = tiny_encoder(activation="gelu_approximate")
     save_google_checkpoint(source, str(tmp_path))
@@ -191,8 +185,8 @@ def test_load_google_pretraining_heads_from_a_checkpoint_dir(tmp_path):
     tf.raw_ops.SaveV2(prefix=str(tmp_path / "bert_model.ckpt"), tensor_names=names,
                       shape_and_slices=[""] * len(names), tensors=[tf.constant(tensors[n]) for n in names])
 
-    encoder = BertEncoder.from_pretrained(str(tmp_path))  # skips the cls/ tensors
-    pretrainer = BertPretrainer(encoder)
+    encoder = bk.BertEncoder.from_pretrained(str(tmp_path))  # skips the cls/ tensors
+    pretrainer = bk.BertPretrainer(encoder)
     heads.load_pretraining_heads(pretrainer, str(tmp_path))
     mlm, nsp = pretrainer.masked_lm_head, pretrainer.next_sentence_head
     np.testing.assert_array_equal(mlm.transform.kernel.numpy(), fake["cls/predictions/transform/dense/kernel"])
@@ -204,8 +198,8 @@ def test_load_google_pretraining_heads_from_a_checkpoint_dir(tmp_path):
     np.testing.assert_array_equal(mlm.decoder_table.numpy(), tensors["bert/embeddings/word_embeddings"])
 
 
-def test_load_huggingface_pretraining_heads_and_errors():
-    pretrainer = BertPretrainer(tiny_encoder())
+def test_load_huggingface_pretraining_heads_and_errors(tiny_encoder):
+    pretrainer = bk.BertPretrainer(tiny_encoder())
     fake = _fake_head_tensors("huggingface", seed=3)
     heads.load_pretraining_heads(pretrainer, fake, fmt="huggingface")
     mlm, nsp = pretrainer.masked_lm_head, pretrainer.next_sentence_head
@@ -216,16 +210,16 @@ def test_load_huggingface_pretraining_heads_and_errors():
 
     missing = dict(fake)
     del missing["cls.predictions.bias"]
-    with pytest.raises(CheckpointError, match="cls.predictions.bias"):
+    with pytest.raises(bk.CheckpointError, match="cls.predictions.bias"):
         heads.load_pretraining_heads(pretrainer, missing, fmt="huggingface")
     wrong = dict(fake, **{"cls.predictions.bias": np.zeros(7, "float32")})
-    with pytest.raises(CheckpointError, match=r"\(7,\)"):
+    with pytest.raises(bk.CheckpointError, match=r"\(7,\)"):
         heads.load_pretraining_heads(pretrainer, wrong, fmt="huggingface")
 
 
-def test_mlm_head_under_mixed_bfloat16_reads_float32_weights():
+def test_mlm_head_under_mixed_bfloat16_reads_float32_weights(tiny_encoder):
     encoder = tiny_encoder(dtype="mixed_bfloat16")
-    head = heads.MaskedLMHead(encoder.token_embedding, dtype="mixed_bfloat16")
+    head = bk.MaskedLMHead(encoder.token_embedding, dtype="mixed_bfloat16")
     sequence = np.random.default_rng(0).normal(size=(2, 6, 16)).astype("float32")
     positions = np.array([[1, 2], [3, 4]], "int32")
     head(sequence, positions)

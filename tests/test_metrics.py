@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from bert_keras.metrics import official as M
+from bert_keras import metrics as M
 
 # ---------------------------------------------------------------- classification
 

@@ -5,18 +5,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras.models.encoder import BertEncoder
-from bert_keras.names import IGNORE_LABEL
-from bert_keras.models.task_models import (BertClassifier, BertPretrainer, BertSpanQA,
-                               BertTokenClassifier, TokenCrossEntropy, default_optimizer)
+import bert_keras as bk
+from bert_keras.models.task_models import TokenCrossEntropy, default_optimizer
 
+# `tiny_encoder` (vocab V = 100, no dropout) and `assert_round_trip` are fixtures of conftest.py.
 B, T, P, V = 8, 10, 3, 100
-
-
-def tiny_encoder(**overrides):
-    config = dict(vocab_size=V, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32,
-                  max_positions=32, dropout=0.0, attention_dropout=0.0)
-    return BertEncoder(**{**config, **overrides})
 
 
 def encoder_inputs(seed=0):
@@ -68,9 +61,9 @@ def sparse_ce(logits, labels):
     return -np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
 
 
-def test_masked_lm_loss_is_googles_definition():
+def test_masked_lm_loss_is_googles_definition(tiny_encoder):
     x, y, w = pretraining_data()
-    pretrainer = BertPretrainer(tiny_encoder())
+    pretrainer = bk.BertPretrainer(tiny_encoder())
     logits = run(pretrainer, x)["masked_lm"]
     expected = google_mlm_loss(logits, y["masked_lm"], w["masked_lm"])
     # Keras' own mean would divide by B*P = 24 slots instead of sum(w) = 15: not the same.
@@ -90,9 +83,9 @@ def test_masked_lm_loss_is_googles_definition():
     np.testing.assert_allclose(results["masked_lm_accuracy"], hits.sum() / w["masked_lm"].sum(), atol=1e-6)
 
 
-def test_masked_lm_loss_ignores_padded_slots():
+def test_masked_lm_loss_ignores_padded_slots(tiny_encoder):
     x, y, w = pretraining_data()
-    pretrainer = BertPretrainer(tiny_encoder())
+    pretrainer = bk.BertPretrainer(tiny_encoder())
     a = pretrainer.evaluate(dataset(x, y, w), verbose=0, return_dict=True)
     y2 = {**y, "masked_lm": np.where(w["masked_lm"] == 0, 77, y["masked_lm"])}
     b = pretrainer.evaluate(dataset(x, y2, w), verbose=0, return_dict=True)
@@ -107,35 +100,21 @@ def _fit_and_check(model, data, epochs=15, learning_rate=1e-2):
     return history
 
 
-def _round_trips(model, x, tmp_path):
-    config = model.get_config()
-    clone = type(model).from_config(config)
-    assert clone.get_config() == config
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    assert type(loaded) is type(model)
-    expected, got = run(model, x), run(loaded, x)
-    for a, b in zip(tf.nest.flatten(expected), tf.nest.flatten(got)):
-        np.testing.assert_allclose(a, b, atol=1e-6)
-    return loaded
-
-
-def test_pretrainer_fits_and_round_trips(tmp_path):
+def test_pretrainer_fits_and_round_trips(tiny_encoder, assert_round_trip):
     x, y, w = pretraining_data()
-    pretrainer = BertPretrainer(tiny_encoder())
+    pretrainer = bk.BertPretrainer(tiny_encoder())
     ds = dataset(x, y, w)
     _fit_and_check(pretrainer, ds, epochs=20)
-    loaded = _round_trips(pretrainer, x, tmp_path)
+    loaded = assert_round_trip(pretrainer, x)
     assert loaded.masked_lm_head.decoder_table is loaded.encoder.token_embedding.embeddings
     # Training resumes from the saved optimizer state.
     assert loaded.optimizer.iterations.numpy() == pretrainer.optimizer.iterations.numpy()
     loaded.fit(ds, epochs=1, verbose=0)
 
 
-def test_pretrainer_without_next_sentence():
+def test_pretrainer_without_next_sentence(tiny_encoder):
     x, y, w = pretraining_data()
-    pretrainer = BertPretrainer(tiny_encoder(), next_sentence=False)
+    pretrainer = bk.BertPretrainer(tiny_encoder(), next_sentence=False)
     assert set(run(pretrainer, x)) == {"masked_lm"}
     # An element that still carries next_sentence labels trains the MLM alone.
     results = pretrainer.evaluate(dataset(x, y, w), verbose=0, return_dict=True)
@@ -143,13 +122,13 @@ def test_pretrainer_without_next_sentence():
     logits = run(pretrainer, x)["masked_lm"]
     np.testing.assert_allclose(results["loss"], google_mlm_loss(logits, y["masked_lm"], w["masked_lm"]),
                                rtol=1e-5)
-    clone = BertPretrainer.from_config(pretrainer.get_config())
+    clone = bk.BertPretrainer.from_config(pretrainer.get_config())
     assert not clone.next_sentence
 
 
-def test_pretrainer_sample_weight_errors_name_the_keys():
+def test_pretrainer_sample_weight_errors_name_the_keys(tiny_encoder):
     x, y, w = pretraining_data()
-    pretrainer = BertPretrainer(tiny_encoder())
+    pretrainer = bk.BertPretrainer(tiny_encoder())
     with pytest.raises(ValueError, match="masked_lm_weights"):
         pretrainer.evaluate(dataset(x, y, {"masked_lm_weights": w["masked_lm"]}), verbose=0)
     with pytest.raises(ValueError, match="next_sentence"):
@@ -157,7 +136,7 @@ def test_pretrainer_sample_weight_errors_name_the_keys():
 
 
 @pytest.mark.parametrize("problem_type", ["single_label", "multi_label", "regression"])
-def test_classifier_fits_and_round_trips(problem_type, tmp_path):
+def test_classifier_fits_and_round_trips(problem_type, tiny_encoder, assert_round_trip):
     x = encoder_inputs()
     rng = np.random.default_rng(1)
     if problem_type == "single_label":
@@ -166,34 +145,32 @@ def test_classifier_fits_and_round_trips(problem_type, tmp_path):
         num_classes, y = 4, (rng.random((B, 4)) > 0.5).astype("float32")
     else:
         num_classes, y = 1, rng.normal(size=(B, 1)).astype("float32")
-    clf = BertClassifier(tiny_encoder(), num_classes=num_classes, problem_type=problem_type)
+    clf = bk.BertClassifier(tiny_encoder(), num_classes=num_classes, problem_type=problem_type)
     logits = run(clf, x)
     assert logits.shape == (B, num_classes) and logits.dtype == np.float32
     _fit_and_check(clf, dataset(x, y))
-    if problem_type == "single_label":
-        _round_trips(clf, x, tmp_path)
-    else:
-        assert BertClassifier.from_config(clf.get_config()).problem_type == problem_type
+    loaded = assert_round_trip(clf, x)
+    assert loaded.problem_type == problem_type
 
 
-def test_classifier_bad_problem_type():
+def test_classifier_bad_problem_type(tiny_encoder):
     with pytest.raises(ValueError, match="'binary'"):
-        BertClassifier(tiny_encoder(), num_classes=2, problem_type="binary")
+        bk.BertClassifier(tiny_encoder(), num_classes=2, problem_type="binary")
 
 
 def token_labels(seed=2):
     rng = np.random.default_rng(seed)
     x = encoder_inputs()
     labels = rng.integers(0, 5, (B, T))
-    labels[:, 0] = IGNORE_LABEL  # [CLS]
-    labels[x["input_mask"] == 0] = IGNORE_LABEL  # padding
-    labels[:, 3] = IGNORE_LABEL  # a non-first WordPiece
+    labels[:, 0] = bk.IGNORE_LABEL  # [CLS]
+    labels[x["input_mask"] == 0] = bk.IGNORE_LABEL  # padding
+    labels[:, 3] = bk.IGNORE_LABEL  # a non-first WordPiece
     return x, labels
 
 
-def test_token_classifier_ignores_ignored_labels():
+def test_token_classifier_ignores_ignored_labels(tiny_encoder):
     x, labels = token_labels()
-    tagger = BertTokenClassifier(tiny_encoder(), num_classes=5)
+    tagger = bk.BertTokenClassifier(tiny_encoder(), num_classes=5)
     logits = run(tagger, x)
     assert logits.shape == (B, T, 5) and logits.dtype == np.float32
     a = tagger.evaluate(x, labels, verbose=0, return_dict=True)
@@ -211,11 +188,11 @@ def test_token_classifier_ignores_ignored_labels():
     assert abs(c["loss"] - a["loss"]) > 1e-6
 
 
-def test_token_classifier_fits_and_round_trips(tmp_path):
+def test_token_classifier_fits_and_round_trips(tiny_encoder, assert_round_trip):
     x, labels = token_labels()
-    tagger = BertTokenClassifier(tiny_encoder(), num_classes=5)
+    tagger = bk.BertTokenClassifier(tiny_encoder(), num_classes=5)
     _fit_and_check(tagger, dataset(x, labels))
-    _round_trips(tagger, x, tmp_path)
+    assert_round_trip(tagger, x)
 
 
 def span_data():
@@ -225,9 +202,9 @@ def span_data():
     return x, y
 
 
-def test_span_qa_loss_masks_and_fits(tmp_path):
+def test_span_qa_loss_masks_and_fits(tiny_encoder, assert_round_trip):
     x, y = span_data()
-    qa = BertSpanQA(tiny_encoder())
+    qa = bk.BertSpanQA(tiny_encoder())
     out = run(qa, x)
     assert out["start_logits"].shape == (B, T) and out["end_logits"].dtype == np.float32
     assert np.all(out["start_logits"][x["input_mask"] == 0] <= -1e8)
@@ -236,32 +213,32 @@ def test_span_qa_loss_masks_and_fits(tmp_path):
                       + sparse_ce(out["end_logits"], y["end_positions"]).mean())
     np.testing.assert_allclose(results["loss"], expected, rtol=1e-5)
     _fit_and_check(qa, dataset(x, y))
-    _round_trips(qa, x, tmp_path)
+    assert_round_trip(qa, x)
 
 
-def test_fit_works_without_compile():
+def test_fit_works_without_compile(tiny_encoder):
     x, y = span_data()
-    qa = BertSpanQA(tiny_encoder())
+    qa = bk.BertSpanQA(tiny_encoder())
     history = qa.fit(x, y, epochs=1, verbose=0).history
     assert np.isfinite(history["loss"][0])
     assert type(qa.optimizer).__name__ == "AdamW"
     assert float(qa.optimizer.learning_rate) == pytest.approx(5e-5)
-    assert float(BertPretrainer(tiny_encoder()).optimizer.learning_rate) == pytest.approx(1e-4)
+    assert float(bk.BertPretrainer(tiny_encoder()).optimizer.learning_rate) == pytest.approx(1e-4)
 
 
-def test_mixed_bfloat16_policy():
+def test_mixed_bfloat16_policy(tiny_encoder):
     previous = keras.mixed_precision.global_policy()
     try:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
         x, y, w = pretraining_data()
-        pretrainer = BertPretrainer(tiny_encoder())
+        pretrainer = bk.BertPretrainer(tiny_encoder())
         assert pretrainer.encoder.token_embedding.embeddings.dtype == "float32"
         out = run(pretrainer, x)
         assert out["masked_lm"].dtype == np.float32 and out["next_sentence"].dtype == np.float32
         history = pretrainer.fit(dataset(x, y, w), epochs=2, verbose=0).history
         assert np.all(np.isfinite(history["loss"]))
         xt, labels = token_labels()
-        tagger = BertTokenClassifier(tiny_encoder(), num_classes=5)
+        tagger = bk.BertTokenClassifier(tiny_encoder(), num_classes=5)
         assert run(tagger, xt).dtype == np.float32
         assert np.isfinite(tagger.fit(xt, labels, verbose=0).history["loss"][0])
     finally:

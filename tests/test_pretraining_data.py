@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from bert_keras.data.pretraining import documents as pairing
+from bert_keras.data.pretraining import dynamic, stages, static
 from bert_keras.data.pretraining import pipeline as pd
 from bert_keras.data.pretraining import records as pr
 from bert_keras.text.tokenizer import BertTokenizer
@@ -382,8 +383,8 @@ def test_document_chunks_match_python_reader(tmp_path, raw_docs):
     with gzip.open(path, "wb") as f:
         f.write(text.replace(b"\n\n", b"\nbad \xff line\n\n", 1))  # skipped, not a boundary
     for n in (7, 30, 1000):
-        got = list(pd._document_chunks(str(path), n, block_lines=50).as_numpy_iterator())
-        ref = list(pd._chunks(pairing.read_documents([str(path)]), n))
+        got = list(dynamic._document_chunks(str(path), n, block_lines=50).as_numpy_iterator())
+        ref = list(static._chunks(pairing.read_documents([str(path)]), n))
         assert len(got) == len(ref) == -(-30 // n)
         for (lines, doc_ids), docs in zip(got, ref):
             assert [x.decode() for x in lines] == [x for d in docs for x in d]
@@ -418,7 +419,7 @@ def test_exit_with_live_iterator_does_not_hang(tmp_path, raw_docs):
 def test_flat_tokenization_matches_tokenizer(tokenizer, raw_docs):
     lines = [line for doc in raw_docs[:20] for line in doc]
     lines += ["", "x" * 150 + " short words", "Ünïcode straße " + "é" * 120, " \x01 "]
-    pieces, splits = tf.function(lambda x: pd._tokenize_flat(tokenizer, x))(tf.constant(lines))
+    pieces, splits = tf.function(lambda x: stages._tokenize_flat(tokenizer, x))(tf.constant(lines))
     ref = tokenizer.tokenize(lines)
     np.testing.assert_array_equal(pieces.numpy(), ref.flat_values.numpy())
     np.testing.assert_array_equal(splits.numpy(), ref.row_splits.numpy())

@@ -5,6 +5,9 @@ import unicodedata
 import numpy as np
 import pytest
 
+from bert_keras.data.finetuning import batching
+from bert_keras.data.finetuning import spans
+import bert_keras as bk
 from bert_keras.data.finetuning import readers as fd
 from bert_keras.data.finetuning import features as tfe
 from bert_keras.data.finetuning.label_map import LabelMap
@@ -89,7 +92,7 @@ def test_tagging_labels_on_first_piece_and_mapped_back(tokenizer):
         assert index[first].tolist() == list(range(len(ex.words)))
         assert m.decode(labels[first]) == ex.tags
         others = np.setdiff1d(np.arange(len(ids)), first)
-        assert (labels[others] == tfe.IGNORE_LABEL).all()
+        assert (labels[others] == bk.IGNORE_LABEL).all()
         # The pieces between two first pieces are the word's own pieces.
         bounds = list(first) + [len(ids) - 1]
         for w, word in enumerate(ex.words):
@@ -142,7 +145,7 @@ def _long_examples():
 
 def test_span_windows_hold_their_answers_and_offsets_give_the_text(tokenizer):
     examples = _long_examples()
-    feats = tfe.span_features(examples, tokenizer, seq_length=48, doc_stride=12, max_query_length=16)
+    feats = spans.span_features(examples, tokenizer, seq_length=48, doc_stride=12, max_query_length=16)
     n = tfe.num_features(feats)
     assert n > 2 * len(examples)  # long contexts really were split
     found = set()
@@ -161,7 +164,7 @@ def test_span_windows_hold_their_answers_and_offsets_give_the_text(tokenizer):
             assert e == 0
             continue
         assert context_pos[0] <= s <= e <= context_pos[-1]
-        assert tfe.span_text(ex.context, offsets, s, e) == ex.answers[0][0]
+        assert spans.span_text(ex.context, offsets, s, e) == ex.answers[0][0]
         found.add(ex.qid)
     answerable = {ex.qid for ex in examples if ex.answers}
     assert found == answerable
@@ -179,12 +182,12 @@ def test_span_windows_hold_their_answers_and_offsets_give_the_text(tokenizer):
 def test_span_answer_outside_window_and_bad_answer(tokenizer):
     context = " ".join(f"word{i}" for i in range(60)) + " target"
     ex = fd.SpanExample("q", "where?", context, [("target", context.index("target"))])
-    feats = tfe.span_features([ex], tokenizer, seq_length=32, doc_stride=16, max_query_length=8)
+    feats = spans.span_features([ex], tokenizer, seq_length=32, doc_stride=16, max_query_length=8)
     pos = feats["start_positions"]
     assert (pos[:-1] == 0).all() and pos[-1] > 0
     bad = fd.SpanExample("q", "where?", "a b c", [("zzz", 0)], source="qa.jsonl:3")
     with pytest.raises(ValueError, match="qa.jsonl:3"):
-        tfe.span_features([bad], tokenizer, seq_length=32)
+        spans.span_features([bad], tokenizer, seq_length=32)
 
 
 # --- batching ------------------------------------------------------------------------------
@@ -194,7 +197,7 @@ def test_make_dataset_pads_per_batch_and_covers_every_feature(tokenizer):
     examples = fd.load_bundled_task("bible_ner", "dev")[:50]
     m = LabelMap.from_examples(examples)
     feats = tfe.tagging_features(examples, tokenizer, 64, label_map=m)
-    ds = tfe.make_dataset(feats, batch_size=8, label_keys="labels", shuffle=True, seed=1,
+    ds = batching.make_dataset(feats, batch_size=8, label_keys="labels", shuffle=True, seed=1,
                           pad_id=tokenizer.pad_id)
     epochs = []
     for _ in range(2):
@@ -203,7 +206,7 @@ def test_make_dataset_pads_per_batch_and_covers_every_feature(tokenizer):
             ids, mask = x["input_word_ids"].numpy(), x["input_mask"].numpy()
             t = ids.shape[1]
             assert t % 8 == 0 and t - 8 < mask.sum(1).max() <= t  # padded to longest, rounded to 8
-            assert (y.numpy()[mask == 0] == tfe.IGNORE_LABEL).all()
+            assert (y.numpy()[mask == 0] == bk.IGNORE_LABEL).all()
             assert (ids[mask == 0] == tokenizer.pad_id).all()
             for row, n in zip(ids, mask.sum(1)):
                 seen.append(tuple(row[:n]))
@@ -211,8 +214,8 @@ def test_make_dataset_pads_per_batch_and_covers_every_feature(tokenizer):
     expected = sorted(tuple(r) for r in feats["input_word_ids"])
     assert sorted(epochs[0]) == expected and sorted(epochs[1]) == expected
     assert epochs[0] != epochs[1]  # reshuffled each epoch
-    qa = tfe.span_features(fd.load_bundled_task("wordnet_qa", "dev")[:10], tokenizer, 64)
-    x, y = next(iter(tfe.make_dataset(qa, 4, label_keys=("start_positions", "end_positions"))))
+    qa = spans.span_features(fd.load_bundled_task("wordnet_qa", "dev")[:10], tokenizer, 64)
+    x, y = next(iter(batching.make_dataset(qa, 4, label_keys=("start_positions", "end_positions"))))
     assert sorted(y) == ["end_positions", "start_positions"] and y["start_positions"].shape == (4,)
 
 
@@ -227,7 +230,7 @@ class _SumModel:
 def test_predict_restores_feature_order_and_trims(tokenizer):
     examples = fd.load_bundled_task("wordnet_topics", "dev")[:37]
     feats = tfe.classification_features(examples, tokenizer, 64, LabelMap.from_examples(examples))
-    out = tfe.predict(_SumModel(), feats, batch_size=5, token_outputs=("tokens",))
+    out = batching.predict(_SumModel(), feats, batch_size=5, token_outputs=("tokens",))
     for i, row in enumerate(feats["input_word_ids"]):
         assert out["sum"][i] == row.sum()
         np.testing.assert_array_equal(out["tokens"][i], row * 2)

@@ -13,9 +13,9 @@ package code is not modified.
 Settings: both tools' defaults (dupe_factor 10, max_seq_length 128, 20 predictions, 15%), on
 the bundled corpus and on it concatenated 4 times (where process start-up weighs less).
 
-Command (the numbers in BENCHMARKS.md):
-  /work/benchvenv/bin/pip install --no-deps bert-tensorflow==1.0.4
-  python tools/benchmark_data.py --google_python=/work/benchvenv/bin/python --repeats=2 \
+Command (the numbers in BENCHMARKS.md), with GOOGLE_VENV a separate venv that has TensorFlow:
+  GOOGLE_VENV/bin/pip install --no-deps bert-tensorflow==1.0.4
+  python tools/benchmark_data.py --google_python=GOOGLE_VENV/bin/python --repeats=2 \
       --markdown=/tmp/benchmark_data.md
 """
 
@@ -30,9 +30,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-
-from absl import app, flags  # noqa: E402
+from absl import app, flags
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
@@ -257,5 +255,10 @@ def main(argv):
     return results
 
 
-if __name__ == "__main__":
+def run():
+    """Entry point of the console script bert-keras-benchmark-data."""
     app.run(main)
+
+
+if __name__ == "__main__":
+    run()

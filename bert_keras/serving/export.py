@@ -37,10 +37,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.serving import signatures as sigs
 from bert_keras.serving import op_audit
+from bert_keras.serving import signatures as sigs
+from bert_keras.serving.warmup import warmup_requests, write_warmup
 
-WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 METADATA_FILE = "bert_keras_metadata.json"
 DTYPES = ("float32", "bfloat16")
 
@@ -71,88 +71,12 @@ OUTPUT_DOCS = {
     "input_type_ids": "0 for segment A, 1 for segment B",
 }
 
-EXAMPLES = {
-    "text": ["The quick brown fox jumps over the lazy dog.", "Hello!", ""],
-    "text_a": ["The quick brown fox jumps over the lazy dog.", "He went home.", ""],
-    "text_b": ["A fast fox leaps over a sleepy dog.", "He stayed at work.", ""],
-    "question": ["Who wrote the letter?", "Where did he go?", ""],
-    "context": ["Paul wrote the letter to the church in Rome.", "He went to the city.", ""],
-    "masked": ["The quick brown [MASK] jumps over the lazy dog.", "In the [MASK] God [MASK].",
-               "No mask here."],
-}
-
-
 def next_version(model_dir):
     """1 + the largest integer directory name in `model_dir` (1 if none)."""
     if not tf.io.gfile.isdir(model_dir):
         return 1
     versions = [int(n.rstrip("/")) for n in tf.io.gfile.listdir(model_dir) if n.rstrip("/").isdigit()]
     return max(versions, default=0) + 1
-
-
-# -- warmup requests: PredictionLog protos written by hand ------------------------------------
-
-def _varint(value):
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _field(number, payload):
-    """A length-delimited protobuf field (wire type 2)."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def prediction_log_bytes(model_name, signature_name, inputs):
-    """A serialized tensorflow.serving.PredictionLog holding one PredictRequest.
-
-    PredictionLog{predict_log (6): PredictLog{request (1): PredictRequest{
-      model_spec (1): ModelSpec{name (1), signature_name (3)},
-      inputs (2): map<string, TensorProto> (entries: key (1), value (2))}}}
-    Built by hand so that exporting does not need tensorflow-serving-api.
-    """
-    spec = _field(1, model_name.encode()) + _field(3, signature_name.encode())
-    request = _field(1, spec)
-    for key in sorted(inputs):
-        tensor = tf.make_tensor_proto(inputs[key]).SerializeToString()
-        request += _field(2, _field(1, key.encode()) + _field(2, tensor))
-    return _field(6, _field(1, request))
-
-
-def warmup_requests(functions, examples=None):
-    """[(signature name, {input name: np.ndarray})]: serving_default on one text, on a batch
-    and on a text of the maximum length, `preprocess`, and `encode` on the packed batch."""
-    fields = functions.text_fields
-    if examples is None:
-        key = {"pretraining": ("masked",)}.get(functions.task, fields)
-        examples = {f: EXAMPLES[k] for f, k in zip(fields, key)}
-    batch = {f: np.array(examples[f], dtype=object) for f in fields}
-    longest = {f: np.array([" ".join([examples[f][0]] * functions.seq_length)], dtype=object)
-               for f in fields}
-    one = {f: v[:1] for f, v in batch.items()}
-    packed = functions.preprocess(*[tf.constant(batch[f]) for f in fields])
-    return [
-        ("serving_default", one),
-        ("serving_default", batch),
-        ("serving_default", longest),
-        ("preprocess", batch),
-        ("encode", {k: v.numpy() for k, v in packed.items()}),
-    ]
-
-
-def write_warmup(export_dir, model_name, requests):
-    path = os.path.join(export_dir, WARMUP_FILE)
-    tf.io.gfile.makedirs(os.path.dirname(path))
-    with tf.io.TFRecordWriter(path) as writer:
-        for signature, inputs in requests:
-            writer.write(prediction_log_bytes(model_name, signature, inputs))
-    return path
 
 
 # -- dtype ------------------------------------------------------------------------------------
@@ -268,10 +192,9 @@ def export_model(model, tokenizer, info, base_dir, model_name, version=None, dty
         task=info["task"], labels=functions.labels, seq_length=functions.seq_length,
         lower_case=bool(tokenizer.lower_case), text_fields=list(functions.text_fields),
         vocab_size=len(tokenizer.vocab), dtype=dtype, model_name=model_name, version=version,
-        top_k=functions.top_k if info["task"] == "pretraining" else None,
-        max_answer_tokens=functions.max_answer_tokens if info["task"] == "span_qa" else None,
-        signatures=describe_signatures(signatures),
+        top_k=None, max_answer_tokens=None, signatures=describe_signatures(signatures),
     )
+    metadata.update(functions.task.export_metadata(functions))
     tf.io.gfile.makedirs(model_dir)
     tmp = os.path.join(model_dir, f".tmp-{version}-{os.getpid()}")
     staging = tempfile.mkdtemp(prefix="bert_export_assets_")

@@ -20,8 +20,11 @@ import os
 
 import keras
 
-TASKS = ("classification", "multi_label", "regression", "tagging", "span_qa", "pretraining",
-         "encoder")
+# Imported for their side effect of registering the Keras classes that model.keras names.
+from bert_keras.models import encoder, heads, task_models  # noqa: F401
+from bert_keras.tasks.registry import TASKS
+from bert_keras.text.tokenizer import BertTokenizer
+from bert_keras.text.vocab import save_vocab
 
 
 def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_fields=("text",),
@@ -34,8 +37,7 @@ def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_f
                 seq_length=int(seq_length), lower_case=bool(tokenizer.lower_case),
                 text_fields=list(text_fields), metrics=metrics or {})
     model.save(os.path.join(directory, "model.keras"))
-    with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
-        f.write("".join(token + "\n" for token in tokenizer.vocab))
+    save_vocab(tokenizer.vocab, os.path.join(directory, "vocab.txt"))
     # task.json last: its presence marks a complete directory.
     with open(os.path.join(directory, "task.json"), "w") as f:
         json.dump(info, f, indent=2)
@@ -43,8 +45,6 @@ def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_f
 
 def load_task(directory):
     """(model, tokenizer, info) from a directory written by `save_task`."""
-    from bert_keras.text.tokenizer import BertTokenizer
-
     info_path = os.path.join(directory, "task.json")
     if not os.path.exists(info_path):
         raise FileNotFoundError(
@@ -53,8 +53,6 @@ def load_task(directory):
         )
     with open(info_path) as f:
         info = json.load(f)
-    import bert_keras  # noqa: F401  Registers the custom layers and models for deserialization.
-
     model = keras.saving.load_model(os.path.join(directory, "model.keras"), compile=False)
     tokenizer = BertTokenizer(os.path.join(directory, "vocab.txt"), lower_case=info["lower_case"])
     return model, tokenizer, info

@@ -2,7 +2,7 @@
 
 `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, in-graph (eager, tf.function, tf.data, SavedModel).
 
-Truncation is round-robin (`tensorflow_text.RoundRobinTrimmer`): the budget is handed out one
+Truncation is round-robin (`text.packing.pack_segments`): the budget is handed out one
 token at a time to A, B, A, B, ... so a short segment is kept whole and two long ones get
 ceil/floor halves with A getting the odd token. This equals Google BERT's `_truncate_seq_pair`
 (pop from the longer, B on ties); Hugging Face's "longest_first" differs only when the budget
@@ -10,8 +10,8 @@ is odd and B is at least as long as A (it gives B the odd token).
 """
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
+from bert_keras.text.packing import pack_segments
 from bert_keras.text.tokenizer import BertTokenizer
 
 
@@ -89,15 +89,7 @@ class BertPreprocessor(tf.Module):
             if seg.ragged_rank > 1:
                 seg = seg.merge_dims(1, -1)
             flat.append(tf.cast(seg, tf.int32))
-        budget = self.seq_length - 1 - len(flat)  # room left after [CLS] and one [SEP] each
-        trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(flat)
-        ids, type_ids = tf_text.combine_segments(
-            trimmed, start_of_sequence_id=self.tokenizer.cls_id,
-            end_of_segment_id=self.tokenizer.sep_id)
-        shape = [None, None if self.pad_to_longest else self.seq_length]
-        mask = tf.ones_like(ids)
-        return {
-            "input_word_ids": ids.to_tensor(self.tokenizer.pad_id, shape=shape),  # (B, T)
-            "input_mask": mask.to_tensor(0, shape=shape),  # (B, T)
-            "input_type_ids": tf.cast(type_ids, tf.int32).to_tensor(0, shape=shape),  # (B, T)
-        }
+        inputs, _ = pack_segments(flat, self.seq_length, self.tokenizer.cls_id,
+                                  self.tokenizer.sep_id, self.tokenizer.pad_id,
+                                  pad_to_seq_length=not self.pad_to_longest)
+        return inputs

@@ -59,6 +59,11 @@ _REMOVED = r"\p{C}|\x{FFFD}"  # control, format, private use, surrogates, replac
 _PRINTABLE_ASCII = r"[ -~]*"  # lines that normalization leaves as they are, but for case
 
 
+def is_suffix_token(token):
+    """Whether a WordPiece continues a word ("##ing"; "##" alone is a token of its own)."""
+    return token.startswith("##") and len(token) > 2
+
+
 def _normalize_unicode(texts, lower_case):
     """Steps 1-3 of the module doc on any text."""
     texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace",
@@ -146,7 +151,7 @@ class BertTokenizer(tf.Module):
             vocab=list(vocab), token_out_type=tf.int32, unknown_token=UNK,
             max_bytes_per_word=4 * self.max_chars_per_word, no_pretokenization=False)
         self._tokens = tf.constant(list(vocab))
-        is_suffix = [t.startswith("##") and len(t) > 2 for t in vocab]
+        is_suffix = [is_suffix_token(t) for t in vocab]
         self._is_suffix = tf.constant(is_suffix)
         # characters a piece adds to its word ([UNK] words are already whole-word [UNK]s)
         self._piece_chars = tf.constant(

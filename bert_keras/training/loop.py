@@ -30,8 +30,8 @@ from absl import logging
 
 from bert_keras.training import callbacks as callbacks_lib
 from bert_keras.training import strategy as strategy_lib
+from bert_keras.training.precision import DTYPES, dtype_policy  # noqa: F401  DTYPES: public
 
-DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
 CHECKPOINT_SUBDIR = "checkpoints"
 _STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
 
@@ -73,22 +73,6 @@ def write_json_atomic(path, obj):
     with open(tmp, "w") as f:
         json.dump(obj, f, indent=2, sort_keys=True, default=str)
     os.replace(tmp, path)
-
-
-class dtype_policy:  # noqa: N801 - used as a context manager, like keras' own scopes
-    """Sets Keras' global dtype policy inside the block and restores the previous one after."""
-
-    def __init__(self, dtype):
-        if dtype not in DTYPES:
-            raise ValueError(f"Unknown dtype {dtype!r}; expected one of {DTYPES}.")
-        self.dtype = dtype
-
-    def __enter__(self):
-        self.previous = keras.config.dtype_policy()
-        keras.config.set_dtype_policy(self.dtype)
-
-    def __exit__(self, *exc):
-        keras.config.set_dtype_policy(self.previous)
 
 
 def _warn_on_changed_config(path, config):

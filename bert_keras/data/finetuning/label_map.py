@@ -10,7 +10,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.data.finetuning.readers import ClassificationExample, TaggingExample
+from bert_keras.data.finetuning.examples import ClassificationExample, TaggingExample
 
 _INT_RE = re.compile(r"[+-]?\d+")
 

@@ -16,7 +16,7 @@ Example (mock data, no network):
 
 from __future__ import annotations
 
-from bert_keras.data.finetuning.readers import ClassificationExample, SpanExample, TaggingExample
+from bert_keras.data.finetuning.examples import ClassificationExample, SpanExample, TaggingExample
 from bert_keras.data.finetuning.label_map import LabelMap
 
 

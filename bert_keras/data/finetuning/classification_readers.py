@@ -1,0 +1,175 @@
+"""Classification readers: TSV / CSV and JSON lines files -> `ClassificationExample` lists.
+
+Single-label (str), multi-label (list of str) or regression (float) labels; columns or
+fields by index or name; unlabeled data with label_column / label_field None.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from bert_keras.data.finetuning.examples import ClassificationExample
+from bert_keras.data.finetuning.task_files import _field, _json_lines, _row_repr, _rows, expand_pattern
+
+LABEL_TYPES = ("single", "multi", "regression")
+
+
+def _parse_label(value: str, label_type: str, label_delimiter: str, where: str):
+    value = value.strip()
+    if label_type == "single":
+        return value
+    if label_type == "multi":
+        return [v.strip() for v in value.split(label_delimiter) if v.strip()]
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{where}: regression label {value!r} is not a number") from None
+
+
+def _check_label_type(label_type: str) -> None:
+    if label_type not in LABEL_TYPES:
+        raise ValueError(f"label_type must be one of {LABEL_TYPES}, got {label_type!r}")
+
+
+def _resolve_column(column, header: list[str] | None, num_columns: int, what: str, path: str):
+    if column is None:
+        return None
+    if isinstance(column, str):
+        if header is None:
+            raise ValueError(f"{what}={column!r} is a column name, but {path} is read without a header")
+        if column not in header:
+            raise ValueError(f"{what}={column!r} is not in the header of {path}: {header}")
+        return header.index(column)
+    index = int(column)
+    if not -num_columns <= index < num_columns:
+        raise ValueError(f"{what}={column} is out of range for {path}, which has {num_columns} columns")
+    return index % num_columns
+
+
+def read_delimited(
+    pattern: str | Sequence[str],
+    *,
+    delimiter: str = "\t",
+    header: bool = False,
+    text_a_column: int | str = 1,
+    text_b_column: int | str | None = None,
+    label_column: int | str | None = 0,
+    label_type: str = "single",
+    label_delimiter: str = ",",
+) -> list[ClassificationExample]:
+    """Classification examples from TSV/CSV files.
+
+    Args:
+      pattern: glob or list of globs; files may be gzip-compressed.
+      delimiter: "\\t" (no quoting, as GLUE) or "," etc. (csv quoting).
+      header: whether the first row of every file names the columns.
+      text_a_column, text_b_column, label_column: column index (negative counts
+        from the end) or header name; text_b_column=None for single sentences,
+        label_column=None for unlabeled data (label=None).
+      label_type: "single" (str), "multi" (list of str split on
+        `label_delimiter`) or "regression" (float).
+
+    Every row must have as many columns as the header (or, without a header, as
+    the file's first row); otherwise ValueError names file, line and row.
+    """
+    _check_label_type(label_type)
+    examples = []
+    for path in expand_pattern(pattern):
+        rows = _rows(path, delimiter)
+        names = None
+        if header:
+            first = next(rows, None)
+            if first is None:
+                raise ValueError(f"{path} is empty")
+            names = [n.strip() for n in first[1]]
+        n_before = len(examples)
+        columns = None
+        num_columns = len(names) if names is not None else None
+        for line_no, row in rows:
+            if num_columns is None:
+                num_columns = len(row)
+            if len(row) != num_columns:
+                raise ValueError(
+                    f"{path}:{line_no}: expected {num_columns} columns, got {len(row)}: {_row_repr(row)}"
+                )
+            if columns is None:
+                columns = [
+                    _resolve_column(c, names, num_columns, what, path)
+                    for c, what in (
+                        (text_a_column, "text_a_column"),
+                        (text_b_column, "text_b_column"),
+                        (label_column, "label_column"),
+                    )
+                ]
+            a, b, lab = columns
+            where = f"{path}:{line_no}"
+            label = None if lab is None else _parse_label(row[lab], label_type, label_delimiter, where)
+            examples.append(
+                ClassificationExample(row[a], None if b is None else row[b], label, source=where)
+            )
+        if len(examples) == n_before:
+            raise ValueError(f"{path} has no data rows")
+    return examples
+
+
+def read_tsv(pattern: str | Sequence[str], **kwargs) -> list[ClassificationExample]:
+    """`read_delimited` with delimiter="\\t". Bundled files: `label<TAB>text_a[<TAB>text_b]`.
+
+    Example:
+        >>> from bert_keras.data.finetuning.bundled import bundled_task_path
+        >>> ex = read_tsv(bundled_task_path("wordnet_topics", "dev"))  # label_column=0, text_a_column=1
+        >>> ex[0].label
+        'noun.person'
+    """
+    return read_delimited(pattern, delimiter="\t", **kwargs)
+
+
+def read_csv(pattern: str | Sequence[str], **kwargs) -> list[ClassificationExample]:
+    """`read_delimited` with delimiter="," and standard CSV quoting."""
+    return read_delimited(pattern, delimiter=",", **kwargs)
+
+
+def read_jsonl(
+    pattern: str | Sequence[str],
+    *,
+    text_a_field: str = "text",
+    text_b_field: str | None = None,
+    label_field: str | None = "label",
+    label_type: str = "single",
+    label_delimiter: str = ",",
+) -> list[ClassificationExample]:
+    """Classification examples from JSON lines (one object per line).
+
+    Labels are converted to str ("single"; JSON numbers too, so they match TSV
+    labels), list of str ("multi": a JSON list or a delimited string) or float
+    ("regression"). label_field=None reads unlabeled data.
+    """
+    _check_label_type(label_type)
+    examples = []
+    for path in expand_pattern(pattern):
+        n_before = len(examples)
+        for line_no, obj in _json_lines(path):
+            where = f"{path}:{line_no}"
+            label = None
+            if label_field is not None:
+                raw = _field(obj, label_field, where)
+                if label_type == "multi" and isinstance(raw, list):
+                    label = [str(v) for v in raw]
+                else:
+                    label = _parse_label(str(raw), label_type, label_delimiter, where)
+            text_b = None if text_b_field is None else str(_field(obj, text_b_field, where))
+            examples.append(
+                ClassificationExample(str(_field(obj, text_a_field, where)), text_b, label, source=where)
+            )
+        if len(examples) == n_before:
+            raise ValueError(f"{path} has no data rows")
+    return examples
+
+
+__all__ = [
+    "LABEL_TYPES",
+    "read_delimited",
+    "read_tsv",
+    "read_csv",
+    "read_jsonl",
+]

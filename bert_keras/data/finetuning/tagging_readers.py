@@ -1,0 +1,71 @@
+"""Token-classification reader: CoNLL files -> `TaggingExample` lists."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from bert_keras.data.finetuning.examples import TaggingExample
+from bert_keras.data.finetuning.task_files import _lines, _row_repr, expand_pattern
+
+
+def read_conll(
+    pattern: str | Sequence[str],
+    *,
+    word_column: int = 0,
+    tag_column: int | None = -1,
+    delimiter: str | None = None,
+) -> list[TaggingExample]:
+    """CoNLL files: one token per line (columns split on `delimiter`, default
+    whitespace), a blank line between sentences, "-DOCSTART-" lines skipped.
+
+    tag_column=None reads unlabeled data (tags=None). Every token line of a file
+    must have the same number of columns as its first one.
+    """
+    examples = []
+    for path in expand_pattern(pattern):
+        n_before = len(examples)
+        num_columns = None
+        words, tags, start = [], [], None
+
+        def flush():
+            if words:
+                examples.append(
+                    TaggingExample(list(words), None if tag_column is None else list(tags), source=f"{path}:{start}")
+                )
+            words.clear()
+            tags.clear()
+
+        for line_no, line in _lines(path):
+            fields = line.split(delimiter)
+            if not line.strip():
+                flush()
+                continue
+            if fields[0] == "-DOCSTART-":
+                flush()
+                continue
+            if num_columns is None:
+                num_columns = len(fields)
+                for c in (word_column, tag_column):
+                    if c is not None and not -num_columns <= c < num_columns:
+                        raise ValueError(
+                            f"{path}:{line_no}: column {c} is out of range for a row with "
+                            f"{num_columns} columns: {_row_repr(line)}"
+                        )
+            if len(fields) != num_columns:
+                raise ValueError(
+                    f"{path}:{line_no}: expected {num_columns} columns, got {len(fields)}: {_row_repr(line)}"
+                )
+            if not words:
+                start = line_no
+            words.append(fields[word_column])
+            if tag_column is not None:
+                tags.append(fields[tag_column])
+        flush()
+        if len(examples) == n_before:
+            raise ValueError(f"{path} has no sentences")
+    return examples
+
+
+__all__ = [
+    "read_conll",
+]

@@ -1,0 +1,119 @@
+"""Reading fine-tuning task files: globs, gzip / UTF-8 text, lines, delimited rows, JSON lines.
+
+The format readers build on these; every error names the file and line it comes from.
+Paths go through `tf.io.gfile`, so gs:// works too.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+import zlib
+from typing import Iterator, Sequence
+
+import tensorflow as tf
+
+_ROW_REPR_CHARS = 200
+
+
+def _row_repr(row) -> str:
+    text = repr(row)
+    return text if len(text) <= _ROW_REPR_CHARS else text[:_ROW_REPR_CHARS] + "..."
+
+
+def expand_pattern(pattern: str | Sequence[str]) -> list[str]:
+    """Sorted files matching a glob (or a list of globs); FileNotFoundError if none."""
+    patterns = [pattern] if isinstance(pattern, (str, os.PathLike)) else list(pattern)
+    if not patterns:
+        raise FileNotFoundError(f"no file pattern given: {pattern!r}")
+    files = []
+    for p in patterns:
+        matches = sorted(tf.io.gfile.glob(os.fspath(p)))
+        if not matches:
+            raise FileNotFoundError(f"no files match {os.fspath(p)!r}")
+        files.extend(matches)
+    return files
+
+
+def read_text(path: str) -> str:
+    """A whole UTF-8 file (gzip or plain) as str; ValueError naming file and line on bad bytes."""
+    with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise ValueError(f"{path}: corrupt gzip data ({e})") from e
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ValueError(
+            f"{path}:{line}: invalid UTF-8 ({e.reason}) at byte {e.start}: "
+            f"{data[max(0, e.start - 20):e.start + 20]!r}"
+        ) from e
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        raise ValueError(f"{path} is empty")
+    return text
+
+
+def _lines(path: str) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line without its newline) for every line of a file."""
+    text = read_text(path)
+    # split("\n"), not splitlines(): text may hold U+2028, U+0085, form feeds.
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for i, line in enumerate(lines, start=1):
+        yield i, line.removesuffix("\r")
+
+
+def _rows(path: str, delimiter: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of a delimited file; empty lines skipped.
+
+    Tab: split on tabs, quotes are literal (GLUE's convention). Anything else: the
+    csv module with standard double-quote quoting (fields may span lines).
+    """
+    if delimiter == "\t":
+        for line_no, line in _lines(path):
+            if line.strip():
+                yield line_no, line.split("\t")
+        return
+    reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter=delimiter)
+    start = 1
+    try:
+        for row in reader:
+            if row and any(field.strip() for field in row):
+                yield start, row
+            start = reader.line_num + 1
+    except csv.Error as e:
+        raise ValueError(f"{path}:{start}: malformed CSV ({e})") from e
+
+
+def _json_lines(path: str) -> Iterator[tuple[int, dict]]:
+    for line_no, line in _lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{line_no}: invalid JSON ({e.msg}): {_row_repr(line)}") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"{path}:{line_no}: expected a JSON object, got {_row_repr(obj)}")
+        yield line_no, obj
+
+
+def _field(obj: dict, name: str, where: str):
+    if name not in obj:
+        raise ValueError(f"{where}: missing field {name!r} in {_row_repr(obj)}")
+    return obj[name]
+
+
+__all__ = [
+    "expand_pattern",
+    "read_text",
+]

@@ -1,0 +1,141 @@
+"""Dynamic pretraining data: raw text -> tf.data batches with fresh pairs and masks every epoch.
+
+`dynamic_pretraining_dataset(...)` reads, chunks, tokenizes, pairs and masks in pure tf.data
+and TF ops (no Python callbacks), deterministically for a seed.
+"""
+
+import tensorflow as tf
+
+from bert_keras.data.pretraining import documents as pairing
+from bert_keras.data.pretraining import pairing as graph_pairing
+from bert_keras.data.pretraining.records import shard_input, to_model_format
+from bert_keras.data.pretraining.stages import _flat_tokens, _suffix_table, make_masker
+
+
+def _instance_signature(max_seq_length):
+    signature = {k: tf.TensorSpec([None, max_seq_length], tf.int32)
+                 for k in ("input_ids", "input_mask", "segment_ids", "word_starts")}
+    signature["next_sentence_labels"] = tf.TensorSpec([None], tf.int32)
+    return signature
+
+
+_END_OF_FILE = "\n"  # a line TextLineDataset cannot produce: marks the end of a file
+
+
+def _document_chunks(path, documents_per_chunk, block_lines=4096):
+    """One text file -> dataset of (lines string [n], doc_ids int64 [n]): chunks of
+    documents_per_chunk documents (the last may be smaller), blank lines and lines that are not
+    valid UTF-8 dropped, doc_ids 0, 1, ... within the chunk. Pure tf.data: a scan carries the
+    lines of the unfinished chunk from one block of lines to the next."""
+    compression = tf.where(tf.strings.regex_full_match(path, r".*\.gz"), "GZIP", "")
+    lines = tf.data.TextLineDataset(path, compression_type=compression)
+    lines = lines.concatenate(tf.data.Dataset.from_tensors(tf.constant(_END_OF_FILE)))
+    n = tf.constant(documents_per_chunk, tf.int64)
+
+    def step(carry, block):  # carry: lines of the unfinished chunk, blank lines between docs
+        last = tf.reduce_any(block == _END_OF_FILE)
+        valid = tf.strings.unicode_transcode(block, "UTF-8", "UTF-8", errors="replace",
+                                             replacement_char=0xFFFD) == block
+        block = tf.boolean_mask(tf.strings.strip(block), valid & (block != _END_OF_FILE))
+        x = tf.concat([carry, block], 0)  # (L,)
+        text = x != ""
+        prev = tf.concat([[False], text[:-1]], 0)
+        ends = tf.where(~text & prev)[:, 0]  # blank lines that end a document
+        full = tf.shape(ends, out_type=tf.int64)[0] // n * n  # documents of complete chunks
+        cut = tf.where(last, tf.size(x, out_type=tf.int64),
+                       tf.where(full > 0, tf.gather(ends, tf.maximum(full - 1, 0)) + 1, 0))
+        return x[cut:], x[:cut]
+
+    def split(x):  # complete chunks -> one element per chunk
+        text = x != ""
+        first = text & ~tf.concat([[False], text[:-1]], 0)
+        doc = tf.cumsum(tf.cast(first, tf.int64)) - 1
+        lines, doc = tf.boolean_mask(x, text), tf.boolean_mask(doc, text)
+        chunks = tf.RaggedTensor.from_value_rowids(tf.stack([tf.range(tf.size(doc, tf.int64)),
+                                                             doc % n], 1), doc // n)
+        return tf.data.Dataset.from_tensor_slices(chunks).map(
+            lambda rows: (tf.gather(lines, rows[:, 0]), rows[:, 1]))
+
+    return (lines.batch(block_lines)
+            .scan(tf.constant([], tf.string), step)
+            .filter(lambda x: tf.size(x) > 0)
+            .flat_map(split))
+
+
+def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_length=128,
+                                max_predictions_per_seq=20, masked_lm_prob=0.15,
+                                short_seq_prob=0.1, whole_word_mask=False, pair_mode="nsp",
+                                seed=0, input_context=None, shuffle_buffer=10000,
+                                documents_per_chunk=1000, repeat=True, drop_remainder=True,
+                                as_dict=False):
+    """Raw text files -> batches with fresh pairs and masks every epoch (dynamic masking).
+
+    Deterministic for a seed: epoch k of a run equals epoch k of any other run. Pure tf.data
+    and TF ops, no Python callbacks (so a live iterator cannot hang interpreter exit): files are
+    read in parallel (`TextLineDataset`), grouped into chunks of documents_per_chunk documents,
+    tokenized and paired in-graph per chunk (`graph_pairing.build_instances`), then shuffled,
+    batched and masked in-graph by the same function as the static tool. With `input_context`, files are
+    sharded by input_pipeline_id when there are at least as many files as pipelines, else
+    examples are. batch_size is per pipeline. Elements: (features, labels, sample_weights) for
+    `model.fit` with outputs "masked_lm" and "next_sentence" (the latter absent for
+    pair_mode="none"), or with as_dict=True one dict with all seven model names.
+
+    Example:
+      tok = BertTokenizer(default_vocab_file())
+      ds = dynamic_pretraining_dataset("bert_keras/assets/web_bible_corpus.txt.gz", tok, 32)
+    """
+    files = pairing.expand_input_files(input_files)
+    if pair_mode not in pairing.PAIR_MODES:
+        raise ValueError(f"pair_mode must be one of {pairing.PAIR_MODES}, got {pair_mode!r}")
+    mask_batch = make_masker(tokenizer, max_predictions_per_seq, masked_lm_prob, whole_word_mask)
+    signature = _instance_signature(max_seq_length)
+    pair_kwargs = dict(cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id,
+                       max_seq_length=max_seq_length, short_seq_prob=short_seq_prob,
+                       pair_mode=pair_mode)
+
+    is_suffix = _suffix_table(tokenizer)
+
+    def tokenize_and_pair(file_seed, index, lines, doc_ids):  # one chunk, all in-graph
+        pieces, word_starts, splits, doc_splits, _ = _flat_tokens(tokenizer, is_suffix, lines,
+                                                                  doc_ids, pair_mode)
+        seed = tf.stack([file_seed, tf.cast(index, tf.int64)])
+        inst = graph_pairing.build_instances(pieces, word_starts, splits, doc_splits, seed,
+                                             **pair_kwargs)
+        order = tf.random.experimental.stateless_shuffle(
+            tf.range(tf.shape(inst["input_ids"])[0]), tf.random.experimental.stateless_fold_in(
+                seed, 1))
+        return {k: tf.ensure_shape(tf.gather(inst[k], order), signature[k].shape)
+                for k in signature}
+
+    def file_instances(path, file_seed):
+        ds = _document_chunks(path, documents_per_chunk).enumerate()
+        ds = ds.map(lambda index, chunk: tokenize_and_pair(file_seed, index, *chunk),
+                    num_parallel_calls=2, deterministic=True)
+        return ds.unbatch()
+
+    pipeline_id = input_context.input_pipeline_id if input_context else 0
+    ds = tf.data.Dataset.from_tensor_slices(files)
+    ds, example_shard = shard_input(ds, len(files), input_context)
+    ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    seeds = tf.data.Dataset.random(seed=seed * 7919 + pipeline_id, rerandomize_each_iteration=True)
+    ds = tf.data.Dataset.zip(ds, seeds).interleave(
+        file_instances, cycle_length=min(4, len(files)), num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True)
+    if example_shard:
+        ds = ds.shard(*example_shard)
+    ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    mask_seeds = tf.data.Dataset.random(seed=seed * 7919 + pipeline_id + 1,
+                                        rerandomize_each_iteration=True).batch(2)
+    ds = tf.data.Dataset.zip(ds, mask_seeds).map(
+        tf.autograph.experimental.do_not_convert(
+            lambda b, s: to_model_format(mask_batch(b, s), as_dict, pair_mode != "none")),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+__all__ = [
+    "dynamic_pretraining_dataset",
+]

@@ -1,0 +1,116 @@
+"""The Task protocol: everything that differs between task types, in one class per type.
+
+A task type owns how its examples are read, featurized and batched, which Keras model it
+trains, how it predicts, scores and which trivial baselines it reports, and its serving
+function in the export. Code above this package (training, serving, tools) asks the task
+object (`registry.get_task(name)`) and never switches on a task name. A new task type is one
+new module with a `Task` subclass plus one line in `registry.py`.
+
+Shape legend (serving functions): B batch, T packed sequence length.
+"""
+
+from bert_keras.data.finetuning import batching, readers
+from bert_keras.data.finetuning.label_map import LabelMap
+from bert_keras.text.packing import pack_segments
+
+
+class Task:
+    """Base of the task types. Class attributes describe the type; methods do its work.
+
+    Subclasses set `name` (the --task value and task.json's "task") and override what
+    differs; the defaults suit a task over single texts or pairs with a label per example.
+    """
+
+    name = None
+    finetunable = True  # trained by tools/finetune.py (pretraining and encoder are not)
+    file_formats = ("tsv", "csv", "jsonl")  # readable training-file formats
+    main_metric = None  # eval metric that picks the best epoch (higher is better)
+    label_keys = "labels"  # target key(s) of the features (see batching.make_dataset)
+    needs_label_map = True
+    token_outputs = ()  # per-token model outputs, trimmed per feature by batching.predict
+
+    # -- data ---------------------------------------------------------------------------------
+
+    def read_files(self, paths, file_format, labeled=True, **options):
+        """Examples from files of one format (readers' options: columns, fields, header)."""
+        raise NotImplementedError(f"{self.name} does not read files")
+
+    def is_labeled(self, examples):
+        return all(ex.label is not None for ex in examples)
+
+    def label_map(self, train_examples):
+        """The LabelMap of the task, from its training examples (None if it has none)."""
+        return LabelMap.from_examples(train_examples) if self.needs_label_map else None
+
+    def text_fields(self, examples):
+        """The serving_default input names for models trained on these examples."""
+        return ["text"]
+
+    def featurize(self, examples, tokenizer, label_map, *, max_seq_length, doc_stride=128,
+                  max_query_length=64):
+        raise NotImplementedError
+
+    def dataset(self, features, batch_size, *, shuffle=False, seed=None, pad_id=0):
+        """Length-bucketed (inputs, targets) batches for model.fit."""
+        return batching.make_dataset(features, batch_size, self.label_keys, shuffle=shuffle,
+                                     seed=seed, pad_id=pad_id)
+
+    # -- model and evaluation -----------------------------------------------------------------
+
+    def build_model(self, encoder, label_map, dropout=0.1):
+        raise NotImplementedError
+
+    def predict(self, model, examples, features, label_map, options):
+        """(one JSON-able dict per example, the predicted values that `score` takes);
+        `options`: the run's FinetuneConfig (batch size, thresholds, answer lengths)."""
+        raise NotImplementedError
+
+    def score(self, examples, predicted, label_map, glue_task=None):
+        """Metrics (bert_keras.metrics) of the predictions against the examples' labels."""
+        raise NotImplementedError
+
+    def baselines(self, train, examples, label_map):
+        """Scores of trivial predictors on `examples`: the floor the model must clear."""
+        return {}
+
+    # -- serving (in-graph; `fns` is the export's serving.signatures.ServingFunctions) ---------
+
+    def serving_text_fields(self, info):
+        """The serving_default input names, from task.json's dict."""
+        return ("text",)
+
+    def serving_labels(self, model, labels):
+        """The label names the export serves (checked against the model), or None."""
+        return None
+
+    def export_metadata(self, fns):
+        """Task-specific entries of the export's metadata asset."""
+        return {}
+
+    def warmup_texts(self, fields):
+        """{serving input name: example key of serving.warmup.EXAMPLES} for warmup requests."""
+        return {f: f for f in fields}
+
+    def preprocess(self, fns, texts):
+        """Text tensors -> (the three int32 [B, T] inputs, kept segment lengths)."""
+        return pack_segments([fns.tokenizer.tokenize(t) for t in texts], fns.seq_length,
+                             fns.tokenizer.cls_id, fns.tokenizer.sep_id, fns.tokenizer.pad_id)
+
+    def serve(self, fns, texts):
+        """Text tensors -> the dict of serving_default outputs."""
+        raise NotImplementedError
+
+
+def read_classification_files(paths, file_format, label_type, labeled=True, header=False,
+                              text_a_column=1, text_b_column=None, label_column=0,
+                              text_a_field="text", text_b_field=None, label_field="label",
+                              label_delimiter=","):
+    """ClassificationExamples from TSV/CSV/JSONL files (columns / fields as in `readers`)."""
+    if file_format in ("tsv", "csv"):
+        reader = readers.read_tsv if file_format == "tsv" else readers.read_csv
+        return reader(paths, header=header, text_a_column=text_a_column,
+                      text_b_column=text_b_column, label_column=label_column if labeled else None,
+                      label_type=label_type, label_delimiter=label_delimiter)
+    return readers.read_jsonl(paths, text_a_field=text_a_field, text_b_field=text_b_field,
+                              label_field=label_field if labeled else None,
+                              label_type=label_type, label_delimiter=label_delimiter)

@@ -1,0 +1,17 @@
+"""A bare encoder in an export: text in, the pooled and per-token representations out."""
+
+from bert_keras.tasks.base import Task
+
+
+class Encoder(Task):
+    """Serves `text` -> pooled_output [B, H], sequence_output [B, T, H], input_mask [B, T]."""
+
+    name = "encoder"
+    finetunable = False
+    needs_label_map = False
+
+    def serve(self, fns, texts):
+        inputs, _ = self.preprocess(fns, texts)
+        out = fns.encode(**inputs)
+        out["input_mask"] = inputs["input_mask"]
+        return out

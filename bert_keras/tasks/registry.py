@@ -1,0 +1,30 @@
+"""The one registry of task types: task name (--task, task.json "task") -> Task class.
+
+Adding a task type: write `bert_keras/tasks/<name>.py` with a `Task` subclass and add its
+class to TASK_TYPES below (see docs/architecture.md).
+
+>>> sorted(FINETUNING_TASKS)
+['classification', 'multi_label', 'regression', 'span_qa', 'tagging']
+>>> get_task("span_qa").label_keys
+('start_positions', 'end_positions')
+"""
+
+from bert_keras.tasks.classification import Classification
+from bert_keras.tasks.encoder import Encoder
+from bert_keras.tasks.multi_label import MultiLabel
+from bert_keras.tasks.pretraining import Pretraining
+from bert_keras.tasks.regression import Regression
+from bert_keras.tasks.span_qa import SpanQA
+from bert_keras.tasks.tagging import Tagging
+
+TASK_TYPES = {cls.name: cls for cls in (
+    Classification, MultiLabel, Regression, Tagging, SpanQA, Pretraining, Encoder)}
+TASKS = tuple(TASK_TYPES)
+FINETUNING_TASKS = tuple(name for name, cls in TASK_TYPES.items() if cls.finetunable)
+
+
+def get_task(name):
+    """The Task object of a task name; ValueError naming the known ones."""
+    if name not in TASK_TYPES:
+        raise ValueError(f"Unknown task {name!r}; expected one of {TASKS}.")
+    return TASK_TYPES[name]()

@@ -1,0 +1,109 @@
+"""Token tagging (NER, POS): a tag per word, predicted at the word's first WordPiece.
+
+Shape legend: B batch, T tokens, C tags, W words of a text.
+"""
+
+import collections
+
+import tensorflow as tf
+
+from bert_keras import metrics
+from bert_keras.data.finetuning import batching, features, readers
+from bert_keras.models.task_models import BertTokenClassifier
+from bert_keras.tasks.base import Task
+from bert_keras.tasks.graph_ops import byte_to_char, rows
+from bert_keras.text.packing import keep_first
+
+
+class Tagging(Task):
+    """CoNLL files (`token tag` per line), entity F1 (`--task=tagging`)."""
+
+    name = "tagging"
+    file_formats = ("conll",)
+    main_metric = "f1"
+    token_outputs = True
+
+    def read_files(self, paths, file_format, labeled=True, **options):
+        return readers.read_conll(paths, tag_column=-1 if labeled else None)
+
+    def is_labeled(self, examples):
+        return all(ex.tags is not None for ex in examples)
+
+    def featurize(self, examples, tokenizer, label_map, *, max_seq_length, **unused):
+        return features.tagging_features(examples, tokenizer, max_seq_length, label_map)
+
+    def build_model(self, encoder, label_map, dropout=0.1):
+        return BertTokenClassifier(encoder, len(label_map), dropout=dropout)
+
+    def predict(self, model, examples, features_, label_map, options):
+        logits = batching.predict(model, features_, options.eval_batch_size, token_outputs=True)
+        default = label_map.labels.index("O") if "O" in label_map else 0
+        ids = features.word_predictions([l.argmax(-1) for l in logits], features_["word_index"],
+                                        features_["num_words"], default=default)
+        tags = [label_map.decode(row) for row in ids]
+        return [dict(words=ex.words, tags=ex.tags, predictions=p)
+                for ex, p in zip(examples, tags)], tags
+
+    def score(self, examples, predicted, label_map, glue_task=None):
+        gold = [ex.tags for ex in examples]
+        result = metrics.entity_scores(gold, predicted)
+        result["word_accuracy"] = metrics.accuracy([t for s in gold for t in s],
+                                                   [t for s in predicted for t in s])
+        return result
+
+    def baselines(self, train, examples, label_map):
+        tag = collections.Counter(t for ex in train for t in ex.tags).most_common(1)[0][0]
+        gold = [ex.tags for ex in examples]
+        pred = [[tag] * len(s) for s in gold]
+        return {"majority_tag": tag,
+                "majority_word_accuracy": metrics.accuracy(sum(gold, []), sum(pred, [])),
+                "majority_entity_f1": metrics.entity_f1(gold, pred)}
+
+    def serving_labels(self, model, labels):
+        num = int(getattr(model, "num_classes"))
+        labels = list(labels) if labels else [str(i) for i in range(num)]
+        if len(labels) != num:
+            raise ValueError(f"task.json has {len(labels)} labels {labels} for a model with "
+                             f"{num} classes.")
+        return labels
+
+    def serve(self, fns, texts):
+        text = texts[0]
+        ids, starts, ends = fns.tokenizer.tokenize_with_offsets(text)  # (B, (pieces))
+        inputs, (kept,) = fns.pack([ids])
+        logits = tf.cast(fns.run(inputs), tf.float32)  # (B, T, C)
+        ids, starts, ends = (keep_first(x, kept) for x in (ids, starts, ends))
+        # Words: a piece starts a word unless it is a "##" suffix; the tag of a word is the
+        # prediction at its first piece (how tagging models are trained).
+        flat = ids.flat_values
+        is_start = tf.logical_not(tf.gather(fns.is_suffix, flat))
+        word_of_piece = tf.maximum(tf.cumsum(tf.cast(is_start, tf.int32)) - 1, 0)
+        num_words = tf.reduce_sum(tf.cast(is_start, tf.int32))
+        row_of_piece = tf.cast(ids.value_rowids(), tf.int32)
+        first = tf.cast(tf.where(is_start)[:, 0], tf.int32)  # flat index of each word's start
+        word_row = tf.gather(row_of_piece, first)
+        word_pos = first - tf.gather(tf.cast(ids.row_starts(), tf.int32), word_row) + 1  # +[CLS]
+        word_start = tf.gather(starts.flat_values, first)
+        word_end = tf.math.unsorted_segment_max(ends.flat_values, word_of_piece, num_words)
+        word_logits = tf.gather_nd(logits, tf.stack([word_row, word_pos], -1))  # (words, C)
+        probs = tf.nn.softmax(word_logits, axis=-1)
+        tag_ids = tf.argmax(word_logits, axis=-1, output_type=tf.int32)
+        scores = tf.reduce_max(probs, axis=-1)
+        word_text = tf.strings.substr(tf.gather(text, word_row), word_start, word_end - word_start)
+        word_text = tf.strings.unicode_transcode(word_text, "UTF-8", "UTF-8", errors="replace")
+        batch = tf.shape(text, out_type=tf.int32)[0]
+        char_start = byte_to_char(text, rows(word_start, word_row, batch).to_tensor(0))
+        char_end = byte_to_char(text, rows(word_end, word_row, batch).to_tensor(0))
+
+        def dense(values, pad):
+            return rows(values, word_row, batch).to_tensor(pad)  # (B, W)
+
+        valid = dense(tf.ones_like(word_row, tf.bool), False)
+        return {
+            "tokens": dense(word_text, ""),
+            "tags": dense(tf.gather(fns.label_names, tag_ids), ""),
+            "tag_ids": dense(tag_ids, -1),
+            "tag_scores": dense(scores, 0.0),
+            "token_starts": tf.where(valid, char_start, -1),
+            "token_ends": tf.where(valid, char_end, -1),
+        }

@@ -1,0 +1,73 @@
+"""The BERT packer, in core TF ops: 1 or 2 tokenized segments -> [CLS] A [SEP] (B [SEP]).
+
+Round-robin truncation like Google BERT's `_truncate_seq_pair` (and tf-text's
+`RoundRobinTrimmer`, whose op 'TFText>RoundRobinTrim' TF Serving's tf-text lacks, which is
+why this is written with core ops). `BertPreprocessor` and every exported serving function
+pack with `pack_segments`, so training and serving see the same ids.
+
+Shape legend: B batch, T packed length.
+
+>>> import tensorflow as tf
+>>> inputs, kept = pack_segments([tf.ragged.constant([[7, 8, 9]]), tf.ragged.constant([[5]])],
+...                              seq_length=5, cls_id=2, sep_id=3, pad_id=0)
+>>> inputs["input_word_ids"].numpy().tolist(), inputs["input_type_ids"].numpy().tolist()
+([[2, 7, 3, 5, 3]], [[0, 0, 0, 1, 1]])
+"""
+
+import tensorflow as tf
+
+
+def keep_first(ragged, counts):
+    """The first counts[b] items of each row b of `ragged` [B, (n)]."""
+    index = tf.ragged.range(tf.cast(ragged.row_lengths(), counts.dtype))
+    return tf.ragged.boolean_mask(ragged, index < counts[:, None])
+
+
+def truncation_lengths(lengths, budget):
+    """Round-robin truncation (A, B, A, B, ...): kept lengths of 1 or 2 segments.
+
+    For two segments of lengths a, b and a budget n: a' = min(a, max(n - b, ceil(n / 2))),
+    b' = min(b, n - a'), i.e. a short segment is kept whole and two long ones share n with A
+    getting the odd token (= Google BERT's _truncate_seq_pair, = tf-text RoundRobinTrimmer).
+    """
+    if len(lengths) == 1:
+        return [tf.minimum(lengths[0], budget)]
+    a, b = lengths
+    keep_a = tf.minimum(a, tf.maximum(budget - b, (budget + 1) // 2))
+    return [keep_a, tf.minimum(b, budget - keep_a)]
+
+
+def pack_segments(segments, seq_length, cls_id, sep_id, pad_id, pad_to_seq_length=False):
+    """Token ids of 1 or 2 segments (int32 ragged [B, (n)]) -> (inputs dict of int32 [B, T],
+    kept lengths). T is the longest packed row (at least 2), at most seq_length; with
+    `pad_to_seq_length`, T = seq_length."""
+    budget = seq_length - 1 - len(segments)
+    if len(segments) == 2:
+        check = tf.debugging.assert_equal(
+            segments[0].nrows(), segments[1].nrows(),
+            message="The two text inputs must have the same batch size")
+        with tf.control_dependencies([check]):
+            segments = [tf.identity(s) for s in segments]
+    lengths = [tf.cast(s.row_lengths(), tf.int32) for s in segments]
+    kept = truncation_lengths(lengths, budget)
+    batch = segments[0].nrows(out_type=tf.int32)
+    cls = tf.RaggedTensor.from_tensor(tf.fill([batch, 1], cls_id))
+    sep = tf.RaggedTensor.from_tensor(tf.fill([batch, 1], sep_id))
+    ids, types = [cls], [tf.zeros_like(cls)]
+    for i, (segment, keep) in enumerate(zip(segments, kept)):
+        part = keep_first(tf.cast(segment, tf.int32), keep)
+        ids += [part, sep]
+        types += [tf.zeros_like(part) + i, tf.zeros_like(sep) + i]
+    ids = tf.concat(ids, axis=1)  # (B, (T))
+    types = tf.concat(types, axis=1)
+    if pad_to_seq_length:
+        width = tf.constant(seq_length, tf.int32)
+    else:
+        width = tf.maximum(tf.reduce_max(tf.concat([tf.cast(ids.row_lengths(), tf.int32), [2]], 0)), 2)
+    shape = tf.stack([batch, width])
+    inputs = {
+        "input_word_ids": ids.to_tensor(pad_id, shape=shape),  # (B, T)
+        "input_mask": tf.ones_like(ids).to_tensor(0, shape=shape),  # (B, T)
+        "input_type_ids": types.to_tensor(0, shape=shape),  # (B, T)
+    }
+    return inputs, kept

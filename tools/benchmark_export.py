@@ -1,0 +1,119 @@
+"""The export section of tools/benchmark.py: a bert_keras SavedModel (ids and raw text) against
+Hugging Face PyTorch eager, at batch 1 (latency) and batch 32 (throughput).
+
+Worker functions take the spec and return a dict of measurements; `export_rows` (parent side)
+runs them and reads the flags that tools/benchmark.py defines.
+"""
+
+import tempfile
+
+from absl import flags
+
+from bert_keras_tools.benchmark_encoder import huggingface_model
+from bert_keras_tools.benchmark_flops import encoder_flops
+from bert_keras_tools.benchmark_inputs import VOCAB_SIZE, fixed_inputs, real_sentences
+from bert_keras_tools.benchmark_runner import measure_interleaved, section_hook, wanted
+from bert_keras_tools.benchmark_timing import configure_tf, latencies, time_calls
+
+FLAGS = flags.FLAGS
+
+
+# ---------------------------------------------------------------------------------------------
+# Systems: each worker function takes the spec and returns a dict of measurements.
+
+def run_bert_keras_export(spec):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the tokenizer ops of the SavedModel)
+
+    from bert_keras.serving import export
+    from bert_keras.models.encoder import BertEncoder
+    from bert_keras.data.pretraining.pipeline import default_vocab_file
+    from bert_keras.text.tokenizer import BertTokenizer
+
+    configure_tf(spec)
+    encoder = BertEncoder.from_preset(spec["preset"], vocab_size=VOCAB_SIZE)
+    tokenizer = BertTokenizer(default_vocab_file())
+    info = dict(task="encoder", labels=None, seq_length=spec["seq"], lower_case=True,
+                text_fields=["text"])
+    with tempfile.TemporaryDirectory() as base:
+        path = export.export_model(encoder, tokenizer, info, base, "bench", dtype=spec["dtype"])
+        loaded = tf.saved_model.load(path)
+    return measure_serving(spec, loaded.signatures["encode"],
+                           lambda b: {k: tf.constant(v) for k, v in b.items()},
+                           lambda out: out["sequence_output"].numpy(),
+                           text_fn=loaded.signatures["serving_default"])
+
+
+def run_huggingface_serving(spec):
+    import torch
+
+    model = huggingface_model(spec["preset"], spec["dtype"])
+
+    def call(**batch):
+        with torch.inference_mode():
+            return model(**batch)
+
+    return measure_serving(
+        spec, call,
+        lambda b: {"input_ids": torch.from_numpy(b["input_word_ids"]).long(),
+                   "attention_mask": torch.from_numpy(b["input_mask"]).long(),
+                   "token_type_ids": torch.from_numpy(b["input_type_ids"]).long()},
+        lambda out: out.last_hidden_state.float().numpy())
+
+
+def measure_serving(spec, fn, convert, fetch, text_fn=None):
+    """p50/p99 latency at batch 1 (ids of 128 tokens; raw text if `text_fn`), batch-32 rate."""
+    import numpy as np
+
+    one = convert(fixed_inputs(1, spec["seq"]))
+    times = latencies(lambda b: fetch(fn(**b)), one, spec["seconds"])
+    result = dict(p50_ms=1e3 * float(np.percentile(times, 50)),
+                  p99_ms=1e3 * float(np.percentile(times, 99)))
+    if text_fn is not None:
+        import tensorflow as tf
+
+        text = {"text": tf.constant(real_sentences(1, seed=3))}
+        times = latencies(lambda b: text_fn(**b)["pooled_output"].numpy(), text, spec["seconds"])
+        result.update(text_p50_ms=1e3 * float(np.percentile(times, 50)),
+                      text_p99_ms=1e3 * float(np.percentile(times, 99)))
+    full = convert(fixed_inputs(spec["batch"], spec["seq"]))
+    timing = time_calls(lambda b: fetch(fn(**b)), [full], spec["seconds"])
+    rates = timing.rates(spec["batch"])
+    result.update(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],
+                  seq_per_cpu_s=rates["per_cpu_s"])
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Parent side.
+
+@section_hook("export")
+def export_rows(presets, seconds, workdir):
+    rows = []
+    for preset in presets:
+        base = dict(preset=preset, batch=FLAGS.batch_size, seq=FLAGS.seq_length, seconds=seconds)
+        specs = [
+            ("bert_keras SavedModel bf16", dict(base, worker="bert_keras_export", dtype="bfloat16")),
+            ("bert_keras SavedModel f32", dict(base, worker="bert_keras_export", dtype="float32")),
+            ("HF torch f32 eager", dict(base, worker="huggingface_serving", dtype="float32")),
+            ("HF torch bf16 weights eager", dict(base, worker="huggingface_serving",
+                                                 dtype="bfloat16-weights")),
+        ]
+        specs = [(label, spec) for label, spec in specs if wanted(label)]
+        results = measure_interleaved(specs, FLAGS.rounds, FLAGS.timeout, "seq_per_s")
+        for metric, key, shape in (
+                ("latency p50 ms", "p50_ms", f"{preset} batch 1 x {FLAGS.seq_length} ids"),
+                ("latency p99 ms", "p99_ms", f"{preset} batch 1 x {FLAGS.seq_length} ids"),
+                ("latency p50 ms", "text_p50_ms", f"{preset} batch 1 raw sentence (in-graph tokenizer)"),
+                ("sequences/s", "seq_per_s", f"{preset} {FLAGS.batch_size}x{FLAGS.seq_length}")):
+            for label, _ in specs:
+                if key.startswith("text") and "SavedModel" not in label:
+                    continue
+                result = results[label]
+                rows.append(dict(section="export", shape=shape, system=label, metric=metric,
+                                 value=result.get(key), error=result.get("error"),
+                                 cpu=result.get("seq_per_cpu_s") if key == "seq_per_s" else None,
+                                 mean=result.get("seq_per_s_mean") if key == "seq_per_s" else None,
+                                 flops=encoder_flops(preset, FLAGS.seq_length)
+                                 if key == "seq_per_s" else None))
+    return rows

@@ -1,0 +1,65 @@
+"""Parent side of tools/benchmark.py: runs workers in subprocesses, interleaved.
+
+Each measurement re-invokes tools/benchmark.py with --worker and a JSON spec, which prints one
+RESULT line. Also the registry of sections beyond peak and encoder (`section_hook`) and the
+--systems filter (reads the flags that tools/benchmark.py defines).
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+from absl import flags, logging
+
+from bert_keras_tools.benchmark_inputs import REPO
+
+FLAGS = flags.FLAGS
+# The script a worker subprocess runs: tools/benchmark.py, next to this module.
+BENCHMARK_SCRIPT = pathlib.Path(__file__).resolve().with_name("benchmark.py")
+
+
+# Section hooks for modules other engineers are writing: each returns rows or a reason.
+SECTION_HOOKS = {}
+
+
+def section_hook(name):
+    def register(fn):
+        SECTION_HOOKS[name] = fn
+        return fn
+    return register
+
+
+def run_worker_subprocess(spec, timeout):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO))
+    command = [sys.executable, str(BENCHMARK_SCRIPT), "--worker", json.dumps(spec)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env,
+                              cwd=str(REPO))
+    except subprocess.TimeoutExpired:
+        return dict(error=f"timed out after {timeout} s")
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    return dict(error=(done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"])
+
+
+def measure_interleaved(specs, rounds, timeout, key):
+    """Runs each (label, spec) `rounds` times, interleaved; keeps each label's best round."""
+    best = {}
+    for round_index in range(rounds):
+        for label, spec in specs:
+            result = run_worker_subprocess(spec, timeout)
+            logging.info("round %d %s: %s", round_index, label, result)
+            if "error" in result:
+                best.setdefault(label, result)
+                continue
+            previous = best.get(label)
+            if previous is None or "error" in previous or result[key] > previous[key]:
+                best[label] = result
+    return best
+
+
+def wanted(label):
+    return not FLAGS.systems or any(s in label for s in FLAGS.systems)

@@ -1,0 +1,122 @@
+"""The pretrain and finetune sections of tools/benchmark.py: train steps of bert_keras and
+keras-hub on one fixed batch.
+
+Worker functions take the spec and return a dict of measurements; the section rows (parent
+side) run them and read the flags that tools/benchmark.py defines.
+"""
+
+from absl import flags
+
+from bert_keras_tools.benchmark_encoder import keras_hub_backbone
+from bert_keras_tools.benchmark_flops import train_flops
+from bert_keras_tools.benchmark_inputs import VOCAB_SIZE, fixed_inputs
+from bert_keras_tools.benchmark_runner import measure_interleaved, section_hook, wanted
+from bert_keras_tools.benchmark_timing import configure_tf, time_calls
+
+FLAGS = flags.FLAGS
+
+
+# ---------------------------------------------------------------------------------------------
+# Systems: each worker function takes the spec and returns a dict of measurements.
+
+def training_inputs(spec):
+    """One training batch: the fixed inputs + MLM positions/ids/weights + NSP or class labels."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    batch, seq, num = spec["batch"], spec["seq"], spec.get("max_predictions", 20)
+    x = fixed_inputs(batch, seq)
+    positions = np.sort(np.stack([rng.choice(np.arange(1, seq), num, replace=False)
+                                  for _ in range(batch)]), axis=1).astype("int32")
+    return dict(x=x, positions=positions,
+                ids=rng.integers(1000, VOCAB_SIZE, (batch, num)).astype("int32"),
+                weights=np.ones((batch, num), "float32"),
+                labels=rng.integers(0, 2, (batch,)).astype("int32"))
+
+
+def run_bert_keras_train(spec):
+    from bert_keras.models import task_models as models
+    from bert_keras.models.encoder import BertEncoder
+
+    configure_tf(spec)
+    dtype = "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32"
+    encoder = BertEncoder.from_preset(spec["preset"], vocab_size=VOCAB_SIZE, dtype=dtype)
+    data = training_inputs(spec)
+    if spec["task"] == "pretrain":
+        model = models.BertPretrainer(encoder)
+        x = dict(data["x"], masked_lm_positions=data["positions"])
+        batch = dict(x=x, y={"masked_lm": data["ids"], "next_sentence": data["labels"]},
+                     sample_weight={"masked_lm": data["weights"]})
+    else:
+        model = models.BertClassifier(encoder, num_classes=2)
+        batch = dict(x=data["x"], y=data["labels"])
+    if spec.get("jit") is not None:
+        model.jit_compile = spec["jit"]
+    timing = time_calls(lambda b: model.train_on_batch(**b), [batch], spec["seconds"])
+    rates = timing.rates(spec["batch"])
+    return dict(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],
+                seq_per_cpu_s=rates["per_cpu_s"], jit=str(model.jit_compile))
+
+
+def run_keras_hub_train(spec):
+    import keras
+    import keras_hub
+
+    configure_tf(spec)
+    backbone = keras_hub_backbone(spec)
+    data = training_inputs(spec)
+    x = dict(token_ids=data["x"]["input_word_ids"], padding_mask=data["x"]["input_mask"],
+             segment_ids=data["x"]["input_type_ids"])
+    if spec["task"] == "pretrain":  # keras-hub has no NSP head: MLM only.
+        model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+        batch = dict(x=dict(x, mask_positions=data["positions"]), y=data["ids"],
+                     sample_weight=data["weights"])
+    else:
+        model = keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=None)
+        batch = dict(x=x, y=data["labels"])
+    if spec.get("jit") is not None:
+        model.compile(jit_compile=spec["jit"])  # The task's default optimizer, loss, metrics.
+    timing = time_calls(lambda b: model.train_on_batch(**b), [batch], spec["seconds"])
+    rates = timing.rates(spec["batch"])
+    return dict(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],
+                seq_per_cpu_s=rates["per_cpu_s"], jit=str(model.jit_compile),
+                keras_version=keras.__version__)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parent side.
+
+def training_rows(task, presets, seconds):
+    rows = []
+    peer = "BertMaskedLM (MLM only)" if task == "pretrain" else "BertTextClassifier"
+    for preset in presets:
+        base = dict(preset=preset, batch=FLAGS.batch_size, seq=FLAGS.seq_length, seconds=seconds,
+                    task=task, max_predictions=FLAGS.max_predictions)
+        specs = [
+            ("bert_keras bf16", dict(base, worker="bert_keras_train", dtype="bfloat16")),
+            ("bert_keras f32", dict(base, worker="bert_keras_train", dtype="float32")),
+            (f"keras-hub default {peer} (f32)", dict(base, worker="keras_hub_train",
+                                                     dtype="float32", jit=None)),
+            (f"keras-hub {peer} bf16", dict(base, worker="keras_hub_train", dtype="bfloat16",
+                                            jit=None)),
+        ]
+        specs = [(label, spec) for label, spec in specs if wanted(label)]
+        results = measure_interleaved(specs, FLAGS.rounds, FLAGS.timeout, "seq_per_s")
+        what = "MLM+NSP, 20 masked" if task == "pretrain" else "classifier"
+        shape = f"{preset} {FLAGS.batch_size}x{FLAGS.seq_length} {what}"
+        flops = train_flops(preset, FLAGS.seq_length, task, FLAGS.max_predictions)
+        rows += [dict(section=task, shape=shape, system=label, metric="sequences/s (train step)",
+                      value=results[label].get("seq_per_s"), cpu=results[label].get("seq_per_cpu_s"),
+                      mean=results[label].get("seq_per_s_mean"),
+                      flops=flops, error=results[label].get("error")) for label, _ in specs]
+    return rows
+
+
+@section_hook("pretrain")
+def pretrain_rows(presets, seconds, workdir):
+    return training_rows("pretrain", FLAGS.train_presets, seconds)
+
+
+@section_hook("finetune")
+def finetune_rows(presets, seconds, workdir):
+    return training_rows("finetune", FLAGS.train_presets, seconds)
