@@ -33,7 +33,9 @@ from bert_keras.data.finetuning.span_decoding import decode_answers
 from bert_keras.training.strategy import STRATEGIES, create_strategy, per_replica_batch_size
 from bert_keras.tasks.task_io import load_task, save_task
 from bert_keras.data.finetuning.tfds import load_tfds_task
-from bert_keras.training.loop import DTYPES, TrainingDivergedError, run_pretraining, train
+from bert_keras.training.loop import TrainingDivergedError, train
+from bert_keras.training.precision import DTYPES
+from bert_keras.training.pretraining import run_pretraining
 from bert_keras.text.tokenizer import SPECIAL_TOKENS, BertTokenizer
 from bert_keras.text.vocab import load_vocab, save_vocab
 from bert_keras.text.vocab_learning import learn_vocab, text_files_dataset

@@ -29,7 +29,9 @@ def expand_patterns(patterns):
     for pattern in patterns:
         matches = sorted(tf.io.gfile.glob(pattern))
         if not matches:
-            raise FileNotFoundError(f"no files match {pattern!r}")
+            error = FileNotFoundError(f"no files match {pattern!r}")
+            error.filename = pattern
+            raise error
         files.extend(matches)
     return files
 

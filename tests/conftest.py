@@ -37,9 +37,10 @@ def corpus_sentences():
 
 # --- tiny models and the config / .keras round-trip harness ------------------------------
 
-# One tiny encoder for every model test: bert_tiny's depth and heads (2 layers, 2 heads) at
-# 1/8 of its width, a 100-token vocabulary and no dropout (so fit() overfits deterministically).
-TINY_ENCODER_CONFIG = dict(vocab_size=100, num_layers=2, hidden_size=16, num_heads=2,
+# One tiny encoder for every model test: bert_tiny's 2 heads at 1/8 of its width, one layer
+# (tests of the layer stack ask for num_layers=2), a 100-token vocabulary and no dropout (so
+# fit() overfits deterministically).
+TINY_ENCODER_CONFIG = dict(vocab_size=100, num_layers=1, hidden_size=16, num_heads=2,
                            intermediate_size=32, max_positions=32, dropout=0.0,
                            attention_dropout=0.0)
 TINY_ENCODER_SEED = 0

@@ -5,7 +5,7 @@ import pytest
 
 import bert_keras as bk
 
-# `tiny_encoder` (vocab 100, 2 layers, hidden 16, 2 heads, max_positions 32) and
+# `tiny_encoder` (vocab 100, 1 layer, hidden 16, 2 heads, max_positions 32) and
 # `assert_round_trip` are fixtures of conftest.py.
 
 
@@ -21,7 +21,7 @@ def random_inputs(batch=2, length=7, vocab=100, seed=0):
 
 
 def test_output_names_and_shapes(tiny_encoder):
-    encoder = tiny_encoder()
+    encoder = tiny_encoder(num_layers=2)
     outputs = encoder(random_inputs())
     assert set(outputs) == {"sequence_output", "pooled_output", "encoder_outputs"}
     assert outputs["sequence_output"].shape == (2, 7, 16)
@@ -31,7 +31,7 @@ def test_output_names_and_shapes(tiny_encoder):
 
 
 def test_padded_tokens_never_change_real_tokens(tiny_encoder):
-    encoder = tiny_encoder()
+    encoder = tiny_encoder(num_layers=2)
     inputs = random_inputs()
     changed = {k: v.copy() for k, v in inputs.items()}
     changed["input_word_ids"][0, -3:] = [11, 12, 13]  # Garbage under the padding.
@@ -64,7 +64,8 @@ def test_longer_than_max_positions_is_a_clear_error(tiny_encoder):
 
 def test_config_and_keras_round_trip(tiny_encoder, assert_round_trip):
     # Settings other than the defaults: the reloaded outputs match only if they come back too.
-    encoder = tiny_encoder(activation="gelu_approximate", dropout=0.2, layer_norm_epsilon=1e-6)
+    encoder = tiny_encoder(num_layers=2, activation="gelu_approximate", dropout=0.2,
+                           layer_norm_epsilon=1e-6)
     loaded = assert_round_trip(encoder, random_inputs())
     assert isinstance(loaded, bk.BertEncoder)
     assert loaded.get_config() == encoder.get_config()

@@ -21,6 +21,7 @@ import tensorflow as tf
 from bert_keras.training import callbacks as callbacks_lib
 from bert_keras.training import optimization
 from bert_keras.training import loop as training
+from bert_keras.training import pretraining
 from bert_keras.training import strategy as strategy_lib
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -176,7 +177,7 @@ def test_step_clock_counts_updates_across_epochs_and_resumes():
 def test_run_pretraining_mixed_bfloat16_learns_and_saves_the_encoder(tmp_path):
     from bert_keras.models.encoder import BertEncoder
 
-    result = training.run_pretraining(
+    result = pretraining.run_pretraining(
         model_dir=str(tmp_path), train_text=str(CORPUS), preset="bert_tiny", max_seq_length=32,
         max_predictions_per_seq=5, train_steps=12, global_batch_size=16, learning_rate=2e-3,
         warmup_steps=2, checkpoint_every=6, log_every=4, dtype="mixed_bfloat16", progress=False)
@@ -199,18 +200,18 @@ _STRATEGY_SCRIPT = textwrap.dedent("""
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     sys.path.insert(0, {repo!r})
     from bert_keras.data.pretraining import pipeline as pretraining_data
-    from bert_keras.training import loop as training
+    from bert_keras.training import pretraining
     data = {data!r}
     pretraining_data.create_pretraining_tfrecords(
         data, input_files={corpus!r}, max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1,
         documents_per_chunk=20)
     out = {{}}
     for name in ("one_device", "mirrored"):
-        result = training.run_pretraining(
+        result = pretraining.run_pretraining(
             model_dir={model_dir!r} + name, train_data=data, preset="bert_tiny",
-            encoder_overrides=dict(dropout=0.0, attention_dropout=0.0), max_seq_length=32,
+            dropout=0.0, max_seq_length=32,
             max_predictions_per_seq=5, train_steps=4, global_batch_size=8, warmup_steps=1,
-            learning_rate=1e-3, checkpoint_every=4, log_every=1, strategy=name, seed=1,
+            learning_rate=1e-3, checkpoint_every=4, log_every=1, distribution_strategy=name, seed=1,
             progress=False)
         out[name] = [values["loss"] for _, values in result["history"]]
     print("LOSSES " + json.dumps(out))
@@ -235,10 +236,9 @@ def test_mirrored_on_two_cpu_devices_matches_one_device(tmp_path):
 _WORKER_SCRIPT = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, {repo!r})
-    from bert_keras.training import strategy
-    from bert_keras.training import loop as training
+    from bert_keras.training import pretraining, strategy
     st = strategy.create_strategy("multi_worker_mirrored")
-    result = training.run_pretraining(
+    result = pretraining.run_pretraining(
         model_dir={model_dir!r}, train_text={corpus!r}, preset="bert_tiny", max_seq_length=32,
         max_predictions_per_seq=5, train_steps=4, global_batch_size=8, warmup_steps=1,
         checkpoint_every=2, log_every=2, strategy=st, progress=False)
@@ -303,13 +303,13 @@ def test_run_pretraining_two_phases_switch_sequence_length_and_resume_in_phase_2
                     max_seq_length=16, max_predictions_per_seq=3, phase2_seq_length=32,
                     phase2_fraction=0.5, global_batch_size=4, warmup_steps=1, checkpoint_every=2,
                     log_every=2, progress=False)
-        result = training.run_pretraining(train_steps=4, **args)
+        result = pretraining.run_pretraining(train_steps=4, **args)
         assert lengths == [16, 32]
         assert result["initial_step"] == 0 and [s for s, _ in result["history"]] == [2, 4]
         assert "Phase 2: sequence length 32 from step 2." in capsys.readouterr().out
         # A longer rerun resumes in phase 2: phase 1 (to step 3) has nothing left, so only the
         # phase-2 pipeline is built again.
-        result = training.run_pretraining(train_steps=6, **args)
+        result = pretraining.run_pretraining(train_steps=6, **args)
         assert result["initial_step"] == 4 and lengths == [16, 32, 32]
     finally:
         pretraining_data.dynamic_pretraining_dataset = original

@@ -1,4 +1,4 @@
-"""Training: `train` (any compiled Keras model, with resume) and `run_pretraining` (BERT).
+"""Training: `train` runs any compiled Keras model under a strategy, with crash-safe resume.
 
 `train` runs `model.fit` under a distribution strategy and a dtype policy, and makes the run
 restartable: rerunning the same call after a crash (even `kill -9`) restores model, optimizer
@@ -13,7 +13,6 @@ Layout of `model_dir`:
   run_config.json          the resolved arguments (the tool's flags) of the last run
   checkpoints/ckpt-N.*     model + optimizer + step, N = step
   train/                   TensorBoard scalars: losses, accuracies, learning_rate, examples_per_second
-  encoder/                 (run_pretraining) the final encoder: BertEncoder.from_pretrained(...)
 
 A "step" is one optimizer update of `global_batch_size` examples; with gradient accumulation
 that is `gradient_accumulation_steps` micro-batches, each split over the replicas.
@@ -28,6 +27,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from bert_keras.files import write_json
 from bert_keras.training import callbacks as callbacks_lib
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.precision import DTYPES, dtype_policy  # noqa: F401  DTYPES: public
@@ -66,13 +66,6 @@ def latest_checkpoint(model_dir):
 def checkpoint_step(path):
     """The step stored in checkpoint `path`."""
     return int(tf.train.load_variable(path, _STEP_KEY))
-
-
-def write_json_atomic(path, obj):
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True, default=str)
-    os.replace(tmp, path)
 
 
 def _warn_on_changed_config(path, config):
@@ -154,7 +147,7 @@ def train(model_fn, dataset_fn, *, model_dir, train_steps, global_batch_size, st
         os.makedirs(model_dir, exist_ok=True)
         if config is not None:
             _warn_on_changed_config(os.path.join(model_dir, "run_config.json"), config)
-            write_json_atomic(os.path.join(model_dir, "run_config.json"), config)
+            write_json(os.path.join(model_dir, "run_config.json"), config)
 
     with strategy.scope(), dtype_policy(dtype):
         model = model_fn()
@@ -258,159 +251,3 @@ def _build_before_fit(model, strategy, element_spec):
     with strategy.scope():
         model._symbolic_build(data_batch=element_spec)  # noqa: SLF001 - see the docstring
     model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None  # noqa: SLF001
-
-
-def _pretraining_dataset_fn(*, train_data, train_text, tokenizer, max_seq_length,
-                            max_predictions_per_seq, masked_lm_prob, whole_word_mask, pair_mode,
-                            seed):
-    from bert_keras.data.pretraining import pipeline as pretraining_data
-    from bert_keras.data.pretraining import records as pretraining_records
-
-    def dataset_fn(batch_size, input_context):
-        if train_data:
-            patterns = train_data.split(",") if isinstance(train_data, str) else train_data
-            return pretraining_records.read_pretraining_tfrecords(
-                [p.strip() for p in patterns if p.strip()], batch_size, max_seq_length, max_predictions_per_seq,
-                input_context=input_context, seed=seed, next_sentence=pair_mode != "none")
-        return pretraining_data.dynamic_pretraining_dataset(
-            train_text, tokenizer, batch_size, max_seq_length=max_seq_length,
-            max_predictions_per_seq=max_predictions_per_seq, masked_lm_prob=masked_lm_prob,
-            whole_word_mask=whole_word_mask, pair_mode=pair_mode, seed=seed,
-            input_context=input_context)
-
-    return dataset_fn
-
-
-def run_pretraining(*, model_dir, train_data=None, train_text=None, vocab_file=None,
-                    lower_case=True, preset="bert_mini", encoder_overrides=None,
-                    init_checkpoint=None, max_seq_length=128, max_predictions_per_seq=20,
-                    masked_lm_prob=0.15, whole_word_mask=False, pair_mode="nsp",
-                    train_steps=1000, global_batch_size=32, learning_rate=1e-4,
-                    warmup_steps=100, end_learning_rate=0.0, weight_decay=0.01,
-                    optimizer="adamw", gradient_accumulation_steps=1, phase2_seq_length=None,
-                    phase2_fraction=0.1, phase2_max_predictions_per_seq=None,
-                    phase2_train_data=None, strategy="one_device", tpu=None, dtype="float32",
-                    jit_compile=False, checkpoint_every=1000, keep_checkpoints=5,
-                    steps_per_execution=1, log_every=100, seed=0, config=None, progress=True):
-    """Pretrains a BERT encoder (masked LM + NSP/SOP) and saves it to model_dir/encoder.
-
-    Data: `train_data` (static TFRecords glob, e.g. from tools/create_pretraining_data.py) or
-    `train_text` (raw text glob, one sentence per line, blank line between documents; pairs and
-    masks are made on the fly). The encoder is `BertEncoder.from_preset(preset,
-    **encoder_overrides)` with the vocab's size, or the weights of `init_checkpoint` (a Hugging
-    Face, Google or bert_keras directory) to continue pretraining. With `phase2_seq_length`, the
-    last `phase2_fraction` of the steps use that sequence length (BERT's 128 then 512 recipe;
-    `phase2_train_data` gives the static files of phase 2). The learning-rate schedule (linear
-    warmup over `warmup_steps`, linear decay to `end_learning_rate` at `train_steps`) spans
-    both phases. The other arguments are those of `train`. Rerunning the same call resumes.
-
-    Returns a dict: step, initial_step, history (windows of both phases), encoder_dir.
-
-    Example:
-      run_pretraining(model_dir="/tmp/bert_mini", train_text="bert_keras/assets/web_bible_corpus.txt.gz",
-                      train_steps=300, global_batch_size=32, checkpoint_every=100)
-    """
-    args = dict(locals())  # the keyword arguments, before anything else is bound
-    from bert_keras.training import optimization
-    from bert_keras.data.pretraining import pipeline as pretraining_data
-    from bert_keras.models.encoder import BertEncoder
-    from bert_keras.models.task_models import BertPretrainer
-    from bert_keras.text.tokenizer import BertTokenizer
-
-    if (train_data is None) == (train_text is None):
-        raise ValueError(f"Give exactly one of train_data and train_text, got train_data="
-                         f"{train_data!r}, train_text={train_text!r}.")
-    if isinstance(strategy, str):
-        strategy = strategy_lib.create_strategy(strategy, tpu=tpu)
-    if vocab_file is None and init_checkpoint:
-        tokenizer = BertTokenizer.from_pretrained(init_checkpoint)
-    else:
-        tokenizer = BertTokenizer(vocab_file or pretraining_data.default_vocab_file(),
-                                  lower_case=lower_case)
-    overrides = dict(encoder_overrides or {})
-
-    def model_fn():
-        if init_checkpoint:
-            encoder = BertEncoder.from_pretrained(init_checkpoint, **overrides)
-            if encoder.vocab_size != tokenizer.vocab_size:
-                raise ValueError(
-                    f"init_checkpoint {init_checkpoint!r} has vocab_size {encoder.vocab_size} but "
-                    f"the vocab {tokenizer.vocab_file!r} has {tokenizer.vocab_size} tokens.")
-        else:
-            encoder = BertEncoder.from_preset(preset, vocab_size=tokenizer.vocab_size, **overrides)
-        pretrainer = BertPretrainer(encoder, next_sentence=pair_mode != "none")
-        if init_checkpoint:
-            _try_load_heads(pretrainer, init_checkpoint)
-        pretrainer.compile(optimizer=optimization.create_optimizer(
-            optimizer, learning_rate=learning_rate, num_train_steps=train_steps,
-            num_warmup_steps=warmup_steps, end_learning_rate=end_learning_rate,
-            weight_decay=weight_decay, gradient_accumulation_steps=gradient_accumulation_steps))
-        return pretrainer
-
-    data_args = dict(tokenizer=tokenizer, masked_lm_prob=masked_lm_prob,
-                     whole_word_mask=whole_word_mask, pair_mode=pair_mode, seed=seed)
-    phases = [(train_steps, 0, _pretraining_dataset_fn(
-        train_data=train_data, train_text=train_text, max_seq_length=max_seq_length,
-        max_predictions_per_seq=max_predictions_per_seq, **data_args))]
-    if phase2_seq_length:
-        phase1_steps = int(round(train_steps * (1.0 - phase2_fraction)))
-        if not 0 < phase1_steps < train_steps:
-            raise ValueError(f"phase2_fraction={phase2_fraction} leaves no steps for one of the "
-                             f"two phases of train_steps={train_steps}.")
-        if train_data and not phase2_train_data:
-            raise ValueError("phase2_seq_length with static train_data needs phase2_train_data "
-                             f"(TFRecords made with max_seq_length={phase2_seq_length}).")
-        phases = [(phase1_steps, 0, phases[0][2]), (train_steps, phase1_steps, _pretraining_dataset_fn(
-            train_data=phase2_train_data if train_data else None,
-            train_text=None if train_data else train_text, max_seq_length=phase2_seq_length,
-            max_predictions_per_seq=phase2_max_predictions_per_seq or max_predictions_per_seq,
-            **data_args))]
-    if config is None:
-        config = args
-    results = []
-    for phase_steps, start_step, dataset_fn in phases:
-        if start_step:
-            print(f"Phase 2: sequence length {phase2_seq_length} from step {start_step}.", flush=True)
-        result = train(model_fn, dataset_fn, model_dir=model_dir, train_steps=phase_steps,
-                       global_batch_size=global_batch_size, strategy=strategy, dtype=dtype,
-                       jit_compile=jit_compile, checkpoint_every=checkpoint_every,
-                       keep_checkpoints=keep_checkpoints,
-                       gradient_accumulation_steps=gradient_accumulation_steps,
-                       steps_per_execution=steps_per_execution, log_every=log_every,
-                       dataset_start_step=start_step, config=config, progress=progress)
-        results.append(result)
-    history = [entry for r in results for entry in r.history]
-    encoder_dir = os.path.join(model_dir, "encoder")
-    if result.chief:
-        _append_history(os.path.join(model_dir, "history.json"), history, results[0].initial_step)
-        result.model.encoder.save_pretrained(encoder_dir, tokenizer)
-        # The whole pretrainer (MLM + NSP heads) too: tools/export.py serves it as fill-mask.
-        from bert_keras.tasks import task_io
-
-        task_io.save_task(os.path.join(model_dir, "final"), result.model, tokenizer,
-                          task="pretraining", seq_length=phase2_seq_length or max_seq_length)
-        logging.info("Saved the encoder to %s and the pretrainer to %s/final", encoder_dir,
-                     model_dir)
-    return dict(step=result.step, initial_step=results[0].initial_step, history=history,
-                encoder_dir=encoder_dir)
-
-
-def _append_history(path, history, initial_step):
-    """Keeps model_dir/history.json ([step, {metric: value}] per logging window) whole across
-    resumes: windows before this run's first step come from the earlier runs."""
-    earlier = []
-    if os.path.exists(path):
-        with open(path) as f:
-            earlier = [entry for entry in json.load(f) if entry[0] <= initial_step]
-    write_json_atomic(path, earlier + [[step, values] for step, values in history])
-
-
-def _try_load_heads(pretrainer, init_checkpoint):
-    from bert_keras.models import heads
-    from bert_keras.checkpoints import CheckpointError
-
-    try:
-        heads.load_pretraining_heads(pretrainer, init_checkpoint)
-        logging.info("Loaded the pretraining heads of %s", init_checkpoint)
-    except (CheckpointError, ValueError, OSError) as e:
-        logging.info("Pretraining heads start from scratch (%s)", e)

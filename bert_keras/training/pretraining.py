@@ -1,0 +1,166 @@
+"""BERT pretraining (masked LM + NSP / SOP / none): `run_pretraining(config)` over `loop.train`.
+
+Data: `--train_data` (static TFRecords, e.g. from tools/create_pretraining_data.py) or
+`--train_text` (raw text, one sentence per line, blank line between documents; pairs and
+masks are made on the fly). The encoder is `BertEncoder.from_preset(preset, **overrides)`
+with the vocab's size, or the weights of `init_checkpoint` to continue pretraining. With
+`phase2_seq_length`, the last `phase2_fraction` of the steps use that sequence length
+(BERT's 128 then 512 recipe). The learning-rate schedule (linear warmup, linear decay to
+`end_learning_rate` at `train_steps`) spans both phases. Rerunning the same call resumes.
+
+MODEL_DIR/ as `loop.train` writes it, plus encoder/ (the final encoder), final/ (the whole
+pretrainer as a task directory: tools/export.py serves it as fill-mask) and history.json.
+
+Example:
+    >>> import bert_keras as bk
+    >>> result = bk.run_pretraining(  # doctest: +SKIP
+    ...     model_dir="/tmp/bert_mini", train_text="bert_keras/assets/web_bible_corpus.txt.gz",
+    ...     train_steps=300, global_batch_size=32, checkpoint_every=100)
+    >>> result["encoder_dir"]  # doctest: +SKIP
+    '/tmp/bert_mini/encoder'
+"""
+
+import json
+import os
+
+from absl import logging
+
+from bert_keras.checkpoints import CheckpointError
+from bert_keras.data.pretraining import pipeline, records
+from bert_keras.files import write_json
+from bert_keras.models import heads
+from bert_keras.models.encoder import BertEncoder
+from bert_keras.models.task_models import BertPretrainer
+from bert_keras.tasks import task_io
+from bert_keras.text.tokenizer import BertTokenizer
+from bert_keras.training import optimization
+from bert_keras.training import strategy as strategy_lib
+from bert_keras.training.loop import train
+from bert_keras.training.pretraining_config import PretrainConfig
+
+
+def _dataset_fn(config, tokenizer, *, train_data, train_text, max_seq_length,
+                max_predictions_per_seq):
+    next_sentence = config.pair_mode != "none"
+
+    def dataset_fn(batch_size, input_context):
+        if train_data:
+            return records.read_pretraining_tfrecords(
+                [p.strip() for p in train_data.split(",") if p.strip()], batch_size,
+                max_seq_length, max_predictions_per_seq, input_context=input_context,
+                seed=config.seed, next_sentence=next_sentence)
+        return pipeline.dynamic_pretraining_dataset(
+            train_text, tokenizer, batch_size, max_seq_length=max_seq_length,
+            max_predictions_per_seq=max_predictions_per_seq, masked_lm_prob=config.masked_lm_prob,
+            whole_word_mask=config.whole_word_mask, pair_mode=config.pair_mode, seed=config.seed,
+            input_context=input_context)
+
+    return dataset_fn
+
+
+def _tokenizer(config):
+    if config.vocab_file is None and config.init_checkpoint:
+        return BertTokenizer.from_pretrained(config.init_checkpoint)
+    return BertTokenizer(config.vocab_file or pipeline.default_vocab_file(),
+                         lower_case=config.lower_case)
+
+
+def _model_fn(config, tokenizer):
+    overrides = config.encoder_overrides()
+
+    def model_fn():
+        if config.init_checkpoint:
+            encoder = BertEncoder.from_pretrained(config.init_checkpoint, **overrides)
+            if encoder.vocab_size != tokenizer.vocab_size:
+                raise ValueError(
+                    f"init_checkpoint {config.init_checkpoint!r} has vocab_size "
+                    f"{encoder.vocab_size} but the vocab {tokenizer.vocab_file!r} has "
+                    f"{tokenizer.vocab_size} tokens.")
+        else:
+            encoder = BertEncoder.from_preset(config.preset, vocab_size=tokenizer.vocab_size,
+                                              **overrides)
+        pretrainer = BertPretrainer(encoder, next_sentence=config.pair_mode != "none")
+        if config.init_checkpoint:
+            _try_load_heads(pretrainer, config.init_checkpoint)
+        pretrainer.compile(optimizer=optimization.create_optimizer(
+            config.optimizer, learning_rate=config.learning_rate,
+            num_train_steps=config.train_steps, num_warmup_steps=config.warmup_steps,
+            end_learning_rate=config.end_learning_rate, weight_decay=config.weight_decay,
+            gradient_accumulation_steps=config.gradient_accumulation_steps))
+        return pretrainer
+
+    return model_fn
+
+
+def run_pretraining(config=None, *, strategy=None, progress=True, **options):
+    """Pretrains an encoder and saves it to model_dir/encoder; rerunning resumes.
+
+    `config`: a PretrainConfig, or None to make one from `options` (its field names, the
+    flags of tools/pretrain.py). `strategy`: a tf.distribute.Strategy (default: made from
+    `config.distribution_strategy`). Returns a dict: step, initial_step, history (windows
+    of both phases), encoder_dir.
+    """
+    config = config or PretrainConfig(**options)
+    if strategy is None:
+        strategy = strategy_lib.create_strategy(config.distribution_strategy, tpu=config.tpu)
+    tokenizer = _tokenizer(config)
+    model_fn = _model_fn(config, tokenizer)
+    phase1 = config.phase1_steps()
+    phases = [(phase1, 0, _dataset_fn(
+        config, tokenizer, train_data=config.train_data, train_text=config.train_text,
+        max_seq_length=config.max_seq_length,
+        max_predictions_per_seq=config.max_predictions_per_seq))]
+    if config.phase2_seq_length:
+        phases.append((config.train_steps, phase1, _dataset_fn(
+            config, tokenizer,
+            train_data=config.phase2_train_data if config.train_data else None,
+            train_text=None if config.train_data else config.train_text,
+            max_seq_length=config.phase2_seq_length,
+            max_predictions_per_seq=(config.phase2_max_predictions_per_seq
+                                     or config.max_predictions_per_seq))))
+    results = []
+    for phase_steps, start_step, dataset_fn in phases:
+        if start_step:
+            print(f"Phase 2: sequence length {config.phase2_seq_length} from step {start_step}.",
+                  flush=True)
+        results.append(train(
+            model_fn, dataset_fn, model_dir=config.model_dir, train_steps=phase_steps,
+            global_batch_size=config.global_batch_size, strategy=strategy, dtype=config.dtype,
+            jit_compile=config.jit_compile, checkpoint_every=config.checkpoint_every,
+            keep_checkpoints=config.keep_checkpoints,
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
+            steps_per_execution=config.steps_per_execution, log_every=config.log_every,
+            dataset_start_step=start_step, config=config.to_dict(), progress=progress))
+    result = results[-1]
+    history = [entry for r in results for entry in r.history]
+    encoder_dir = os.path.join(config.model_dir, "encoder")
+    if result.chief:
+        _append_history(os.path.join(config.model_dir, "history.json"), history,
+                        results[0].initial_step)
+        result.model.encoder.save_pretrained(encoder_dir, tokenizer)
+        # The whole pretrainer (MLM + NSP heads) too: tools/export.py serves it as fill-mask.
+        task_io.save_task(os.path.join(config.model_dir, "final"), result.model, tokenizer,
+                          task="pretraining",
+                          seq_length=config.phase2_seq_length or config.max_seq_length)
+        logging.info("Saved the encoder to %s and the pretrainer to %s/final", encoder_dir,
+                     config.model_dir)
+    return dict(step=result.step, initial_step=results[0].initial_step, history=history,
+                encoder_dir=encoder_dir)
+
+
+def _append_history(path, history, initial_step):
+    """Keeps model_dir/history.json ([step, {metric: value}] per logging window) whole across
+    resumes: windows before this run's first step come from the earlier runs."""
+    earlier = []
+    if os.path.exists(path):
+        with open(path) as f:
+            earlier = [entry for entry in json.load(f) if entry[0] <= initial_step]
+    write_json(path, earlier + [[step, values] for step, values in history])
+
+
+def _try_load_heads(pretrainer, init_checkpoint):
+    try:
+        heads.load_pretraining_heads(pretrainer, init_checkpoint)
+        logging.info("Loaded the pretraining heads of %s", init_checkpoint)
+    except (CheckpointError, ValueError, OSError) as e:
+        logging.info("Pretraining heads start from scratch (%s)", e)

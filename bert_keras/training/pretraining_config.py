@@ -1,0 +1,160 @@
+"""PretrainConfig: every option of a pretraining run (the flags of tools/pretrain.py).
+
+>>> config = PretrainConfig(model_dir="/tmp/run", train_text="bert_keras/assets/web_bible_corpus.txt.gz")
+>>> config.encoder_overrides()
+{}
+>>> PretrainConfig(model_dir="/tmp/run", train_text="bert_keras/assets/web_bible_corpus.txt.gz",
+...                warmup_steps=2000)
+Traceback (most recent call last):
+...
+bert_keras.configs.ConfigError: --warmup_steps=2000 must be in [0, --train_steps=1000].
+"""
+
+import dataclasses
+import os
+
+from bert_keras.configs import Config, ConfigError, check, option
+from bert_keras.data.pretraining.documents import PAIR_MODES
+from bert_keras.files import expand_patterns
+from bert_keras.training.precision import DTYPES
+from bert_keras.training.strategy import STRATEGIES
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainConfig(Config):
+    """A pretraining run (masked LM + NSP / SOP / none); see tools/pretrain.py."""
+
+    train_text: str = option(None, "Raw text files (comma-separated globs, .gz ok): one sentence "
+                             "per line, blank line between documents. Pairs and masks are made "
+                             "on the fly.")
+    train_data: str = option(None, "Static pretraining TFRecords (comma-separated globs), e.g. "
+                             "from tools/create_pretraining_data.py or Google's script.")
+    model_dir: str = option(None, "Checkpoints, TensorBoard logs, run_config.json and the final "
+                            "encoder/ go here; rerunning with the same directory resumes.")
+    preset: str = option("bert_mini", "Encoder size: a bk.PRESETS name (bert_tiny, bert_mini, "
+                         "bert_small, bert_base, bert_large, bert_L-4_H-512, ...).")
+    train_steps: int = option(1000, "Optimizer updates to train for.")
+    global_batch_size: int = option(32, "Examples per update, over all replicas (and "
+                                    "accumulated micro-batches).")
+    learning_rate: float = option(1e-4, "Peak learning rate.")
+    warmup_steps: int = option(100, "Linear warmup steps, then linear decay to 0.")
+    vocab_file: str = option(None, "WordPiece vocab; default: the bundled bert_keras/assets/"
+                             "vocab.txt, or the vocab of --init_checkpoint.", advanced=True)
+    lower_case: bool = option(True, "Uncased vocab (lower-case and strip accents).", advanced=True)
+    init_checkpoint: str = option(None, "Continue pretraining from this encoder: a Hugging Face, "
+                                  "Google TF1 or bert_keras directory (its size overrides "
+                                  "--preset).", advanced=True)
+    num_layers: int = option(None, "Override the preset's number of layers.", advanced=True)
+    hidden_size: int = option(None, "Override the preset's hidden size.", advanced=True)
+    num_heads: int = option(None, "Override the preset's number of attention heads.", advanced=True)
+    intermediate_size: int = option(None, "Override the preset's feed-forward size.", advanced=True)
+    dropout: float = option(None, "Override hidden and attention dropout (preset: 0.1).",
+                            advanced=True)
+    max_seq_length: int = option(128, "Sequence length (of the data, for --train_data).",
+                                 advanced=True)
+    max_predictions_per_seq: int = option(20, "Masked positions per sequence.", advanced=True)
+    masked_lm_prob: float = option(0.15, "Fraction of tokens masked (--train_text).", advanced=True)
+    whole_word_mask: bool = option(False, "Mask whole words (--train_text).", advanced=True)
+    pair_mode: str = option("nsp", "Sentence-pair task: next sentence, sentence order, or none "
+                            "(MLM only).", choices=PAIR_MODES, advanced=True)
+    phase2_seq_length: int = option(None, "Two-phase recipe: the last --phase2_fraction of the "
+                                    "steps use this sequence length (BERT: 128, then 512).",
+                                    advanced=True)
+    phase2_fraction: float = option(0.1, "Fraction of --train_steps in phase 2.", advanced=True)
+    phase2_max_predictions_per_seq: int = option(None, "Masked positions in phase 2 (default: "
+                                                 "--max_predictions_per_seq; BERT used 80 at 512).",
+                                                 advanced=True)
+    phase2_train_data: str = option(None, "Static TFRecords of phase 2 (with --train_data).",
+                                    advanced=True)
+    optimizer: str = option("adamw", "Optimizer.", choices=("adamw", "lamb"), advanced=True)
+    end_learning_rate: float = option(0.0, "Learning rate at the last step.", advanced=True)
+    weight_decay: float = option(0.01, "Decoupled weight decay (not LayerNorm, not biases).",
+                                 advanced=True)
+    gradient_accumulation_steps: int = option(1, "Micro-batches per update: each is "
+                                              "global_batch_size / this examples.", advanced=True)
+    distribution_strategy: str = option(
+        "one_device", "one_device; mirrored (all local GPUs); multi_worker_mirrored (cluster "
+        "from the TF_CONFIG environment variable); tpu (needs --tpu).", choices=STRATEGIES,
+        advanced=True)
+    tpu: str = option(None, "TPU address for --distribution_strategy=tpu ('local' on a TPU VM).",
+                      advanced=True)
+    dtype: str = option("float32", "Compute dtype policy; variables, layer norm, softmax and "
+                        "logits stay float32.", choices=DTYPES, advanced=True)
+    jit_compile: bool = option(False, "XLA-compile the train step (good on GPU/TPU; on CPU it "
+                               "loses bfloat16's speed).", advanced=True)
+    steps_per_execution: int = option(1, "Batches per compiled call (TPU: e.g. 100).",
+                                      advanced=True)
+    checkpoint_every: int = option(1000, "Steps between checkpoints (a Keras epoch).",
+                                   advanced=True)
+    keep_checkpoints: int = option(5, "Recent checkpoints to keep.", advanced=True)
+    log_every: int = option(100, "Steps between TensorBoard points and progress lines.",
+                            advanced=True)
+    seed: int = option(0, "Data seed (shuffling, pairs, masks).", advanced=True)
+
+    def validate(self):
+        check(bool(self.model_dir), "--model_dir is required.")
+        check(bool(self.train_data) != bool(self.train_text),
+              "Give exactly one of --train_data (TFRecords) and --train_text (raw text); got "
+              f"--train_data={self.train_data!r}, --train_text={self.train_text!r}.")
+        self.files("train_data" if self.train_data else "train_text")
+        if self.phase2_train_data:
+            check(bool(self.train_data), "--phase2_train_data goes with --train_data.")
+            self.files("phase2_train_data")
+        if self.phase2_seq_length:
+            check(not (self.train_data and not self.phase2_train_data),
+                  "--phase2_seq_length with --train_data needs --phase2_train_data (TFRecords "
+                  f"of length {self.phase2_seq_length}).")
+            check(0.0 < self.phase2_fraction < 1.0,
+                  f"--phase2_fraction must be in (0, 1), got {self.phase2_fraction}.")
+            phase1 = int(round(self.train_steps * (1.0 - self.phase2_fraction)))
+            check(0 < phase1 < self.train_steps,
+                  f"--phase2_fraction={self.phase2_fraction} leaves no steps for one of the two "
+                  f"phases of --train_steps={self.train_steps}.")
+        check(self.distribution_strategy != "tpu" or self.tpu,
+              "--distribution_strategy=tpu needs --tpu (an address, or 'local').")
+        check(not self.tpu or self.distribution_strategy == "tpu",
+              f"--tpu={self.tpu!r} needs --distribution_strategy=tpu, got "
+              f"{self.distribution_strategy!r}.")
+        check(self.distribution_strategy != "multi_worker_mirrored" or os.environ.get("TF_CONFIG"),
+              "--distribution_strategy=multi_worker_mirrored reads the cluster from the "
+              "TF_CONFIG environment variable, which is not set.")
+        check(not self.vocab_file or os.path.isfile(self.vocab_file),
+              f"--vocab_file={self.vocab_file!r} does not exist.")
+        check(not self.init_checkpoint or os.path.isdir(self.init_checkpoint),
+              f"--init_checkpoint={self.init_checkpoint!r} is not a directory.")
+        for name in ("train_steps", "global_batch_size", "checkpoint_every", "keep_checkpoints",
+                     "log_every", "gradient_accumulation_steps", "steps_per_execution",
+                     "max_seq_length", "max_predictions_per_seq"):
+            value = getattr(self, name)
+            check(isinstance(value, int) and value >= 1, f"--{name} must be >= 1, got {value}.")
+        check(0 <= self.warmup_steps <= self.train_steps,
+              f"--warmup_steps={self.warmup_steps} must be in [0, --train_steps={self.train_steps}].")
+        check(self.global_batch_size % self.gradient_accumulation_steps == 0,
+              f"--global_batch_size={self.global_batch_size} is not divisible by "
+              f"--gradient_accumulation_steps={self.gradient_accumulation_steps}.")
+        check(0.0 < self.masked_lm_prob < 1.0,
+              f"--masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}.")
+        check(self.pair_mode in PAIR_MODES, f"--pair_mode={self.pair_mode!r} is not one of {PAIR_MODES}.")
+        check(self.dtype in DTYPES, f"--dtype={self.dtype!r} is not one of {DTYPES}.")
+
+    def files(self, name):
+        """The files of a comma-separated glob option; ConfigError naming it if one matches none."""
+        pattern = getattr(self, name)
+        try:
+            return expand_patterns(pattern)
+        except FileNotFoundError as e:
+            raise ConfigError(f"No file matches {e.filename!r} (from --{name}={pattern!r}).") from None
+
+    def encoder_overrides(self):
+        """The preset settings this config overrides (sizes, dropout)."""
+        overrides = {name: getattr(self, name) for name in
+                     ("num_layers", "hidden_size", "num_heads", "intermediate_size")
+                     if getattr(self, name) is not None}
+        if self.dropout is not None:
+            overrides.update(dropout=self.dropout, attention_dropout=self.dropout)
+        return overrides
+
+    def phase1_steps(self):
+        if not self.phase2_seq_length:
+            return self.train_steps
+        return int(round(self.train_steps * (1.0 - self.phase2_fraction)))
