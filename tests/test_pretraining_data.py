@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras.data.pretraining import documents as pairing
-from bert_keras.data.pretraining import dynamic, stages, static
+import pairing_oracle  # tests/pairing_oracle.py: Google's pairing in Python, the reference
+from bert_keras.data.pretraining import documents, dynamic, stages, static
+from bert_keras.data.pretraining import pairing as graph_pairing
 from bert_keras.data.pretraining import pipeline as pd
 from bert_keras.data.pretraining import records as pr
 from bert_keras.text.tokenizer import BertTokenizer
@@ -28,7 +29,7 @@ def tokenizer():
 @pytest.fixture(scope="module")
 def raw_docs():
     docs = []
-    for doc in pairing.read_documents([CORPUS]):
+    for doc in documents.read_documents([CORPUS]):
         docs.append(doc)
         if len(docs) == 250:
             return docs
@@ -36,12 +37,12 @@ def raw_docs():
 
 @pytest.fixture(scope="module")
 def token_docs(tokenizer, raw_docs):
-    return pairing.tokenize_documents(tokenizer, raw_docs)
+    return documents.tokenize_documents(tokenizer, raw_docs)
 
 
 def _builder(tokenizer, mode="nsp", max_seq_length=T):
-    return pairing.InstanceBuilder(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
-                                   max_seq_length, 0.1, mode)
+    return pairing_oracle.InstanceBuilder(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
+                                          max_seq_length, 0.1, mode)
 
 
 def _write_corpus(path, docs):
@@ -113,15 +114,19 @@ def test_sop_and_full_sentence_modes(tokenizer, token_docs):
 
 
 def test_truncated_lengths_match_google_loop():
-    for la in range(0, 40, 3):
-        for lb in range(0, 40, 5):
-            a, b = la, lb
-            while a + b > 25:
-                if a > b:
-                    a -= 1
-                else:
-                    b -= 1
-            assert pairing._truncated_lengths(la, lb, 25) == (a, b)
+    grid = [(la, lb) for la in range(0, 40, 3) for lb in range(0, 40, 5)]
+    in_graph = graph_pairing._truncated_lengths(tf.constant([g[0] for g in grid]),
+                                                tf.constant([g[1] for g in grid]), 25)
+    in_graph = list(zip(*(x.numpy().tolist() for x in in_graph)))
+    for (la, lb), graph_lengths in zip(grid, in_graph):
+        a, b = la, lb
+        while a + b > 25:
+            if a > b:
+                a -= 1
+            else:
+                b -= 1
+        assert pairing_oracle._truncated_lengths(la, lb, 25) == (a, b)
+        assert graph_lengths == (a, b)
 
 
 # ---------------------------------------------------------------- masking
@@ -250,7 +255,7 @@ def test_bad_inputs_are_skipped_and_counted(tmp_path, raw_docs):
     with pytest.raises(FileNotFoundError, match="missing"):
         pd.create_pretraining_tfrecords(str(tmp_path / "x"), input_files=str(d / "missing*.txt"))
     with pytest.raises(FileNotFoundError, match="no_such.txt"):
-        pairing.expand_input_files([str(d / "b.txt"), str(d / "no_such.txt")])
+        documents.expand_input_files([str(d / "b.txt"), str(d / "no_such.txt")])
 
 
 @pytest.mark.slow
@@ -330,7 +335,6 @@ def _flat(tokenizer, raw):
 
 @pytest.mark.parametrize("mode", ["nsp", "sop", "none"])
 def test_graph_pairing_matches_numpy_rules(tokenizer, raw_docs, token_docs, mode):
-    from bert_keras.data.pretraining import pairing as graph_pairing
     build = tf.function(lambda *a: graph_pairing.build_instances(
         *a, cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id,
         max_seq_length=T, short_seq_prob=0.1, pair_mode=mode))
@@ -384,7 +388,7 @@ def test_document_chunks_match_python_reader(tmp_path, raw_docs):
         f.write(text.replace(b"\n\n", b"\nbad \xff line\n\n", 1))  # skipped, not a boundary
     for n in (7, 30, 1000):
         got = list(dynamic._document_chunks(str(path), n, block_lines=50).as_numpy_iterator())
-        ref = list(static._chunks(pairing.read_documents([str(path)]), n))
+        ref = list(static._chunks(documents.read_documents([str(path)]), n))
         assert len(got) == len(ref) == -(-30 // n)
         for (lines, doc_ids), docs in zip(got, ref):
             assert [x.decode() for x in lines] == [x for d in docs for x in d]

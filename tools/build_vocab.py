@@ -8,15 +8,11 @@ Example (the bundled vocab: 7,887 tokens in about 20 s on 2 cores):
       --vocab_size=8000 --lower_case --output=bert_keras/assets/vocab.txt
 """
 
-import pathlib
-import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from absl import app, flags, logging
 
-from absl import app, flags, logging  # noqa: E402
-
-import bert_keras as bk  # noqa: E402
+import bert_keras as bk
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("input", None, "Glob(s) of text files, one sentence per line; .gz accepted.")
@@ -45,5 +41,10 @@ def main(argv):
     print(f"Wrote {len(vocab)} tokens to {FLAGS.output} in {time.time() - start:.0f} s.")
 
 
-if __name__ == "__main__":
+
+def run():
     app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -11,11 +11,8 @@ Example:
 """
 
 import pathlib
-import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-
-from absl import app, flags, logging  # noqa: E402
+from absl import app, flags, logging
 
 flags.DEFINE_string("input_dir", None, "Checkpoint directory to read (HF, Google TF1 or bert_keras).")
 flags.DEFINE_string("output_dir", None, "Directory to write.")
@@ -45,5 +42,10 @@ def main(argv):
     print(f"Converted {FLAGS.input_dir} -> {FLAGS.output_dir} ({FLAGS.output_format})")
 
 
-if __name__ == "__main__":
+
+def run():
     app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -17,14 +17,10 @@ Example (custom):
 """
 
 import json
-import pathlib
-import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from absl import app, flags, logging
 
-from absl import app, flags, logging  # noqa: E402
-
-from bert_keras.data.pretraining import pipeline as pretraining_data  # noqa: E402
+from bert_keras.data.pretraining import pipeline as pretraining_data
 
 flags.DEFINE_string("input_file", None, "Input text files: comma-separated globs (.gz ok).")
 flags.DEFINE_string("tfds_name", None, "TFDS text dataset instead of --input_file, e.g. "
@@ -81,6 +77,11 @@ def main(argv):
     print(json.dumps(summary, indent=1))
 
 
-if __name__ == "__main__":
+
+def run():
     flags.mark_flag_as_required("output_file")
     app.run(main)
+
+
+if __name__ == "__main__":
+    run()

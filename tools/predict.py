@@ -103,5 +103,10 @@ def main(argv):
             sink.close()
 
 
-if __name__ == "__main__":
+
+def run():
     app.run(main)
+
+
+if __name__ == "__main__":
+    run()

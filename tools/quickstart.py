@@ -192,5 +192,10 @@ def main(argv):
     print(f"\nDone in {time.time() - started:.0f} s. Serve it: see README 'Serving'.")
 
 
-if __name__ == "__main__":
+
+def run():
     app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -37,9 +37,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_keras.models.encoder import BertEncoder
 from bert_keras.serving import op_audit
 from bert_keras.serving import signatures as sigs
 from bert_keras.serving.warmup import warmup_requests, write_warmup
+from bert_keras.tasks import task_io
+from bert_keras.text.tokenizer import BertTokenizer
 
 METADATA_FILE = "bert_keras_metadata.json"
 DTYPES = ("float32", "bfloat16")
@@ -231,14 +234,32 @@ def _tf_variable(variable):
 
 
 def export_task(task_dir, base_dir, model_name=None, **kwargs):
-    """Exports a trained task directory (`bert_keras.task_io.save_task`); see `export_model`.
-    model_name defaults to the directory's name (its parent's for .../best, .../final)."""
-    from bert_keras.tasks.task_io import load_task
-
-    model, tokenizer, info = load_task(task_dir)
+    """Exports a trained task directory (`bert_keras.tasks.task_io.save_task`); see
+    `export_model`. model_name defaults to the directory's name (its parent's for .../best,
+    .../final)."""
+    model, tokenizer, info = task_io.load_task(task_dir)
     if model_name is None:
         model_name = default_model_name(task_dir)
     return export_model(model, tokenizer, info, base_dir, model_name, **kwargs)
+
+
+def run_export(config):
+    """The export of an ExportConfig (tools/export.py): a task directory or a bare encoder."""
+    source = config.task_dir or config.encoder_dir
+    if config.task_dir:
+        model, tokenizer, info = task_io.load_task(config.task_dir)
+    else:
+        model = BertEncoder.from_pretrained(config.encoder_dir)
+        tokenizer = BertTokenizer.from_pretrained(config.encoder_dir)
+        info = dict(task="encoder", labels=None, seq_length=128,
+                    lower_case=tokenizer.lower_case, text_fields=["text"])
+    if config.seq_length:
+        info = dict(info, seq_length=config.seq_length)
+    return export_model(model, tokenizer, info, config.export_dir_base,
+                        config.model_name or default_model_name(source), version=config.version,
+                        dtype=config.dtype, top_k=config.top_k,
+                        max_answer_tokens=config.max_answer_tokens,
+                        extra_allowed_ops=config.allow_ops)
 
 
 def default_model_name(path):

@@ -1,0 +1,46 @@
+"""ExportConfig: every option of an export (the flags of tools/export.py).
+
+>>> ExportConfig(task_dir="runs/paraphrase/best").seq_length is None
+True
+>>> ExportConfig(task_dir="a", encoder_dir="b")
+Traceback (most recent call last):
+...
+bert_keras.configs.ConfigError: Give exactly one of --task_dir or --encoder_dir.
+"""
+
+import dataclasses
+
+from bert_keras.configs import Config, check, option
+
+DTYPES = ("float32", "bfloat16")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportConfig(Config):
+    """An export of a task directory or a bare encoder to EXPORT_DIR_BASE/NAME/VERSION."""
+
+    task_dir: str = option(None, "Trained task directory (task.json, model.keras, vocab.txt).")
+    encoder_dir: str = option(None, "Or: an encoder checkpoint directory (bare encoder export).")
+    model_name: str = option(None, "Served model name; default: the task directory's name (its "
+                             "parent's for .../best, .../final, .../encoder).")
+    export_dir_base: str = option("saved_models", "Where NAME/VERSION/ is written.")
+    version: int = option(None, "Version number; default: the next free integer.")
+    dtype: str = option("float32", "Dtype of the export (bfloat16: encoder weights and compute "
+                        "in bfloat16, heads and outputs float32).", choices=DTYPES)
+    seq_length: int = option(None, "Maximum tokens per request row; default: task.json's "
+                             "seq_length (128 for --encoder_dir).")
+    top_k: int = option(5, "Fill-mask predictions per [MASK] (pretraining models).")
+    max_answer_tokens: int = option(30, "Longest answer span in tokens (span QA).")
+    allow_ops: tuple = option((), "Extra op names the audit accepts (only if your model server "
+                              "links them).")
+
+    def validate(self):
+        check(bool(self.task_dir) != bool(self.encoder_dir),
+              "Give exactly one of --task_dir or --encoder_dir.")
+        check(self.version is None or self.version >= 1,
+              f"--version must be a positive integer, got {self.version}.")
+        check(self.seq_length is None or self.seq_length >= 3,
+              f"--seq_length must be at least 3, got {self.seq_length}.")
+        check(self.top_k >= 1 and self.max_answer_tokens >= 1,
+              "--top_k and --max_answer_tokens must be positive.")
+        check(self.dtype in DTYPES, f"--dtype={self.dtype!r} is not one of {DTYPES}.")
