@@ -1,0 +1,99 @@
+"""Token-level loss and accuracy of the task models: weighted (masked LM) or ignoring labels
+(`IGNORE_LABEL`, any negative label: token tagging), normalized like Google BERT.
+
+The masked-LM loss is `sum(w * ce) / (sum(w) + 1e-5)` per batch, not Keras' mean over all
+B*P slots. Under a distribution strategy each replica normalizes by its own weights and the
+result is divided by the number of replicas, as Keras does for its own losses.
+"""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from bert_keras.names import IGNORE_LABEL
+
+
+def _scale_for_replicas(loss):
+    # Keras' TF trainer sums the replicas' gradients: each replica's loss carries 1/N.
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    return loss / replicas if replicas > 1 else loss
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class TokenCrossEntropy(keras.losses.Loss):
+    """Sparse cross entropy from logits, averaged over weighted positions: sum(w*ce) / (sum(w) + eps).
+
+    y_true int (B, P), y_pred logits (B, P, V), sample_weight (B, P) (None: all ones).
+    Positions whose label is negative get weight 0 when `ignore_negative_labels` is set
+    (their label is never looked up). With `epsilon=1e-5` this is Google BERT's masked-LM
+    loss exactly; with `epsilon=0` (and 0/0 = 0) the mean over the scored tokens.
+
+    Example:
+    >>> import numpy as np
+    >>> loss = TokenCrossEntropy()
+    >>> logits = np.zeros((1, 2, 4), "float32")           # uniform: ce = log(4) each
+    >>> round(float(loss(np.array([[1, 2]]), logits, np.array([[1.0, 0.0]]))), 4)
+    1.3863
+    """
+
+    def __init__(self, epsilon=1e-5, ignore_negative_labels=False, name="token_cross_entropy", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.epsilon = epsilon
+        self.ignore_negative_labels = ignore_negative_labels
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        logits = ops.cast(y_pred, "float32")  # (B, P, V)
+        labels = ops.cast(y_true, "int32")  # (B, P)
+        weights = ops.ones_like(labels, dtype="float32")
+        if self.ignore_negative_labels:
+            weights = ops.cast(labels >= 0, "float32")
+            labels = ops.maximum(labels, 0)
+        if sample_weight is not None:
+            weights = weights * ops.reshape(ops.cast(sample_weight, "float32"), ops.shape(labels))
+        ce = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)  # (B, P)
+        total = ops.sum(ce * weights)
+        if self.epsilon:
+            loss = total / (ops.sum(weights) + self.epsilon)
+        else:
+            loss = ops.divide_no_nan(total, ops.sum(weights))
+        return _scale_for_replicas(loss)
+
+    def call(self, y_true, y_pred):  # Unused: __call__ does the weighting itself.
+        raise NotImplementedError("TokenCrossEntropy is used through __call__.")
+
+    def get_config(self):
+        return dict(name=self.name, epsilon=self.epsilon, ignore_negative_labels=self.ignore_negative_labels)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class TokenAccuracy(keras.metrics.Metric):
+    """Weighted accuracy of (B, T) labels against (B, T, C) logits; negative labels are skipped.
+
+    Example:
+    >>> import numpy as np
+    >>> m = TokenAccuracy()
+    >>> m.update_state(np.array([[1, -1, 0]]), np.array([[[0., 1.], [1., 0.], [0., 1.]]]))
+    >>> float(m.result())
+    0.5
+    """
+
+    def __init__(self, name="accuracy", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.correct = self.add_variable(shape=(), initializer="zeros", name="correct")
+        self.count = self.add_variable(shape=(), initializer="zeros", name="count")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        labels = ops.cast(y_true, "int32")
+        weights = ops.cast(labels >= 0, "float32")
+        if sample_weight is not None:
+            weights = weights * ops.reshape(ops.cast(sample_weight, "float32"), ops.shape(labels))
+        hits = ops.cast(ops.cast(ops.argmax(y_pred, axis=-1), "int32") == labels, "float32")
+        self.correct.assign_add(ops.sum(hits * weights))
+        self.count.assign_add(ops.sum(weights))
+
+    def result(self):
+        return ops.divide_no_nan(self.correct, self.count)
+
+    def reset_state(self):
+        self.correct.assign(0.0)
+        self.count.assign(0.0)
