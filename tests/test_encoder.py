@@ -63,7 +63,7 @@ def test_longer_than_max_positions_is_a_clear_error(tiny_encoder):
 
 
 def test_config_and_keras_round_trip(tiny_encoder, assert_round_trip):
-    # Settings other than the defaults: the reloaded outputs match only if they come back too.
+    # Settings other than the defaults: they must come back in the config and the outputs.
     encoder = tiny_encoder(num_layers=2, activation="gelu_approximate", dropout=0.2,
                            layer_norm_epsilon=1e-6)
     loaded = assert_round_trip(encoder, random_inputs())

@@ -84,7 +84,7 @@ def test_mlm_head_accepts_the_bare_table_and_config_round_trips(tiny_encoder,
                                                                assert_config_round_trip):
     encoder = tiny_encoder()
     head = bk.MaskedLMHead(encoder.token_embedding.embeddings, activation="relu",
-                              layer_norm_epsilon=1e-6, name="mlm")
+                           layer_norm_epsilon=1e-6, name="mlm")
     head(np.zeros((1, 4, 16), "float32"), np.zeros((1, 2), "int32"))
     config = head.get_config()
     assert config["vocab_size"] == 100 and config["token_embedding"] is None

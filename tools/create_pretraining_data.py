@@ -3,7 +3,7 @@ r"""Creates masked-LM + NSP/SOP pretraining TFRecords with Google BERT's feature
 Input: text files in BERT's original format (one sentence per line, blank line between
 documents; globs, comma-separated, `.gz` ok) or a TFDS text dataset (--tfds_name). Output:
 --num_output_shards TFRecord files readable by Google's run_pretraining.py and by
-`bert_keras.pretraining_records.read_pretraining_tfrecords`. Workers (--num_workers processes)
+`bert_keras.data.pretraining.records.read_pretraining_tfrecords`. Workers (--num_workers processes)
 each write whole shards; output bytes depend only on the flags, not on the number of workers.
 A summary (documents, skipped, instances written, examples/s) is logged at the end.
 

@@ -45,7 +45,7 @@ class MaskedLMHead(keras.layers.Layer):
             or its table variable (`encoder.token_embedding.embeddings`). None: the head
             owns an untied table of `vocab_size` rows.
         vocab_size: only with `token_embedding=None`.
-        activation: transform activation, a name of `bert_keras.layers.get_activation`.
+        activation: transform activation, a name of `bert_keras.models.layers.get_activation`.
         layer_norm_epsilon, initializer_range: as in BertEncoder.
 
     `get_config` stores `vocab_size`, not the shared layer: `from_config` builds a head with

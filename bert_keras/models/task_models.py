@@ -366,7 +366,7 @@ class BertSpanQA(_BertTask):
     -1e9. y = {"start_positions": (B,), "end_positions": (B,)} int token indices; 0 ([CLS])
     means "no answer" (SQuAD 2.0). (y keyed "start_logits"/"end_logits" works too.)
     Default compile: AdamW at 5e-5, loss = (CE(start) + CE(end)) / 2, accuracy of each.
-    Decode predictions with `bert_keras.span_decoding`.
+    Decode predictions with `bert_keras.data.finetuning.span_decoding`.
 
     Example:
     >>> import numpy as np

@@ -8,13 +8,13 @@
         assets.extra/tf_serving_warmup_requests   PredictionLog records of real requests
 
 Signatures: `serving_default` (raw text in, tokenization and packing in the graph), `encode`
-(TF Hub BERT interface) and `preprocess`; see `bert_keras.export_signatures` for the inputs
+(TF Hub BERT interface) and `preprocess`; see `bert_keras.serving.signatures` for the inputs
 and outputs of each task. Batch size and sequence length are dynamic: a batch is padded to
 its longest row, at most seq_length tokens (longer texts are truncated, never an error).
 
 The SavedModel loads with nothing from this project installed (TensorFlow and, for the
 tokenizer ops, tensorflow-text or a TF Serving binary). Every export is audited
-(`bert_keras.op_audit`): an op that stock TF Serving does not register fails the export and
+(`bert_keras.serving.op_audit`): an op that stock TF Serving does not register fails the export and
 names the op. A version directory is written under a temporary name and renamed when
 complete, so a model server watching NAME/ never loads a half-written version.
 
@@ -38,14 +38,15 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras.models.encoder import BertEncoder
+from bert_keras.models.inference import cast_for_inference
 from bert_keras.serving import op_audit
 from bert_keras.serving import signatures as sigs
+from bert_keras.serving.export_config import DTYPES
 from bert_keras.serving.warmup import warmup_requests, write_warmup
 from bert_keras.tasks import task_io
 from bert_keras.text.tokenizer import BertTokenizer
 
 METADATA_FILE = "bert_keras_metadata.json"
-DTYPES = ("float32", "bfloat16")
 
 OUTPUT_DOCS = {
     "probabilities": "class probabilities (softmax; sigmoid for multi_label)",
@@ -80,36 +81,6 @@ def next_version(model_dir):
         return 1
     versions = [int(n.rstrip("/")) for n in tf.io.gfile.listdir(model_dir) if n.rstrip("/").isdigit()]
     return max(versions, default=0) + 1
-
-
-# -- dtype ------------------------------------------------------------------------------------
-
-def with_dtype(model, dtype):
-    """`model` with its encoder rebuilt in `dtype` (weights and compute; the heads stay
-    float32), with the same weights. bfloat16 weights, not the mixed_bfloat16 policy, which
-    would cast every float32 weight to bfloat16 on every request (`runtime.cast_for_inference`).
-    """
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}.")
-    policy = dtype
-    if keras.dtype_policies.serialize(model.dtype_policy).get("config", {}).get("name") == policy:
-        return model
-    config = keras.saving.serialize_keras_object(model)
-
-    def set_policy(node):
-        if isinstance(node, dict):
-            if node.get("class_name") == "BertEncoder":
-                node["config"]["dtype"] = policy
-            for value in node.values():
-                set_policy(value)
-        elif isinstance(node, list):
-            for value in node:
-                set_policy(value)
-
-    set_policy(config)
-    clone = keras.saving.deserialize_keras_object(config)
-    clone.set_weights(model.get_weights())
-    return clone
 
 
 # -- export -----------------------------------------------------------------------------------
@@ -186,7 +157,9 @@ def export_model(model, tokenizer, info, base_dir, model_name, version=None, dty
     final = os.path.join(model_dir, str(version))
     if tf.io.gfile.exists(final):
         raise FileExistsError(f"Version directory {final} already exists; choose another version.")
-    model = with_dtype(model, dtype)
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}.")
+    model = cast_for_inference(model, dtype)
     functions = sigs.ServingFunctions(model, tokenizer, info, top_k=top_k,
                                       max_answer_tokens=max_answer_tokens)
     fns = _signature_functions(functions)

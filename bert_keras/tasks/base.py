@@ -101,6 +101,17 @@ class Task:
         raise NotImplementedError
 
 
+def class_labels(model, labels):
+    """The label names of a model with `num_classes` outputs (default "0", "1", ...), checked
+    against its number of classes."""
+    num = int(getattr(model, "num_classes"))
+    labels = list(labels) if labels else [str(i) for i in range(num)]
+    if len(labels) != num:
+        raise ValueError(f"task.json has {len(labels)} labels {labels} for a model with "
+                         f"{num} classes.")
+    return labels
+
+
 def read_classification_files(paths, file_format, label_type, labeled=True, header=False,
                               text_a_column=1, text_b_column=None, label_column=0,
                               text_a_field="text", text_b_field=None, label_field="label",

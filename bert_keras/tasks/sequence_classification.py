@@ -11,7 +11,7 @@ import numpy as np
 from bert_keras import metrics
 from bert_keras.data.finetuning import batching, features
 from bert_keras.models.task_models import BertClassifier
-from bert_keras.tasks.base import Task, read_classification_files
+from bert_keras.tasks.base import Task, class_labels, read_classification_files
 
 
 class SequenceClassificationTask(Task):
@@ -51,12 +51,7 @@ class SequenceClassificationTask(Task):
         return fields
 
     def serving_labels(self, model, labels):
-        num = int(getattr(model, "num_classes"))
-        labels = list(labels) if labels else [str(i) for i in range(num)]
-        if len(labels) != num:
-            raise ValueError(f"task.json has {len(labels)} labels {labels} for a model with "
-                             f"{num} classes.")
-        return labels
+        return class_labels(model, labels)
 
 
 def rounded_probabilities(labels, probs):

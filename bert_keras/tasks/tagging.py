@@ -10,7 +10,7 @@ import tensorflow as tf
 from bert_keras import metrics
 from bert_keras.data.finetuning import batching, features, readers
 from bert_keras.models.task_models import BertTokenClassifier
-from bert_keras.tasks.base import Task
+from bert_keras.tasks.base import Task, class_labels
 from bert_keras.tasks.graph_ops import byte_to_char, rows
 from bert_keras.text.packing import keep_first
 
@@ -60,12 +60,7 @@ class Tagging(Task):
                 "majority_entity_f1": metrics.entity_f1(gold, pred)}
 
     def serving_labels(self, model, labels):
-        num = int(getattr(model, "num_classes"))
-        labels = list(labels) if labels else [str(i) for i in range(num)]
-        if len(labels) != num:
-            raise ValueError(f"task.json has {len(labels)} labels {labels} for a model with "
-                             f"{num} classes.")
-        return labels
+        return class_labels(model, labels)
 
     def serve(self, fns, texts):
         text = texts[0]

@@ -305,17 +305,13 @@ def _keep_values(ragged, keep):
 
 
 def _guess_lower_case(path, vocab_file):
-    hf = os.path.join(path, "tokenizer_config.json")
-    if tf.io.gfile.exists(hf):
-        with tf.io.gfile.GFile(hf) as f:
-            config = json.load(f)
-        if "do_lower_case" in config:
-            return bool(config["do_lower_case"])
-    ours = os.path.join(path, "bert_keras.json")
-    if tf.io.gfile.exists(ours):
-        with tf.io.gfile.GFile(ours) as f:
-            config = json.load(f)
-        if "lower_case" in config:
-            return bool(config["lower_case"])
+    # Hugging Face's tokenizer_config.json, then our bert_keras.json, then the vocab's casing.
+    for name, key in (("tokenizer_config.json", "do_lower_case"), ("bert_keras.json", "lower_case")):
+        config_file = os.path.join(path, name)
+        if tf.io.gfile.exists(config_file):
+            with tf.io.gfile.GFile(config_file) as f:
+                config = json.load(f)
+            if key in config:
+                return bool(config[key])
     return not any(t != t.lower() for t in load_vocab(vocab_file)
                    if not (t.startswith("[") and t.endswith("]")))

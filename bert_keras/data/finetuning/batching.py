@@ -30,7 +30,7 @@ TOKEN_LEVEL_KEYS = ("input_word_ids", "input_type_ids", "labels", "word_index", 
                     "token_is_max_context")
 
 
-def _pad_to(length: int, multiple: int) -> int:
+def round_up(length: int, multiple: int) -> int:
     return -(-length // multiple) * multiple
 
 
@@ -39,7 +39,7 @@ def pad_batch(features: dict, indices: Sequence[int], pad_id: int = 0,
     """Rows `indices` of token-level features padded to the longest row (rounded up to
     pad_multiple, capped at seq_length); adds input_mask. Other keys are gathered as is."""
     longest = max(len(features["input_word_ids"][i]) for i in indices)
-    t = _pad_to(longest, pad_multiple)
+    t = round_up(longest, pad_multiple)
     if seq_length is not None:
         t = max(min(t, seq_length), longest)
     batch = {}

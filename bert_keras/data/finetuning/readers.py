@@ -1,7 +1,7 @@
 """Fine-tuning task readers: files -> Python lists of examples (labels to ids: `label_map`).
 
 Readers only parse; tokenization and featurization live elsewhere. This module is
-the public face (`bert_keras.finetuning_data`): it re-exports the example types
+the public face (`bert_keras.data.finetuning.readers`): it re-exports the example types
 (`examples.py`), the readers of each format (`classification_readers.py`,
 `span_readers.py`, `tagging_readers.py`, over the file helpers of `task_files.py`)
 and the bundled tasks (`bundled.py`). Three example types cover the fine-tuning heads:
@@ -20,7 +20,7 @@ index), JSON lines (`read_jsonl`), SQuAD JSON v1.1/v2.0 (`read_squad_json`),
 SQuAD-style JSON lines (`read_squad_jsonl`), CoNLL (`read_conll`). Any file may be
 gzip-compressed; `pattern` may be a glob or a list of globs; paths go through
 `tf.io.gfile`, so gs:// works too. The tasks bundled in bert_keras/data load with
-`load_bundled_task`; TFDS tasks with `bert_keras.tfds_tasks.load_tfds_task`.
+`load_bundled_task`; TFDS tasks with `bert_keras.data.finetuning.tfds.load_tfds_task`.
 
 Example:
     >>> from bert_keras import finetuning_data as fd

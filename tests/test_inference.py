@@ -1,9 +1,8 @@
-"""runtime: length-bucketed batching gives the same outputs as padding everything to T."""
+"""models.inference: length-bucketed batching gives the same outputs as padding everything to T."""
 
 import numpy as np
 import pytest
 
-from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.inference import cast_for_inference, encode, inference_function, length_bucketed_batches
 
 
@@ -15,11 +14,6 @@ def ragged_inputs(lengths, max_length=24, vocab=50, seed=0):
         "input_mask": mask,
         "input_type_ids": (rng.random(mask.shape) > 0.5).astype("int32") * mask,
     }
-
-
-def tiny_encoder(**overrides):
-    return BertEncoder(vocab_size=50, num_layers=2, hidden_size=16, num_heads=2,
-                       intermediate_size=32, max_positions=24, **overrides)
 
 
 def test_batches_are_length_sorted_cut_and_cover_every_row():
@@ -39,8 +33,8 @@ def test_bad_arguments_are_named():
         length_bucketed_batches({"input_word_ids": 0, "input_mask": 0}, batch_size=2)
 
 
-def test_encode_matches_full_padding_in_original_order():
-    encoder = tiny_encoder()
+def test_encode_matches_full_padding_in_original_order(tiny_encoder):
+    encoder = tiny_encoder(num_layers=2)
     inputs = ragged_inputs([3, 20, 9, 1, 17, 9, 24])
     full = encoder(inputs)
     pooled = encode(encoder, inputs, batch_size=3)
@@ -50,8 +44,8 @@ def test_encode_matches_full_padding_in_original_order():
     np.testing.assert_allclose(sequence[mask], full["sequence_output"].numpy()[mask], atol=1e-5)
 
 
-def test_cast_for_inference_is_bfloat16_and_close():
-    encoder = tiny_encoder()
+def test_cast_for_inference_is_bfloat16_and_close(tiny_encoder):
+    encoder = tiny_encoder(num_layers=2)
     fast = cast_for_inference(encoder)
     assert {w.dtype for w in fast.weights} == {"bfloat16"}
     inputs = ragged_inputs([5, 24])
