@@ -7,7 +7,7 @@ lists, `tfds_label_map(name)` the LabelMap in the dataset's ClassLabel order, an
 
 Example (mock data, no network):
     >>> import tensorflow_datasets as tfds
-    >>> from bert_keras import tfds_tasks
+    >>> from bert_keras.data.finetuning import tfds as tfds_tasks
     >>> with tfds.testing.mock_data(num_examples=2):
     ...     examples = tfds_tasks.load_tfds_task("glue/mrpc", "train")
     >>> len(examples), tfds_tasks.tfds_task_type("glue/mrpc")
