@@ -16,9 +16,18 @@ import os
 import tensorflow as tf
 
 
+class NoMatchingFiles(FileNotFoundError):
+    """A glob pattern matches no file; `pattern` is the pattern."""
+
+    def __init__(self, pattern):
+        super().__init__(f"no files match {pattern!r}")
+        self.pattern = pattern
+
+
 def expand_patterns(patterns):
-    """Sorted files of a glob, a comma-separated string of globs, or a list of globs
-    (`tf.io.gfile`, so gs:// works); FileNotFoundError naming a pattern that matches none."""
+    """Sorted files (directories skipped) of a glob, a comma-separated string of globs, or a
+    list of globs (`tf.io.gfile`, so gs:// works); FileNotFoundError naming a pattern that
+    matches no file."""
     if isinstance(patterns, (str, bytes, os.PathLike)):
         patterns = os.fsdecode(patterns).split(",")
     patterns = [os.fsdecode(p).strip() for p in patterns]
@@ -27,11 +36,9 @@ def expand_patterns(patterns):
         raise FileNotFoundError("no file pattern given")
     files = []
     for pattern in patterns:
-        matches = sorted(tf.io.gfile.glob(pattern))
+        matches = [m for m in sorted(tf.io.gfile.glob(pattern)) if not tf.io.gfile.isdir(m)]
         if not matches:
-            error = FileNotFoundError(f"no files match {pattern!r}")
-            error.filename = pattern
-            raise error
+            raise NoMatchingFiles(pattern)
         files.extend(matches)
     return files
 

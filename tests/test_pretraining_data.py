@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 import pairing_oracle  # tests/pairing_oracle.py: Google's pairing in Python, the reference
+from bert_keras.files import expand_patterns
 from bert_keras.data.pretraining import documents, dynamic, stages, static
 from bert_keras.data.pretraining import pairing as graph_pairing
 from bert_keras.data.pretraining import pipeline as pd
@@ -255,7 +256,7 @@ def test_bad_inputs_are_skipped_and_counted(tmp_path, raw_docs):
     with pytest.raises(FileNotFoundError, match="missing"):
         pd.create_pretraining_tfrecords(str(tmp_path / "x"), input_files=str(d / "missing*.txt"))
     with pytest.raises(FileNotFoundError, match="no_such.txt"):
-        documents.expand_input_files([str(d / "b.txt"), str(d / "no_such.txt")])
+        expand_patterns([str(d / "b.txt"), str(d / "no_such.txt")])
 
 
 @pytest.mark.slow

@@ -48,8 +48,8 @@ def assign_weights(model, name_map, tensors, source, partial=False):
     >>> layer = keras.layers.Dense(2, name="d"); layer.build((None, 3))
     >>> assign_weights(layer, {"d/kernel": (["w"], transpose), "d/bias": (["b"], identity)},
     ...                {"w": np.ones((2, 3)), "b": np.zeros(2)}, "example")
-    >>> layer.kernel.shape
-    (3, 2)
+    >>> layer.kernel.numpy().tolist()
+    [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
     """
     variables = {v.path: v for v in model.weights}
     unmapped = sorted(set(variables) - set(name_map)) if not partial else []

@@ -143,7 +143,8 @@ class PretrainConfig(Config):
         try:
             return expand_patterns(pattern)
         except FileNotFoundError as e:
-            raise ConfigError(f"No file matches {e.filename!r} (from --{name}={pattern!r}).") from None
+            raise ConfigError(f"No file matches {getattr(e, 'pattern', pattern)!r} "
+                              f"(from --{name}={pattern!r}).") from None
 
     def encoder_overrides(self):
         """The preset settings this config overrides (sizes, dropout)."""

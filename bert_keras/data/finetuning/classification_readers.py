@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from bert_keras.data.finetuning.examples import ClassificationExample
-from bert_keras.data.finetuning.task_files import _field, _json_lines, _row_repr, _rows, expand_pattern
+from bert_keras.files import expand_patterns
+from bert_keras.data.finetuning.task_files import _field, _json_lines, _row_repr, _rows
 
 LABEL_TYPES = ("single", "multi", "regression")
 
@@ -74,7 +75,7 @@ def read_delimited(
     """
     _check_label_type(label_type)
     examples = []
-    for path in expand_pattern(pattern):
+    for path in expand_patterns(pattern):
         rows = _rows(path, delimiter)
         names = None
         if header:
@@ -146,7 +147,7 @@ def read_jsonl(
     """
     _check_label_type(label_type)
     examples = []
-    for path in expand_pattern(pattern):
+    for path in expand_patterns(pattern):
         n_before = len(examples)
         for line_no, obj in _json_lines(path):
             where = f"{path}:{line_no}"

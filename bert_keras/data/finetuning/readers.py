@@ -40,13 +40,14 @@ from bert_keras.data.finetuning.classification_readers import read_csv, read_del
 from bert_keras.data.finetuning.examples import ClassificationExample, SpanExample, TaggingExample
 from bert_keras.data.finetuning.span_readers import read_squad_json, read_squad_jsonl
 from bert_keras.data.finetuning.tagging_readers import read_conll
-from bert_keras.data.finetuning.task_files import expand_pattern, read_text
+from bert_keras.files import expand_patterns
+from bert_keras.data.finetuning.task_files import read_text
 
 __all__ = [
     "ClassificationExample",
     "TaggingExample",
     "SpanExample",
-    "expand_pattern",
+    "expand_patterns",
     "read_text",
     "read_delimited",
     "read_tsv",

@@ -7,7 +7,8 @@ import os
 from typing import Sequence
 
 from bert_keras.data.finetuning.examples import SpanExample
-from bert_keras.data.finetuning.task_files import _field, _json_lines, _row_repr, expand_pattern, read_text
+from bert_keras.files import expand_patterns
+from bert_keras.data.finetuning.task_files import _field, _json_lines, _row_repr, read_text
 
 
 def _parse_answers(answers, where: str) -> list[tuple[str, int]]:
@@ -43,7 +44,7 @@ def read_squad_jsonl(
     is_impossible comes from an "is_impossible" field, or is True when answers is empty.
     """
     examples = []
-    for path in expand_pattern(pattern):
+    for path in expand_patterns(pattern):
         n_before = len(examples)
         base = os.path.basename(path)
         for line_no, obj in _json_lines(path):
@@ -71,7 +72,7 @@ def read_squad_json(pattern: str | Sequence[str]) -> list[SpanExample]:
     (their "plausible_answers" are ignored).
     """
     examples = []
-    for path in expand_pattern(pattern):
+    for path in expand_patterns(pattern):
         text = read_text(path)
         try:
             root = json.loads(text)

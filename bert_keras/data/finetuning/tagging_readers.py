@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from bert_keras.data.finetuning.examples import TaggingExample
-from bert_keras.data.finetuning.task_files import _lines, _row_repr, expand_pattern
+from bert_keras.files import expand_patterns
+from bert_keras.data.finetuning.task_files import _lines, _row_repr
 
 
 def read_conll(
@@ -22,7 +23,7 @@ def read_conll(
     must have the same number of columns as its first one.
     """
     examples = []
-    for path in expand_pattern(pattern):
+    for path in expand_patterns(pattern):
         n_before = len(examples)
         num_columns = None
         words, tags, start = [], [], None

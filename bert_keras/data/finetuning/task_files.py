@@ -24,20 +24,6 @@ def _row_repr(row) -> str:
     return text if len(text) <= _ROW_REPR_CHARS else text[:_ROW_REPR_CHARS] + "..."
 
 
-def expand_pattern(pattern: str | Sequence[str]) -> list[str]:
-    """Sorted files matching a glob (or a list of globs); FileNotFoundError if none."""
-    patterns = [pattern] if isinstance(pattern, (str, os.PathLike)) else list(pattern)
-    if not patterns:
-        raise FileNotFoundError(f"no file pattern given: {pattern!r}")
-    files = []
-    for p in patterns:
-        matches = sorted(tf.io.gfile.glob(os.fspath(p)))
-        if not matches:
-            raise FileNotFoundError(f"no files match {os.fspath(p)!r}")
-        files.extend(matches)
-    return files
-
-
 def read_text(path: str) -> str:
     """A whole UTF-8 file (gzip or plain) as str; ValueError naming file and line on bad bytes."""
     with tf.io.gfile.GFile(path, "rb") as f:
@@ -114,6 +100,5 @@ def _field(obj: dict, name: str, where: str):
 
 
 __all__ = [
-    "expand_pattern",
     "read_text",
 ]

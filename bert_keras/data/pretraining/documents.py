@@ -10,7 +10,6 @@ one-token sentence. Lines longer than max_seq_length are kept and truncated like
 """
 
 import dataclasses
-import glob
 import gzip
 import os
 
@@ -36,22 +35,6 @@ class DocumentStats:
         for f in dataclasses.fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
         return self
-
-
-def expand_input_files(patterns):
-    """Comma-separated string or list of globs -> sorted file list; errors name the bad pattern."""
-    if isinstance(patterns, (str, bytes, os.PathLike)):
-        patterns = [p for p in os.fsdecode(patterns).split(",") if p.strip()]
-    files = []
-    for pattern in patterns:
-        pattern = os.fsdecode(pattern).strip()
-        matched = sorted(glob.glob(pattern))
-        if not matched:
-            raise FileNotFoundError(f"input pattern {pattern!r} matches no file")
-        files.extend(m for m in matched if os.path.isfile(m))
-    if not files:
-        raise FileNotFoundError(f"input patterns {list(patterns)!r} match no regular file")
-    return files
 
 
 def read_documents(files, stats=None):

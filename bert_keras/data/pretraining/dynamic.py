@@ -6,8 +6,8 @@ and TF ops (no Python callbacks), deterministically for a seed.
 
 import tensorflow as tf
 
-from bert_keras.data.pretraining import documents as pairing
-from bert_keras.data.pretraining import pairing as graph_pairing
+from bert_keras.files import expand_patterns
+from bert_keras.data.pretraining import documents, pairing
 from bert_keras.data.pretraining.records import shard_input, to_model_format
 from bert_keras.data.pretraining.stages import _flat_tokens, _suffix_table, make_masker
 
@@ -73,7 +73,7 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
     Deterministic for a seed: epoch k of a run equals epoch k of any other run. Pure tf.data
     and TF ops, no Python callbacks (so a live iterator cannot hang interpreter exit): files are
     read in parallel (`TextLineDataset`), grouped into chunks of documents_per_chunk documents,
-    tokenized and paired in-graph per chunk (`graph_pairing.build_instances`), then shuffled,
+    tokenized and paired in-graph per chunk (`pairing.build_instances`), then shuffled,
     batched and masked in-graph by the same function as the static tool. With `input_context`, files are
     sharded by input_pipeline_id when there are at least as many files as pipelines, else
     examples are. batch_size is per pipeline. Elements: (features, labels, sample_weights) for
@@ -84,9 +84,9 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
       tok = BertTokenizer(default_vocab_file())
       ds = dynamic_pretraining_dataset("bert_keras/assets/web_bible_corpus.txt.gz", tok, 32)
     """
-    files = pairing.expand_input_files(input_files)
-    if pair_mode not in pairing.PAIR_MODES:
-        raise ValueError(f"pair_mode must be one of {pairing.PAIR_MODES}, got {pair_mode!r}")
+    files = expand_patterns(input_files)
+    if pair_mode not in documents.PAIR_MODES:
+        raise ValueError(f"pair_mode must be one of {documents.PAIR_MODES}, got {pair_mode!r}")
     mask_batch = make_masker(tokenizer, max_predictions_per_seq, masked_lm_prob, whole_word_mask)
     signature = _instance_signature(max_seq_length)
     pair_kwargs = dict(cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id,
@@ -99,7 +99,7 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
         pieces, word_starts, splits, doc_splits, _ = _flat_tokens(tokenizer, is_suffix, lines,
                                                                   doc_ids, pair_mode)
         seed = tf.stack([file_seed, tf.cast(index, tf.int64)])
-        inst = graph_pairing.build_instances(pieces, word_starts, splits, doc_splits, seed,
+        inst = pairing.build_instances(pieces, word_starts, splits, doc_splits, seed,
                                              **pair_kwargs)
         order = tf.random.experimental.stateless_shuffle(
             tf.range(tf.shape(inst["input_ids"])[0]), tf.random.experimental.stateless_fold_in(

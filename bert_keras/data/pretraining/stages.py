@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from bert_keras import assets
 from bert_keras.data.pretraining import masking
+from bert_keras.text.tokenizer import is_suffix_token
 
 
 def default_vocab_file():
@@ -68,7 +69,7 @@ def _flat_tokens(tokenizer, is_suffix, lines, doc_ids, pair_mode):
 
 
 def _suffix_flags(tokenizer):
-    return [t.startswith("##") and len(t) > 2 for t in tokenizer.vocab]
+    return [is_suffix_token(t) for t in tokenizer.vocab]
 
 
 def _suffix_table(tokenizer):

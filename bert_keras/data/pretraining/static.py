@@ -16,8 +16,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_keras.data.pretraining import documents as pairing
-from bert_keras.data.pretraining import pairing as graph_pairing
+from bert_keras.files import expand_patterns
+from bert_keras.data.pretraining import documents, pairing
 from bert_keras.data.pretraining.records import serialize_examples
 from bert_keras.data.pretraining.stages import _flat_tokens, _suffix_table, default_vocab_file, make_masker
 
@@ -31,9 +31,9 @@ def shard_file_names(output_file, num_output_shards):
 
 def _documents(source, stats):
     if source["tfds_name"]:
-        return pairing.read_tfds_documents(source["tfds_name"], source["tfds_split"],
+        return documents.read_tfds_documents(source["tfds_name"], source["tfds_split"],
                                            source["tfds_text_key"], source["tfds_data_dir"], stats)
-    return pairing.read_documents(source["input_files"], stats)
+    return documents.read_documents(source["input_files"], stats)
 
 
 def _chunks(documents, size):
@@ -66,7 +66,7 @@ def _static_functions(tokenizer, c):
     @tf.function(input_signature=[int_vector] * 4 + [tf.TensorSpec([2], tf.int64)],
                  autograph=False)
     def records(pieces, word_starts, splits, doc_splits, seed):  # one dupe of one chunk
-        inst = graph_pairing.build_instances(pieces, word_starts, splits, doc_splits, seed,
+        inst = pairing.build_instances(pieces, word_starts, splits, doc_splits, seed,
                                              **pair_kwargs)
         masked = mask_batch(inst, tf.random.experimental.stateless_fold_in(seed, 1))
         return serialize_examples(masked)  # (N,)
@@ -97,7 +97,7 @@ def _write_shard(job):
     logging.set_verbosity(c["verbosity"])  # spawned workers start at absl's default
     tokenizer = BertTokenizer(c["vocab_file"], lower_case=c["lower_case"])
     tokenize, records = _static_functions(tokenizer, c)
-    stats, read_stats = pairing.DocumentStats(), pairing.DocumentStats()
+    stats, read_stats = documents.DocumentStats(), documents.DocumentStats()
 
     def chunk_jobs():  # (index, tokenize future, [dupe record futures]) per chunk
         for index, chunk in enumerate(_chunks(_documents(c, read_stats),
@@ -181,8 +181,8 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
     if (input_files is None) == (tfds_name is None):
         raise ValueError("give exactly one of input_files and tfds_name, got "
                          f"input_files={input_files!r}, tfds_name={tfds_name!r}")
-    if pair_mode not in pairing.PAIR_MODES:
-        raise ValueError(f"pair_mode must be one of {pairing.PAIR_MODES}, got {pair_mode!r}")
+    if pair_mode not in documents.PAIR_MODES:
+        raise ValueError(f"pair_mode must be one of {documents.PAIR_MODES}, got {pair_mode!r}")
     for name, value in [("num_output_shards", num_output_shards), ("num_workers", num_workers),
                         ("dupe_factor", dupe_factor), ("documents_per_chunk", documents_per_chunk),
                         ("max_predictions_per_seq", max_predictions_per_seq)]:
@@ -193,7 +193,7 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
     vocab_file = vocab_file or default_vocab_file()
     if not os.path.exists(vocab_file):
         raise FileNotFoundError(f"vocab_file {vocab_file!r} does not exist")
-    config = dict(input_files=pairing.expand_input_files(input_files) if input_files else None,
+    config = dict(input_files=expand_patterns(input_files) if input_files else None,
                   vocab_file=vocab_file, lower_case=lower_case, tfds_name=tfds_name,
                   tfds_split=tfds_split, tfds_text_key=tfds_text_key, tfds_data_dir=tfds_data_dir,
                   max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
@@ -213,7 +213,7 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
     else:  # spawn: TF is not fork-safe
         with multiprocessing.get_context("spawn").Pool(workers) as pool:
             results = pool.map(_write_shard, jobs, chunksize=1)
-    stats = pairing.DocumentStats()
+    stats = documents.DocumentStats()
     for r in results:
         stats.add(r)
     seconds = time.time() - start
