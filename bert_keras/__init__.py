@@ -5,7 +5,8 @@ from bert_keras import metrics
 from bert_keras.data.finetuning import features as task_features
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.names import IGNORE_LABEL, INPUT_NAMES
-from bert_keras.models.encoder import PRESETS, BertEncoder
+from bert_keras.models.encoder import BertEncoder
+from bert_keras.models.encoder_config import PRESETS, EncoderConfig
 from bert_keras.serving.export import export_model, export_task, next_version, read_metadata
 from bert_keras.training.finetuning import run_finetuning
 from bert_keras.data.finetuning.examples import ClassificationExample, SpanExample, TaggingExample

@@ -84,9 +84,11 @@ def test_save_pretrained_round_trip(tiny_encoder, tmp_path):
 
 def test_presets():
     assert len([name for name in bk.PRESETS if name.startswith("bert_L-")]) == 24
-    assert bk.PRESETS["bert_base"] == dict(num_layers=12, hidden_size=768, num_heads=12,
-                                           intermediate_size=3072)
-    assert bk.PRESETS["bert_large"]["num_layers"] == 24
+    assert bk.PRESETS["bert_base"] == bk.EncoderConfig(num_layers=12, hidden_size=768,
+                                                       num_heads=12, intermediate_size=3072)
+    assert bk.PRESETS["bert_large"].num_layers == 24
+    assert bk.BertEncoder.from_preset("bert_tiny", vocab_size=100).encoder_config == (
+        bk.PRESETS["bert_tiny"].replace(vocab_size=100))
     small = bk.BertEncoder.from_preset("bert_L-4_H-512", vocab_size=100)
     assert (small.num_layers, small.hidden_size, small.num_heads) == (4, 512, 8)
     with pytest.raises(ValueError, match="bert_nonexistent"):

@@ -1,6 +1,8 @@
 """Model FLOPs of tools/benchmark.py and the peak section (the matmul GFLOP/s they are
 compared with, for the model TFLOP/s and % of peak of the report)."""
 
+import dataclasses
+
 from absl import app, flags
 
 from bert_keras_tools.benchmark_inputs import VOCAB_SIZE
@@ -18,7 +20,7 @@ def preset_shape(preset):
 
     if preset not in PRESETS:
         raise app.UsageError(f"--presets: unknown preset {preset!r}; choose from {sorted(PRESETS)}.")
-    return PRESETS[preset]
+    return dataclasses.asdict(PRESETS[preset])
 
 
 def encoder_flops(preset, seq_length):

@@ -9,35 +9,8 @@ from keras import ops
 from bert_keras import checkpoints
 from bert_keras.checkpoints import own
 from bert_keras.models import layers
+from bert_keras.models.encoder_config import DEFAULT_VOCAB_SIZE, PRESETS, EncoderConfig
 from bert_keras.names import INPUT_NAMES
-
-
-def _small_bert_presets():
-    # Google's 24 small BERTs (Turc et al., 2019): L layers x H hidden, H/64 heads, 4H feed-forward.
-    presets = {}
-    for num_layers in (2, 4, 6, 8, 10, 12):
-        for hidden_size in (128, 256, 512, 768):
-            presets[f"bert_L-{num_layers}_H-{hidden_size}"] = dict(
-                num_layers=num_layers,
-                hidden_size=hidden_size,
-                num_heads=hidden_size // 64,
-                intermediate_size=4 * hidden_size,
-            )
-    return presets
-
-
-PRESETS = _small_bert_presets()
-PRESETS.update(
-    bert_tiny=PRESETS["bert_L-2_H-128"],
-    bert_mini=PRESETS["bert_L-4_H-256"],
-    bert_small=PRESETS["bert_L-4_H-512"],
-    bert_medium=PRESETS["bert_L-8_H-512"],
-    bert_base=PRESETS["bert_L-12_H-768"],
-    bert_large=dict(num_layers=24, hidden_size=1024, num_heads=16, intermediate_size=4096),
-)
-# The standard English WordPiece vocabularies (uncased and cased are within a few hundred).
-DEFAULT_VOCAB_SIZE = 30522
-
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -79,22 +52,12 @@ class BertEncoder(keras.Model):
         dtype=None,
         **kwargs,
     ):
-        for name, value in dict(
-            vocab_size=vocab_size,
-            num_layers=num_layers,
-            hidden_size=hidden_size,
-            num_heads=num_heads,
-            intermediate_size=intermediate_size,
-            max_positions=max_positions,
-            type_vocab_size=type_vocab_size,
-        ).items():
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"BertEncoder: {name} must be a positive integer, got {value!r}.")
-        if hidden_size % num_heads:
-            raise ValueError(
-                f"BertEncoder: hidden_size={hidden_size} is not divisible by num_heads={num_heads}."
-            )
-        layers.get_activation(activation)
+        EncoderConfig(  # checks the architecture (ConfigError naming the bad value)
+            vocab_size=vocab_size, num_layers=num_layers, hidden_size=hidden_size,
+            num_heads=num_heads, intermediate_size=intermediate_size, activation=activation,
+            dropout=dropout, attention_dropout=attention_dropout, max_positions=max_positions,
+            type_vocab_size=type_vocab_size, layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range)
         init = layers.dense_initializer(initializer_range)
 
         # === Layers ===
@@ -181,15 +144,21 @@ class BertEncoder(keras.Model):
 
     @property
     def architecture(self):
-        """The constructor arguments that define the weights' shapes and the math."""
+        """The constructor arguments that define the weights' shapes and the math (a dict)."""
+        return self.encoder_config.to_dict()
+
+    @property
+    def encoder_config(self):
+        """The architecture as an `EncoderConfig`."""
         config = self.get_config()
         for key in ("name", "trainable", "dtype"):
             config.pop(key)
-        return config
+        return EncoderConfig(**config)
 
     @classmethod
     def from_preset(cls, name, vocab_size=DEFAULT_VOCAB_SIZE, **overrides):
-        """A randomly initialised encoder of a preset size (see `bert_keras.PRESETS`).
+        """A randomly initialised encoder of a preset size (`bert_keras.PRESETS`, EncoderConfigs);
+        `overrides` change any EncoderConfig field.
 
         >>> import bert_keras as bk
         >>> bk.BertEncoder.from_preset("bert_L-2_H-128", vocab_size=100).num_layers
@@ -197,7 +166,7 @@ class BertEncoder(keras.Model):
         """
         if name not in PRESETS:
             raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
-        return cls(vocab_size=vocab_size, **{**PRESETS[name], **overrides})
+        return cls(**PRESETS[name].replace(vocab_size=vocab_size, **overrides).to_dict())
 
     @classmethod
     def from_pretrained(cls, path, dtype=None, **overrides):
