@@ -26,7 +26,7 @@ from bert_keras.models.task_models import (
     BertTokenClassifier,
 )
 from bert_keras.serving.op_audit import OpAuditError, audit_saved_model
-from bert_keras.training.optimization import AdamW, Lamb, WarmupDecay, create_optimizer
+from bert_keras.optimization import AdamW, Lamb, WarmupDecay, create_optimizer
 from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.data.pretraining.pipeline import create_pretraining_tfrecords, dynamic_pretraining_dataset
 from bert_keras.data.pretraining.records import GOOGLE_TO_MODEL_NAMES, read_pretraining_tfrecords

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras.training.optimization import (
+from bert_keras.optimization import (
     AdamW,
     Lamb,
     WarmupDecay,

@@ -14,6 +14,9 @@ import pathlib
 
 from absl import app, flags, logging
 
+import bert_keras as bk
+from bert_keras.checkpoints.google import save_google_checkpoint
+
 flags.DEFINE_string("input_dir", None, "Checkpoint directory to read (HF, Google TF1 or bert_keras).")
 flags.DEFINE_string("output_dir", None, "Directory to write.")
 flags.DEFINE_enum("output_format", "bert_keras", ["bert_keras", "google"],
@@ -28,8 +31,6 @@ def main(argv):
         raise app.UsageError("--input_dir and --output_dir are required.")
     if pathlib.Path(FLAGS.output_dir).resolve() == pathlib.Path(FLAGS.input_dir).resolve():
         raise app.UsageError(f"--output_dir must differ from --input_dir ({FLAGS.input_dir}).")
-    import bert_keras as bk
-    from bert_keras.checkpoints.google import save_google_checkpoint
 
     encoder = bk.BertEncoder.from_pretrained(FLAGS.input_dir)
     tokenizer = bk.BertTokenizer.from_pretrained(FLAGS.input_dir)

@@ -44,18 +44,13 @@ from keras import ops
 from bert_keras.models import heads
 from bert_keras.models.losses import TokenAccuracy, TokenCrossEntropy
 from bert_keras.names import INPUT_NAMES
+from bert_keras.optimization import AdamW
 
 PROBLEM_TYPES = ("single_label", "multi_label", "regression")
 
 
 def default_optimizer(learning_rate):
     """AdamW (weight decay 0.01 except LayerNorm and biases, eps 1e-6, clip norm 1.0)."""
-    try:
-        from bert_keras.training.optimization import AdamW
-    except ImportError:  # Without our optimization module: Keras' AdamW, same constants.
-        return keras.optimizers.AdamW(
-            learning_rate, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0
-        )
     return AdamW(learning_rate=learning_rate, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
 
 

@@ -36,7 +36,7 @@ from bert_keras.tasks.registry import get_task
 from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.finetuning_config import FinetuneConfig
-from bert_keras.training.optimization import create_optimizer
+from bert_keras.optimization import create_optimizer
 from bert_keras.training.precision import dtype_policy
 
 

@@ -33,7 +33,7 @@ from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.task_models import BertPretrainer
 from bert_keras.tasks import task_io
 from bert_keras.text.tokenizer import BertTokenizer
-from bert_keras.training import optimization
+from bert_keras import optimization
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.loop import train
 from bert_keras.training.pretraining_config import PretrainConfig

@@ -16,10 +16,11 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_keras.files import expand_patterns
 from bert_keras.data.pretraining import documents, pairing
 from bert_keras.data.pretraining.records import serialize_examples
 from bert_keras.data.pretraining.stages import _flat_tokens, _suffix_table, default_vocab_file, make_masker
+from bert_keras.files import expand_patterns
+from bert_keras.text.tokenizer import BertTokenizer
 
 
 def shard_file_names(output_file, num_output_shards):
@@ -91,8 +92,6 @@ def _write_shard(job):
     flight ahead of the writer: bounded memory. Each chunk's records (all dupes) are written in
     a seeded random order.
     """
-    from bert_keras.text.tokenizer import BertTokenizer  # imported in the (spawned) worker
-
     shard, num_shards, c = job["shard"], job["num_shards"], job["config"]
     logging.set_verbosity(c["verbosity"])  # spawned workers start at absl's default
     tokenizer = BertTokenizer(c["vocab_file"], lower_case=c["lower_case"])

@@ -5,8 +5,8 @@ under `tf.distribute.MirroredStrategy`, and inside Keras' `LossScaleOptimizer`
 (mixed_float16). Public names: `WarmupDecay`, `AdamW`, `Lamb`, `create_optimizer`,
 `layerwise_lr_multiplier`, `DEFAULT_WEIGHT_DECAY_EXCLUSIONS`. This module holds the
 optimizers and `create_optimizer`; their shared machinery (exclusions, clipping,
-accumulation, the Adam step) is in `bert_keras.training.optimizer_base` and the
-schedules (`WarmupDecay`, `layerwise_lr_multiplier`) in `bert_keras.training.schedules`,
+accumulation, the Adam step) is in `bert_keras.optimization.base` and the
+schedules (`WarmupDecay`, `layerwise_lr_multiplier`) in `bert_keras.optimization.schedules`,
 both re-exported here.
 
 Why our own classes instead of `keras.optimizers.AdamW` / `keras.optimizers.Lamb`
@@ -61,8 +61,8 @@ import math
 import keras
 from keras import ops
 
-from bert_keras.training.optimizer_base import DEFAULT_WEIGHT_DECAY_EXCLUSIONS, _BertOptimizer
-from bert_keras.training.schedules import WarmupDecay, layerwise_lr_multiplier
+from bert_keras.optimization.base import DEFAULT_WEIGHT_DECAY_EXCLUSIONS, _BertOptimizer
+from bert_keras.optimization.schedules import WarmupDecay, layerwise_lr_multiplier
 
 __all__ = [
     "DEFAULT_WEIGHT_DECAY_EXCLUSIONS",

@@ -2,7 +2,7 @@
 
 `WarmupDecay` gives the rate at each applied update; `layerwise_lr_multiplier` gives
 a variable's multiplier from its layer (embeddings lowest, top transformer layer 1).
-The optimizers in `bert_keras.training.optimization` use both.
+The optimizers in `bert_keras.optimization` use both.
 """
 
 import re

@@ -3,7 +3,7 @@
 `_BertOptimizer` decides which variables are decayed (`DEFAULT_WEIGHT_DECAY_EXCLUSIONS`),
 gives each its layer-wise learning-rate multiplier, clips the all-reduced gradient to a
 global norm, accumulates micro-step gradients and runs the Adam step; the subclasses in
-`bert_keras.training.optimization` (which explains why and gives the update rules) only
+`bert_keras.optimization` (which explains why and gives the update rules) only
 add their own scaling of the update.
 """
 
@@ -11,7 +11,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from bert_keras.training.schedules import layerwise_lr_multiplier
+from bert_keras.optimization.schedules import layerwise_lr_multiplier
 
 # Variables whose path contains one of these are not decayed (Google BERT's list,
 # plus Keras' names for LayerNorm's scale/offset).
