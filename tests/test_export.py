@@ -1,12 +1,10 @@
 """Tests for bert_keras.export: exports loaded without this project, as TF Serving loads them."""
 
-import base64
 import json
 import os
 import pathlib
 import subprocess
 import sys
-import sysconfig
 
 import keras
 import numpy as np
@@ -14,95 +12,14 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-import bert_keras as bk
-from bert_keras.data.finetuning import span_decoding
 from bert_keras.models import task_models as models
 from bert_keras.serving import export, op_audit, warmup
-from bert_keras.tasks.registry import get_task
 from bert_keras.text import packing
-from bert_keras.text.preprocessor import BertPreprocessor
-from bert_keras.text.tokenizer import BertTokenizer
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-VOCAB = ROOT / "bert_keras" / "assets" / "vocab.txt"
-CLIENT = ROOT / "tests" / "serving_client.py"
-SEQ = 24
-LONG_TEXT = "word " * 20000  # 100,000 characters
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return BertTokenizer(str(VOCAB), lower_case=True)
-
-
-@pytest.fixture(scope="module")
-def encoder(tokenizer):
-    keras.utils.set_random_seed(0)
-    return bk.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=16,
-                          num_heads=2, intermediate_size=32, max_positions=64)
-
-
-def _info(task, **kw):
-    return dict(dict(task=task, seq_length=SEQ, lower_case=True, labels=None,
-                     text_fields=["text"]), **kw)
-
-
-def _enc(array):
-    array = np.asarray(array, dtype=object if np.asarray(array).dtype.kind in "OSU" else None)
-    if array.dtype == object:
-        return {"dtype": "string", "shape": list(array.shape),
-                "b64": [base64.b64encode(v if isinstance(v, bytes) else v.encode()).decode()
-                        for v in array.ravel().tolist()]}
-    return {"dtype": array.dtype.name, "shape": list(array.shape), "values": array.ravel().tolist()}
-
-
-def _dec(obj):
-    if obj["dtype"] == "string":
-        return np.array([base64.b64decode(v) for v in obj["b64"]], dtype=object).reshape(obj["shape"])
-    return np.array(obj["values"], dtype=obj["dtype"]).reshape(obj["shape"])
-
-
-def run_client(tmp_path, exports, requests=None):
-    """Runs serving_client.py in a fresh `python -I -S` (cwd elsewhere, clean environment)."""
-    site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
-    out = tmp_path / "client_out.json"
-    config = tmp_path / "client_config.json"
-    config.write_text(json.dumps(dict(site=site, exports=[str(e) for e in exports],
-                                      requests={str(k): v for k, v in (requests or {}).items()},
-                                      out=str(out))))
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
-           "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.run([sys.executable, "-I", "-S", str(CLIENT), str(config)], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    report = json.loads(out.read_text())
-    assert report["bert_keras_importable"] is False
-    project_dirs = {str(ROOT), str(ROOT / "tests"), str(ROOT / "bert_keras"), ""}
-    assert not project_dirs & {p.rstrip("/") for p in report["sys_path"]}, report["sys_path"]
-    return report
-
-
-def _outputs(result):
-    """The tf1 and tf2 outputs of one request, checked equal to each other."""
-    assert "tf1" in result and "tf2" in result, result.get("tf1_error") or result.get("tf2_error")
-    tf1 = {k: _dec(v) for k, v in result["tf1"].items()}
-    tf2 = {k: _dec(v) for k, v in result["tf2"].items()}
-    assert sorted(tf1) == sorted(tf2)
-    for key in tf1:
-        if tf1[key].dtype == object:
-            np.testing.assert_array_equal(tf1[key], tf2[key])
-        else:
-            np.testing.assert_allclose(tf1[key], tf2[key], rtol=1e-5, atol=1e-6)
-    return tf2
-
-
-def _texts(inputs, name):
-    return [bytes(t) for t in _dec(inputs[name]).tolist()]
-
-
-def _keras_inputs(tokenizer, *texts):
-    pre = BertPreprocessor(tokenizer, seq_length=SEQ, pad_to_longest=True)
-    return pre(*[tf.constant(t, tf.string) for t in texts])
+from export_harness import (  # noqa: F401  (fixtures too)
+    LONG_TEXT, ROOT, SEQ, CLIENT, _dec, _enc, _info, _keras_inputs, _outputs, _texts, encoder,
+    run_client, tokenizer,
+)
 
 
 # -- pieces -----------------------------------------------------------------------------------
@@ -328,146 +245,6 @@ def test_saved_model_cli_lists_signatures(classifier_export):
 
 
 # -- end to end: every other model type --------------------------------------------------------
-
-@pytest.mark.slow
-def test_every_model_type_served_without_project(tmp_path, tokenizer, encoder):
-    keras.utils.set_random_seed(2)
-    tags = ["O", "B-X", "I-X"]
-    cases = {
-        "tagging": (models.BertTokenClassifier(encoder, num_classes=3), _info("tagging", labels=tags)),
-        "span_qa": (models.BertSpanQA(encoder), _info("span_qa", text_fields=["question", "context"])),
-        "pretraining": (models.BertPretrainer(encoder), _info("pretraining")),
-        "encoder": (encoder, _info("encoder")),
-        "multi_label": (models.BertClassifier(encoder, num_classes=2, problem_type="multi_label"),
-                        _info("multi_label", labels=["x", "y"])),
-        "regression": (models.BertClassifier(encoder, num_classes=1, problem_type="regression"),
-                       _info("regression")),
-    }
-    base = tmp_path / "saved_models"
-    paths = {task: export.export_model(m, tokenizer, info, base, task) for task, (m, info) in cases.items()}
-    # Versions: the next free integer; a taken version is refused.
-    assert export.next_version(base / "encoder") == 2
-    with pytest.raises(FileExistsError):
-        export.export_model(encoder, tokenizer, _info("encoder"), base, "encoder", version=1)
-    extra = {
-        paths["tagging"]: [["serving_default", {"text": _enc(np.array(["", LONG_TEXT, b"caf\xe9 x"], object))}]],
-        paths["span_qa"]: [["serving_default", {"question": _enc(np.array(["who?", ""], object)),
-                                                "context": _enc(np.array([LONG_TEXT, ""], object))}]],
-        paths["pretraining"]: [["serving_default", {"text": _enc(np.array(["[MASK]" * 200, ""], object))}]],
-    }
-    report = run_client(tmp_path, list(paths.values()), extra)
-    for task, path in paths.items():
-        model, info = cases[task]
-        for r in report["exports"][path]:
-            if r["signature"] != "serving_default":
-                _outputs(r)
-                continue
-            out = _outputs(r)
-            fields = get_task(info["task"]).serving_text_fields(info)
-            texts = [_texts(r["inputs"], f) for f in fields]
-            CHECKS[task](model, tokenizer, texts, out)
-
-
-def _check_tagging(model, tokenizer, texts, out):
-    (text,) = texts
-    x = _keras_inputs(tokenizer, text)
-    logits = model(x, training=False).numpy()
-    words = tokenizer.tokenize_words(tf.constant(text, tf.string)).to_list()
-    for b, row in enumerate(words):
-        pos, want = 1, []
-        for word in row:
-            if pos >= SEQ - 1:
-                break
-            want.append(int(logits[b, pos].argmax()))
-            pos += len(word)
-        got = out["tag_ids"][b]
-        assert list(got[:len(want)]) == want and all(got[len(want):] == -1)
-        assert all(out["tags"][b][len(want):] == b"")
-        for w, start, end in zip(out["tokens"][b][:len(want)], out["token_starts"][b],
-                                 out["token_ends"][b]):
-            source = text[b].decode("utf-8", "replace")
-            assert w.decode() == source[start:end]
-
-
-def _check_span_qa(model, tokenizer, texts, out):
-    question, context = texts
-    x = _keras_inputs(tokenizer, question, context)
-    logits = model(x, training=False)
-    ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(context, tf.string))
-    n, width = len(context), x["input_word_ids"].shape[1]
-    tok_start = -np.ones((n, width), np.int64)
-    tok_end = -np.ones((n, width), np.int64)
-    types = x["input_type_ids"].numpy()
-    for b in range(n):
-        first = int(np.argmax(types[b])) if types[b].any() else width
-        kept = int(types[b].sum()) - 1  # context tokens (without the final [SEP])
-        tok_start[b, first:first + kept] = starts[b].numpy()[:kept]
-        tok_end[b, first:first + kept] = ends[b].numpy()[:kept]
-    contexts = [c.decode("utf-8", "replace") for c in context]
-    want = span_decoding.decode_answers(
-        logits["start_logits"].numpy(), logits["end_logits"].numpy(), list(range(n)), tok_start,
-        tok_end, contexts, offsets="byte")
-    for b in range(n):
-        if tok_start[b].max() < 0:  # no context: no span
-            assert out["answer"][b] == b"" and out["answer_start"][b] == -1
-            continue
-        assert out["score"][b] == pytest.approx(want[b]["score"], abs=1e-4)
-        assert out["answer"][b].decode() == want[b]["text"]
-        s, e = out["answer_start"][b], out["answer_end"][b]
-        assert contexts[b][s:e] == want[b]["text"]
-
-
-def _check_pretraining(model, tokenizer, texts, out):
-    (text,) = texts
-    positions = out["mask_positions"]
-    assert positions.shape[0] == len(text)
-    pre = BertPreprocessor(tokenizer, seq_length=SEQ, pad_to_longest=True)
-    for b, t in enumerate(text):
-        valid = positions[b][positions[b] >= 0]
-        if b"[MASK]" not in t:
-            assert valid.size == 0 and all(out["top_k_tokens"][b].ravel() == b"")
-            continue
-        ids = []  # the text's pieces with the [MASK] id where "[MASK]" is written
-        for i, part in enumerate(t.decode().split("[MASK]")):
-            ids += ([tokenizer.mask_id] if i else []) + tokenizer.tokenize([part]).to_list()[0]
-        x = pre.pack([tf.ragged.constant([ids], tf.int32)])
-        np.testing.assert_array_equal(valid, np.flatnonzero(x["input_word_ids"][0] == tokenizer.mask_id))
-        x["masked_lm_positions"] = tf.constant([valid], tf.int32)
-        want = tf.nn.softmax(model(x, training=False)["masked_lm"]).numpy()[0]
-        k = out["top_k_ids"].shape[-1]
-        for p in range(valid.size):
-            top = np.argsort(-want[p])[:k]
-            np.testing.assert_allclose(out["top_k_scores"][b][p], want[p][top], atol=1e-5)
-            assert [tokenizer.vocab[i].encode() for i in out["top_k_ids"][b][p]] == list(
-                out["top_k_tokens"][b][p])
-
-
-def _check_encoder(model, tokenizer, texts, out):
-    x = _keras_inputs(tokenizer, texts[0])
-    want = model(x, training=False)
-    np.testing.assert_allclose(out["pooled_output"], want["pooled_output"], atol=1e-5)
-    np.testing.assert_array_equal(out["input_mask"], x["input_mask"])
-
-
-def _check_multi_label(model, tokenizer, texts, out):
-    probs = tf.sigmoid(model(_keras_inputs(tokenizer, texts[0]), training=False)).numpy()
-    np.testing.assert_allclose(out["probabilities"], probs, atol=1e-5)
-    np.testing.assert_array_equal(out["label_ids"], (probs >= 0.5).astype(np.int32))
-    names = np.array(["x", "y"])
-    assert [s.decode() for s in out["labels"]] == [",".join(names[p >= 0.5]) for p in probs]
-
-
-def _check_regression(model, tokenizer, texts, out):
-    want = model(_keras_inputs(tokenizer, texts[0]), training=False).numpy()
-    np.testing.assert_allclose(out["scores"], want, atol=1e-5)
-
-
-CHECKS = {"tagging": _check_tagging, "span_qa": _check_span_qa, "pretraining": _check_pretraining,
-          "encoder": _check_encoder, "multi_label": _check_multi_label,
-          "regression": _check_regression}
-
-
-# -- tools ------------------------------------------------------------------------------------
 
 @pytest.mark.slow
 def test_tools_export_then_predict(tmp_path, tokenizer, encoder):

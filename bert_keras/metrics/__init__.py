@@ -23,6 +23,7 @@ Example:
     1.0
 """
 
+from bert_keras.metrics import classification, entities, squad
 from bert_keras.metrics.classification import (
     GLUE_TASK_METRICS,
     accuracy,
@@ -43,22 +44,4 @@ from bert_keras.metrics.squad import (
     squad_normalize_answer,
 )
 
-__all__ = [
-    "accuracy",
-    "f1",
-    "binary_f1",
-    "macro_f1",
-    "matthews_corrcoef",
-    "pearson",
-    "spearman",
-    "rankdata",
-    "GLUE_TASK_METRICS",
-    "glue_metrics",
-    "squad_normalize_answer",
-    "squad_exact_match",
-    "squad_f1",
-    "squad_evaluate",
-    "get_entities",
-    "entity_scores",
-    "entity_f1",
-]
+__all__ = classification.__all__ + squad.__all__ + entities.__all__
