@@ -48,7 +48,7 @@ def option(default, help, *, choices=None, advanced=False):  # noqa: A002 - absl
 
 
 class Config:
-    """Base of the frozen config dataclasses: validation on construction, JSON round trip."""
+    """Base of the frozen config dataclasses: validation on construction."""
 
     def __post_init__(self):
         self.validate()
@@ -61,14 +61,6 @@ class Config:
 
     def to_dict(self):
         return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values):
-        """A config from a dict such as `to_dict()` wrote; unknown keys are an error."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - names)
-        check(not unknown, f"{cls.__name__} has no option(s) {unknown}; known: {sorted(names)}.")
-        return cls(**values)
 
 
 # -- absl flags from config fields -------------------------------------------------------------

@@ -38,7 +38,7 @@ def raw_docs():
 
 @pytest.fixture(scope="module")
 def token_docs(tokenizer, raw_docs):
-    return documents.tokenize_documents(tokenizer, raw_docs)
+    return pairing_oracle.tokenize_documents(tokenizer, raw_docs)
 
 
 def _builder(tokenizer, mode="nsp", max_seq_length=T):

@@ -15,7 +15,7 @@ owns `masked_lm_head/transform/{kernel,bias}`, `masked_lm_head/transform_layer_n
 """
 
 import keras
-import numpy as np
+import numpy as np  # noqa: F401  (the doctests use it)
 from keras import ops
 
 from bert_keras import checkpoints

@@ -10,8 +10,6 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from bert_keras.names import IGNORE_LABEL
-
 
 def _scale_for_replicas(loss):
     # Keras' TF trainer sums the replicas' gradients: each replica's loss carries 1/N.

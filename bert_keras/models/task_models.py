@@ -38,8 +38,7 @@ own losses.
 """
 
 import keras
-import tensorflow as tf
-from keras import ops
+import tensorflow as tf  # noqa: F401  (the doctests use it)
 
 from bert_keras.models import heads
 from bert_keras.models.losses import TokenAccuracy, TokenCrossEntropy

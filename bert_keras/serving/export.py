@@ -34,7 +34,6 @@ import shutil
 import tempfile
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from bert_keras.models.encoder import BertEncoder

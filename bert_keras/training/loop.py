@@ -30,7 +30,7 @@ from absl import logging
 from bert_keras.files import write_json
 from bert_keras.training import callbacks as callbacks_lib
 from bert_keras.training import strategy as strategy_lib
-from bert_keras.training.precision import DTYPES, dtype_policy  # noqa: F401  DTYPES: public
+from bert_keras.training.precision import dtype_policy
 
 CHECKPOINT_SUBDIR = "checkpoints"
 _STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"

@@ -40,7 +40,7 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.data.finetuning.readers import ClassificationExample, SpanExample, TaggingExample
+from bert_keras.data.finetuning.examples import ClassificationExample, TaggingExample
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.names import IGNORE_LABEL
 from bert_keras.text.preprocessor import BertPreprocessor

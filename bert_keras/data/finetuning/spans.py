@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras.data.finetuning.features import TOKENIZE_CHUNK, tokenize_texts
-from bert_keras.data.finetuning.readers import SpanExample
+from bert_keras.data.finetuning.examples import SpanExample
 
 
 def _byte_to_char(text: str) -> np.ndarray:
@@ -127,8 +127,3 @@ def _answer_tokens(ex: SpanExample, doc_starts: np.ndarray, doc_ends: np.ndarray
     if inside.size == 0:
         return None
     return int(inside[0]), int(inside[-1])
-
-
-def span_text(context: str, offsets: np.ndarray, start: int, end: int) -> str:
-    """The context text from token `start` to token `end` (inclusive) of one feature."""
-    return context[int(offsets[start][0]):int(offsets[end][1])]

@@ -10,9 +10,8 @@ import csv
 import gzip
 import io
 import json
-import os
 import zlib
-from typing import Iterator, Sequence
+from typing import Iterator
 
 import tensorflow as tf
 

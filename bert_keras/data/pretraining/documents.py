@@ -1,4 +1,4 @@
-"""Documents -> tokenized segments, the input of pretraining-instance pairing.
+"""Pretraining documents: text files or TFDS -> documents (lists of sentence lines), counted.
 
 Input text is BERT's original format: one sentence per line, a blank line between documents.
 Pairing (NSP, SOP or packed FULL-SENTENCES) happens later, in-graph
@@ -13,7 +13,6 @@ import dataclasses
 import gzip
 import os
 
-import numpy as np
 from absl import logging
 
 PAIR_MODES = ("nsp", "sop", "none")
@@ -88,47 +87,3 @@ def read_tfds_documents(name, split="train", text_key="text", data_dir=None, sta
         doc = [line.strip() for line in text.split("\n") if line.strip()]
         if doc:
             yield doc
-
-
-def tokenize_documents(tokenizer, documents, stats=None):
-    """Tokenizes documents in one batched call -> list of documents, each a list of segments.
-
-    A segment is `(ids int32 [n], word_starts bool [n])`, word_starts True at the first
-    WordPiece of each word. Lines with no tokens and documents left empty are dropped (counted).
-    """
-    stats = stats if stats is not None else DocumentStats()
-    lines = [line for doc in documents for line in doc]
-    if not lines:
-        stats.documents += len(documents)
-        return []
-    words = tokenizer.tokenize_words(lines)  # int32 [N, (words), (pieces)]
-    return split_tokenized([len(doc) for doc in documents], words.flat_values.numpy(),
-                           words.values.row_splits.numpy(), words.row_splits.numpy(), stats)
-
-
-def split_tokenized(lines_per_document, pieces, word_splits, line_splits, stats=None):
-    """Flat tokenizer output (ragged [lines, (words), (pieces)] components) -> documents of
-    `(ids, word_starts)` segments; empty lines and documents are dropped and counted."""
-    stats = stats if stats is not None else DocumentStats()
-    stats.documents += len(lines_per_document)
-    stats.lines += int(np.sum(lines_per_document))
-    pieces = np.asarray(pieces, np.int32)
-    starts = np.zeros(len(pieces) + 1, bool)
-    starts[word_splits[:-1]] = True
-    starts = starts[:-1]
-    offsets = np.asarray(word_splits)[np.asarray(line_splits)]  # piece offset of each line
-    out, k = [], 0
-    for num_lines in lines_per_document:
-        segments = []
-        for _ in range(num_lines):
-            lo, hi = offsets[k], offsets[k + 1]
-            k += 1
-            if hi > lo:
-                segments.append((pieces[lo:hi], starts[lo:hi]))
-            else:
-                stats.empty_token_lines += 1
-        if segments:
-            out.append(segments)
-        else:
-            stats.skipped_documents += 1
-    return out
