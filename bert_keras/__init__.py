@@ -1,15 +1,22 @@
-"""bert_keras: BERT in TensorFlow 2.21 and Keras 3, from raw text to TF Serving."""
+"""bert_keras: BERT in TensorFlow 2.21 and Keras 3, from raw text to TF Serving.
 
-from bert_keras.data.finetuning import readers as finetuning_data
+The public names, in data-flow order (docs/architecture.md): text, data, checkpoints,
+optimization, models, metrics, tasks, training, serving.
+"""
+
 from bert_keras import metrics
-from bert_keras.data.finetuning import features as task_features
 from bert_keras.checkpoints import CheckpointError
-from bert_keras.names import IGNORE_LABEL, INPUT_NAMES
+from bert_keras.configs import ConfigError
+from bert_keras.data.finetuning import features as task_features
+from bert_keras.data.finetuning import readers as finetuning_data
+from bert_keras.data.finetuning.examples import ClassificationExample, SpanExample, TaggingExample
+from bert_keras.data.finetuning.label_map import LabelMap
+from bert_keras.data.finetuning.span_decoding import decode_answers
+from bert_keras.data.finetuning.tfds import load_tfds_task
+from bert_keras.data.pretraining.pipeline import create_pretraining_tfrecords, dynamic_pretraining_dataset
+from bert_keras.data.pretraining.records import GOOGLE_TO_MODEL_NAMES, read_pretraining_tfrecords
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.encoder_config import PRESETS, EncoderConfig
-from bert_keras.serving.export import export_model, export_task, next_version, read_metadata
-from bert_keras.training.finetuning import run_finetuning
-from bert_keras.data.finetuning.examples import ClassificationExample, SpanExample, TaggingExample
 from bert_keras.models.heads import (
     ClassificationHead,
     MaskedLMHead,
@@ -17,26 +24,23 @@ from bert_keras.models.heads import (
     SpanHead,
     TokenClassificationHead,
 )
-from bert_keras.data.finetuning.label_map import LabelMap
-from bert_keras.models.task_models import (
-
-    BertClassifier,
-    BertPretrainer,
-    BertSpanQA,
-    BertTokenClassifier,
-)
-from bert_keras.serving.op_audit import OpAuditError, audit_saved_model
+from bert_keras.models.task_models import BertClassifier, BertPretrainer, BertSpanQA, BertTokenClassifier
+from bert_keras.names import IGNORE_LABEL, INPUT_NAMES
 from bert_keras.optimization import AdamW, Lamb, WarmupDecay, create_optimizer
-from bert_keras.text.preprocessor import BertPreprocessor
-from bert_keras.data.pretraining.pipeline import create_pretraining_tfrecords, dynamic_pretraining_dataset
-from bert_keras.data.pretraining.records import GOOGLE_TO_MODEL_NAMES, read_pretraining_tfrecords
-from bert_keras.data.finetuning.span_decoding import decode_answers
-from bert_keras.training.strategy import STRATEGIES, create_strategy, per_replica_batch_size
+from bert_keras.serving.export import export_model, export_task, next_version, read_metadata, run_export
+from bert_keras.serving.export_config import ExportConfig
+from bert_keras.serving.op_audit import OpAuditError, audit_saved_model
+from bert_keras.tasks.base import Task
+from bert_keras.tasks.registry import TASKS, get_task
 from bert_keras.tasks.task_io import load_task, save_task
-from bert_keras.data.finetuning.tfds import load_tfds_task
-from bert_keras.training.loop import TrainingDivergedError, train
-from bert_keras.training.precision import DTYPES
-from bert_keras.training.pretraining import run_pretraining
+from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.tokenizer import SPECIAL_TOKENS, BertTokenizer
 from bert_keras.text.vocab import load_vocab, save_vocab
 from bert_keras.text.vocab_learning import learn_vocab, text_files_dataset
+from bert_keras.training.finetuning import run_finetuning
+from bert_keras.training.finetuning_config import FinetuneConfig
+from bert_keras.training.loop import TrainingDivergedError, train
+from bert_keras.training.precision import DTYPES
+from bert_keras.training.pretraining import run_pretraining
+from bert_keras.training.pretraining_config import PretrainConfig
+from bert_keras.training.strategy import STRATEGIES, create_strategy, per_replica_batch_size
