@@ -47,6 +47,7 @@ def test_config_read_from_huggingface(minilm_encoder):
         vocab_size=30522, num_layers=6, hidden_size=384, num_heads=12, intermediate_size=1536,
         activation="gelu", dropout=0.1, attention_dropout=0.1, max_positions=512,
         type_vocab_size=2, layer_norm_epsilon=1e-12, initializer_range=0.02,
+        embedding_size=None, num_layer_groups=None, position_offset=0, use_pooler=True,
     )
 
 

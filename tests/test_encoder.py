@@ -105,7 +105,7 @@ def test_activations(tiny_encoder, activation):
     [
         (dict(hidden_size=15), "not divisible by num_heads=2"),
         (dict(activation="swishy"), "swishy"),
-        (dict(num_layers=0), "num_layers must be a positive integer, got 0"),
+        (dict(num_layers=0), "num_layers must be an integer >= 1, got 0"),
     ],
 )
 def test_bad_arguments_name_the_value(tiny_encoder, overrides, message):

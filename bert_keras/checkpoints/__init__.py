@@ -1,6 +1,7 @@
 """Checkpoint directories of each source layout, read into our variable names.
 
-One module per layout (`huggingface`, `google`, `own`), each with `is_layout(files)`,
+One module per layout (`huggingface` with a module per family, `google`, `own`), each with
+`is_layout(files)`,
 `encoder_config(path)`, `read_tensors(path)` and an exact name map from our variable paths
 to its tensor names; `assign.assign_weights` applies a map strictly. This package does not
 import the models: it hands them configs, tensors and name maps
@@ -50,11 +51,13 @@ def read_tensors(path):
     return fmt, LAYOUTS[fmt].read_tensors(path)
 
 
-def encoder_name_map(fmt, tensors, encoder):
-    """The name map from `encoder`'s variables to the tensors of a checkpoint of `fmt`."""
+def encoder_name_map(fmt, tensors, encoder, path):
+    """The name map from `encoder`'s variables to the tensors of checkpoint `path` of `fmt`."""
     if fmt == "bert_keras":  # Our files are keyed by the variable paths themselves.
         return own.encoder_name_map([v.path for v in encoder.weights])
-    return LAYOUTS[fmt].encoder_name_map(encoder.num_layers, tensors)
+    if fmt == "google":
+        return google.encoder_name_map(encoder.num_layers)
+    return huggingface.encoder_name_map(encoder.architecture, tensors, path)
 
 
 def pretraining_head_name_map(fmt, mlm_head="masked_lm_head", nsp_head="next_sentence_head",

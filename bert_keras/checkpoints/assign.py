@@ -30,10 +30,15 @@ def transpose_concat(*weights):
     return np.concatenate([np.asarray(w).T for w in weights], axis=-1)
 
 
-# Tensors a full checkpoint carries that the encoder does not use: pretraining heads,
-# optimizer slots, step counters, Hugging Face's constant position ids.
+# Tensors a full checkpoint carries that the encoder does not use: the task heads of each
+# family (loaded, where they are, by the task models), optimizer slots, step counters, Hugging
+# Face's constant position ids.
+_HEADS = ("cls", "lm_head", "vocab_transform", "vocab_layer_norm", "vocab_projector",
+          "discriminator_predictions", "generator_predictions", "generator_lm_head", "classifier",
+          "pre_classifier", "qa_outputs", "predictions", "sop_classifier")
 _SKIPPED = re.compile(
-    r"(^cls[./])|(adam_[mv]$)|(^global_step$)|(position_ids$)|(^_CHECKPOINTABLE_OBJECT_GRAPH$)"
+    rf"(^({'|'.join(_HEADS)})[./])|(adam_[mv]$)|(^global_step$)|(position_ids$)"
+    r"|(^_CHECKPOINTABLE_OBJECT_GRAPH$)"
 )
 
 

@@ -78,9 +78,8 @@ def _encoder_names(num_layers):
     return names
 
 
-def encoder_name_map(num_layers, tensors=()):
+def encoder_name_map(num_layers):
     """Our variable paths -> Google TF1 variable names (`bert/encoder/layer_0/...`)."""
-    del tensors  # one naming only
     # TF1 kernels are already (in, out); the fused qkv concatenates columns.
     return {path: (sources, concat_columns if len(sources) > 1 else identity)
             for path, sources in _encoder_names(num_layers).items()}
@@ -116,6 +115,11 @@ def save_google_checkpoint(encoder, path, tokenizer=None):
             "Google's TF1 BERT has only the tanh-approximate GELU; this encoder uses the exact "
             "GELU, so its outputs would change. Keep it in bert_keras or Hugging Face format."
         )
+    bert_only = dict(embedding_size=None, num_layer_groups=None, position_offset=0, use_pooler=True)
+    other = {k: arch.get(k) for k, v in bert_only.items() if arch.get(k, v) != v}
+    if other or arch["type_vocab_size"] < 1:
+        raise ValueError(f"Google's TF1 BERT layout holds BERT encoders only; this one has "
+                         f"{other or dict(type_vocab_size=arch['type_vocab_size'])}.")
     variables = {v.path: v for v in encoder.weights}
     tensors = {}
     for our_path, sources in _encoder_names(encoder.num_layers).items():

@@ -1,45 +1,45 @@
-"""The Hugging Face BERT layout: `config.json`, `model.safetensors` (read with numpy, no torch)."""
+"""The Hugging Face layout: `config.json` + `model.safetensors` (read with numpy, no torch).
+
+`config.json`'s `model_type` picks the family module (`hf_bert` for BERT and RoBERTa,
+`hf_distilbert`, `hf_electra`), which maps the config to BertEncoder arguments and our
+variable paths to its tensor names. Whether the file has a pooler decides `use_pooler`
+(task-model files of RoBERTa, DistilBERT and ELECTRA have none).
+"""
 
 import json
 import os
 import re
 
-from bert_keras.checkpoints.assign import identity, transpose, transpose_concat, concat_columns
-from bert_keras.checkpoints.safetensors import read_safetensors
+from bert_keras.checkpoints import hf_bert, hf_distilbert, hf_electra
+from bert_keras.checkpoints.safetensors import read_safetensors, tensor_names
 
-ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_approximate",
-               "gelu_pytorch_tanh": "gelu_approximate", "relu": "relu"}
+FAMILIES = {"bert": hf_bert, "roberta": hf_bert, "distilbert": hf_distilbert,
+            "electra": hf_electra}
+POOLERS = ("pooler.dense.weight", "bert.pooler.dense.weight", "roberta.pooler.dense.weight")
 
 
 def is_layout(files):
     return "config.json" in files and "model.safetensors" in files
 
 
+def read_config(path):
+    """(model_type, config.json dict); ValueError for a family we do not read."""
+    with open(os.path.join(path, "config.json")) as f:
+        config = json.load(f)
+    model_type = config.get("model_type", "bert")
+    if model_type not in FAMILIES:
+        raise ValueError(f"{path}: model_type {model_type!r} is not one of {sorted(FAMILIES)}.")
+    return model_type, config
+
+
 def encoder_config(path):
     """The BertEncoder arguments of `path`/config.json."""
-    with open(os.path.join(path, "config.json")) as f:
-        c = json.load(f)
-    if c.get("model_type", "bert") != "bert":
-        raise ValueError(f"{path}: model_type {c['model_type']!r} is not 'bert'.")
-    if c.get("position_embedding_type", "absolute") != "absolute":
-        raise ValueError(f"{path}: position_embedding_type {c['position_embedding_type']!r} "
-                         "is not supported (only 'absolute').")
-    if c["hidden_act"] not in ACTIVATIONS:
-        raise ValueError(f"{path}: hidden_act {c['hidden_act']!r} is not one of {sorted(ACTIVATIONS)}.")
-    return dict(
-        vocab_size=c["vocab_size"],
-        num_layers=c["num_hidden_layers"],
-        hidden_size=c["hidden_size"],
-        num_heads=c["num_attention_heads"],
-        intermediate_size=c["intermediate_size"],
-        activation=ACTIVATIONS[c["hidden_act"]],
-        dropout=c.get("hidden_dropout_prob", 0.1),
-        attention_dropout=c.get("attention_probs_dropout_prob", 0.1),
-        max_positions=c["max_position_embeddings"],
-        type_vocab_size=c["type_vocab_size"],
-        layer_norm_epsilon=c.get("layer_norm_eps", 1e-12),
-        initializer_range=c.get("initializer_range", 0.02),
-    )
+    model_type, config = read_config(path)
+    arguments = FAMILIES[model_type].encoder_config(config, path)
+    if FAMILIES[model_type] is hf_bert:
+        names = tensor_names(os.path.join(path, "model.safetensors"))
+        arguments["use_pooler"] = any(n in POOLERS for n in names)
+    return arguments
 
 
 def read_tensors(path):
@@ -50,52 +50,12 @@ def read_tensors(path):
             for name, value in tensors.items()}
 
 
-def encoder_name_map(num_layers, tensors=()):
-    """Our variable paths -> `BertModel` tensor names; BertForPreTraining / BertForMaskedLM
-    files prefix them with "bert." (detected from `tensors`)."""
-    p = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
-    names = {
-        "token_embedding/embeddings": ([f"{p}embeddings.word_embeddings.weight"], identity),
-        "segment_embedding/embeddings": ([f"{p}embeddings.token_type_embeddings.weight"], identity),
-        "position_embedding/embeddings": ([f"{p}embeddings.position_embeddings.weight"], identity),
-        "embeddings_layer_norm/gamma": ([f"{p}embeddings.LayerNorm.weight"], identity),
-        "embeddings_layer_norm/beta": ([f"{p}embeddings.LayerNorm.bias"], identity),
-        "pooler/kernel": ([f"{p}pooler.dense.weight"], transpose),
-        "pooler/bias": ([f"{p}pooler.dense.bias"], identity),
-    }
-    for i in range(num_layers):
-        ours, hf = f"transformer_layer_{i}", f"{p}encoder.layer.{i}"
-        qkv = [f"{hf}.attention.self.{part}" for part in ("query", "key", "value")]
-        names.update({
-            f"{ours}/attention/qkv/kernel": ([f"{n}.weight" for n in qkv], transpose_concat),
-            f"{ours}/attention/qkv/bias": ([f"{n}.bias" for n in qkv], concat_columns),
-            f"{ours}/attention/output/kernel": ([f"{hf}.attention.output.dense.weight"], transpose),
-            f"{ours}/attention/output/bias": ([f"{hf}.attention.output.dense.bias"], identity),
-            f"{ours}/attention_layer_norm/gamma": ([f"{hf}.attention.output.LayerNorm.weight"], identity),
-            f"{ours}/attention_layer_norm/beta": ([f"{hf}.attention.output.LayerNorm.bias"], identity),
-            f"{ours}/intermediate/kernel": ([f"{hf}.intermediate.dense.weight"], transpose),
-            f"{ours}/intermediate/bias": ([f"{hf}.intermediate.dense.bias"], identity),
-            f"{ours}/output/kernel": ([f"{hf}.output.dense.weight"], transpose),
-            f"{ours}/output/bias": ([f"{hf}.output.dense.bias"], identity),
-            f"{ours}/output_layer_norm/gamma": ([f"{hf}.output.LayerNorm.weight"], identity),
-            f"{ours}/output_layer_norm/beta": ([f"{hf}.output.LayerNorm.bias"], identity),
-        })
-    return names
+def encoder_name_map(arch, tensors, path):
+    model_type, _ = read_config(path)
+    if model_type == "roberta":
+        return hf_bert.encoder_name_map(arch, tensors, family="roberta")
+    return FAMILIES[model_type].encoder_name_map(arch, tensors)
 
 
 def pretraining_head_name_map(mlm_head, nsp_head, next_sentence=True):
-    """Our pretraining-head variable paths -> `BertForPreTraining` head tensor names."""
-    p, m, n = "cls.predictions", mlm_head, nsp_head
-    names = {
-        f"{m}/transform/kernel": ([f"{p}.transform.dense.weight"], transpose),
-        f"{m}/transform/bias": ([f"{p}.transform.dense.bias"], identity),
-        f"{m}/transform_layer_norm/gamma": ([f"{p}.transform.LayerNorm.weight"], identity),
-        f"{m}/transform_layer_norm/beta": ([f"{p}.transform.LayerNorm.bias"], identity),
-        f"{m}/decoder/output_bias": ([f"{p}.bias"], identity),
-    }
-    if next_sentence:
-        names.update({
-            f"{n}/logits/kernel": (["cls.seq_relationship.weight"], transpose),
-            f"{n}/logits/bias": (["cls.seq_relationship.bias"], identity),
-        })
-    return names
+    return hf_bert.pretraining_head_name_map(mlm_head, nsp_head, next_sentence)

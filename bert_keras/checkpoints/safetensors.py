@@ -19,6 +19,25 @@ def _bfloat16_to_float32(raw):
     return (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
 
 
+def _read_header(f, path, file_size):
+    head = f.read(8)
+    if len(head) < 8:
+        raise ValueError(f"{path} is not a safetensors file: only {len(head)} bytes.")
+    (header_size,) = struct.unpack("<Q", head)
+    if header_size > file_size - 8:
+        raise ValueError(f"{path} is not a safetensors file: header size {header_size} "
+                         f"exceeds the file size {file_size}.")
+    header = json.loads(f.read(header_size))
+    header.pop("__metadata__", None)
+    return header, 8 + header_size
+
+
+def tensor_names(path):
+    """The tensor names of a safetensors file (its header only is read)."""
+    with open(path, "rb") as f:
+        return sorted(_read_header(f, path, os.path.getsize(path))[0])
+
+
 def read_safetensors(path):
     """{name: numpy array} of every tensor in the file (bfloat16 widened to float32).
 
@@ -26,18 +45,11 @@ def read_safetensors(path):
     """
     with open(path, "rb") as f:
         data = f.read()
-    if len(data) < 8:
-        raise ValueError(f"{path} is not a safetensors file: only {len(data)} bytes.")
-    (header_size,) = struct.unpack("<Q", data[:8])
-    if header_size > len(data) - 8:
-        raise ValueError(f"{path} is not a safetensors file: header size {header_size} "
-                         f"exceeds the file size {len(data)}.")
-    header = json.loads(data[8 : 8 + header_size])
-    body = memoryview(data)[8 + header_size :]
+    with open(path, "rb") as f:
+        header, body_start = _read_header(f, path, len(data))
+    body = memoryview(data)[body_start:]
     tensors = {}
     for name, info in header.items():
-        if name == "__metadata__":
-            continue
         start, end = info["data_offsets"]
         raw = body[start:end]
         if info["dtype"] == "BF16":

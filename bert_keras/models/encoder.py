@@ -49,6 +49,10 @@ class BertEncoder(keras.Model):
         type_vocab_size=2,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        embedding_size=None,
+        num_layer_groups=None,
+        position_offset=0,
+        use_pooler=True,
         dtype=None,
         **kwargs,
     ):
@@ -57,47 +61,59 @@ class BertEncoder(keras.Model):
             num_heads=num_heads, intermediate_size=intermediate_size, activation=activation,
             dropout=dropout, attention_dropout=attention_dropout, max_positions=max_positions,
             type_vocab_size=type_vocab_size, layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range)
+            initializer_range=initializer_range, embedding_size=embedding_size,
+            num_layer_groups=num_layer_groups, position_offset=position_offset,
+            use_pooler=use_pooler)
         init = layers.dense_initializer(initializer_range)
+        width = embedding_size or hidden_size  # E of the embeddings
+        groups = num_layer_groups or num_layers
 
         # === Layers ===
         token_embedding = keras.layers.Embedding(
-            vocab_size, hidden_size, embeddings_initializer=init, dtype=dtype,
-            name="token_embedding",
+            vocab_size, width, embeddings_initializer=init, dtype=dtype, name="token_embedding",
         )
-        segment_embedding = keras.layers.Embedding(
-            type_vocab_size, hidden_size, embeddings_initializer=init, dtype=dtype,
+        segment_embedding = type_vocab_size and keras.layers.Embedding(
+            type_vocab_size, width, embeddings_initializer=init, dtype=dtype,
             name="segment_embedding",
         )
         position_embedding = layers.PositionEmbedding(
-            max_positions, initializer_range, dtype=dtype, name="position_embedding"
+            max_positions, initializer_range, offset=position_offset, dtype=dtype,
+            name="position_embedding",
         )
         embeddings_layer_norm = layers.LayerNorm(
             epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_layer_norm"
         )
         embeddings_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
+        projection = embedding_size is not None and keras.layers.Dense(
+            hidden_size, kernel_initializer=init, dtype=dtype, name="embedding_projection")
         blocks = [
             layers.TransformerBlock(
                 num_heads, intermediate_size, activation=activation, dropout=dropout,
                 attention_dropout=attention_dropout, layer_norm_epsilon=layer_norm_epsilon,
                 initializer_range=initializer_range, dtype=dtype, name=f"transformer_layer_{i}",
             )
-            for i in range(num_layers)
+            for i in range(groups)
         ]
-        pooler = keras.layers.Dense(
+        pooler = use_pooler and keras.layers.Dense(
             hidden_size, activation="tanh", kernel_initializer=init, dtype=dtype, name="pooler"
         )
 
         # === Functional graph ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
-        tokens = token_embedding(inputs["input_word_ids"])  # (B, T, H)
-        x = tokens + segment_embedding(inputs["input_type_ids"]) + position_embedding(tokens)
+        tokens = token_embedding(inputs["input_word_ids"])  # (B, T, E)
+        if segment_embedding:  # the sum in BERT's order (float addition is not associative)
+            tokens = tokens + segment_embedding(inputs["input_type_ids"])
+        x = tokens + position_embedding(tokens)
         x = embeddings_dropout(embeddings_layer_norm(x))
+        if projection:
+            x = projection(x)  # (B, T, H)
         encoder_outputs = []
-        for block in blocks:
-            x = block(x, inputs["input_mask"])  # (B, T, H)
+        for i in range(num_layers):
+            # Layer i of `groups` weight-sharing groups (ALBERT's rule; groups == layers: BERT).
+            x = blocks[i * groups // num_layers](x, inputs["input_mask"])  # (B, T, H)
             encoder_outputs.append(x)
-        pooled = pooler(ops.take(x, 0, axis=1))  # (B, H) from [CLS]
+        first = ops.take(x, 0, axis=1)  # (B, H): [CLS] / <s>
+        pooled = pooler(first) if pooler else first
         outputs = dict(sequence_output=x, pooled_output=pooled, encoder_outputs=encoder_outputs)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
@@ -114,6 +130,10 @@ class BertEncoder(keras.Model):
         self.type_vocab_size = type_vocab_size
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.embedding_size = embedding_size
+        self.num_layer_groups = num_layer_groups
+        self.position_offset = position_offset
+        self.use_pooler = use_pooler
         self.token_embedding = token_embedding
 
     def get_config(self):
@@ -133,6 +153,10 @@ class BertEncoder(keras.Model):
             type_vocab_size=self.type_vocab_size,
             layer_norm_epsilon=self.layer_norm_epsilon,
             initializer_range=self.initializer_range,
+            embedding_size=self.embedding_size,
+            num_layer_groups=self.num_layer_groups,
+            position_offset=self.position_offset,
+            use_pooler=self.use_pooler,
         )
 
     @classmethod
@@ -141,6 +165,11 @@ class BertEncoder(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+    @property
+    def max_sequence_length(self):
+        """The longest input this encoder takes: its positions after the offset."""
+        return self.max_positions - self.position_offset
 
     @property
     def architecture(self):
@@ -178,8 +207,8 @@ class BertEncoder(keras.Model):
         """
         encoder = cls(dtype=dtype, **{**checkpoints.read_encoder_config(path), **overrides})
         fmt, tensors = checkpoints.read_tensors(path)
-        checkpoints.assign_weights(encoder, checkpoints.encoder_name_map(fmt, tensors, encoder),
-                                   tensors, path)
+        name_map = checkpoints.encoder_name_map(fmt, tensors, encoder, path)
+        checkpoints.assign_weights(encoder, name_map, tensors, path)
         return encoder
 
     def save_pretrained(self, path, tokenizer=None):

@@ -30,17 +30,39 @@ class EncoderConfig(Config):
     activation: str = option("gelu", "Feed-forward activation.", choices=ACTIVATIONS)
     dropout: float = option(0.1, "Dropout of the embeddings and block outputs.")
     attention_dropout: float = option(0.1, "Dropout of the attention probabilities.")
-    max_positions: int = option(512, "Rows of the learned position embedding.")
-    type_vocab_size: int = option(2, "Segment ids (0 = A, 1 = B).")
+    max_positions: int = option(512, "Rows of the learned position embedding (position_offset "
+                                "included).")
+    type_vocab_size: int = option(2, "Segment ids (0 = A, 1 = B); 0: no segment embedding "
+                                  "(DistilBERT).")
     layer_norm_epsilon: float = option(1e-12, "Layer norm epsilon.")
     initializer_range: float = option(0.02, "Stddev of the truncated-normal initializers.")
+    embedding_size: int = option(None, "Width of factorized embeddings (ALBERT, ELECTRA-small): "
+                                 "a dense projection to hidden_size follows their layer norm; "
+                                 "None: hidden_size wide, no projection (BERT).")
+    num_layer_groups: int = option(None, "Blocks with their own weights; layer i uses block "
+                                   "i * groups // num_layers (ALBERT shares one: 1); None: "
+                                   "num_layers (BERT).")
+    position_offset: int = option(0, "Row of the position embedding of the first token "
+                                  "(RoBERTa: padding_idx + 1 = 2).")
+    use_pooler: bool = option(True, "A dense-tanh pooler on the first token; False: "
+                              "pooled_output is the first token's hidden state (DistilBERT).")
 
     def validate(self):
         for name in ("vocab_size", "num_layers", "hidden_size", "num_heads", "intermediate_size",
-                     "max_positions", "type_vocab_size"):
-            value = getattr(self, name)
-            check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
-                  f"BertEncoder: {name} must be a positive integer, got {value!r}.")
+                     "max_positions", "type_vocab_size", "embedding_size", "num_layer_groups",
+                     "position_offset"):
+            value, least = getattr(self, name), 0 if name in ("type_vocab_size",
+                                                              "position_offset") else 1
+            if value is None and name in ("embedding_size", "num_layer_groups"):
+                continue
+            check(isinstance(value, int) and not isinstance(value, bool) and value >= least,
+                  f"BertEncoder: {name} must be an integer >= {least}, got {value!r}.")
+        check(self.num_layer_groups is None or self.num_layer_groups <= self.num_layers,
+              f"BertEncoder: num_layer_groups={self.num_layer_groups} exceeds "
+              f"num_layers={self.num_layers}.")
+        check(self.position_offset < self.max_positions,
+              f"BertEncoder: position_offset={self.position_offset} leaves no position of "
+              f"max_positions={self.max_positions}.")
         check(self.hidden_size % self.num_heads == 0,
               f"BertEncoder: hidden_size={self.hidden_size} is not divisible by "
               f"num_heads={self.num_heads}.")

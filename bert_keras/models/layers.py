@@ -92,10 +92,11 @@ class PositionEmbedding(keras.layers.Layer):
     (5, 8)
     """
 
-    def __init__(self, max_positions, initializer_range=0.02, **kwargs):
+    def __init__(self, max_positions, initializer_range=0.02, offset=0, **kwargs):
         super().__init__(**kwargs)
         self.max_positions = max_positions
         self.initializer_range = initializer_range
+        self.offset = offset  # row of the first position (RoBERTa: 2)
 
     def build(self, input_shape):
         self.embeddings = self.add_weight(
@@ -107,16 +108,18 @@ class PositionEmbedding(keras.layers.Layer):
     def call(self, inputs):
         # inputs: (B, T, H) token embeddings; returns (T, H), broadcast by the caller.
         length = ops.shape(inputs)[1]
-        if isinstance(length, int) and length > self.max_positions:
+        if isinstance(length, int) and length > self.max_positions - self.offset:
             raise ValueError(
                 f"Sequence length {length} exceeds max_positions={self.max_positions} "
-                "of this encoder; truncate the input (e.g. BertPreprocessor(seq_length=...))."
+                f"(minus position offset {self.offset}) of this encoder; truncate the input "
+                "(e.g. BertPreprocessor(seq_length=...))."
             )
-        return ops.cast(self.embeddings[:length], self.compute_dtype)
+        return ops.cast(self.embeddings[self.offset:self.offset + length], self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()
-        config.update(max_positions=self.max_positions, initializer_range=self.initializer_range)
+        config.update(max_positions=self.max_positions, initializer_range=self.initializer_range,
+                      offset=self.offset)
         return config
 
 

@@ -65,8 +65,8 @@ class ServingFunctions:
         self.tokenizer = tokenizer
         self.task = get_task(info["task"])
         self.text_fields = tuple(self.task.serving_text_fields(info))
-        max_positions = getattr(self.encoder, "max_positions", None) or info["seq_length"]
-        self.seq_length = int(min(info["seq_length"], max_positions))
+        longest = getattr(self.encoder, "max_sequence_length", None) or info["seq_length"]
+        self.seq_length = int(min(info["seq_length"], longest))
         if self.seq_length < len(self.text_fields) + 1:
             raise ValueError(f"seq_length {self.seq_length} is too short for "
                              f"{len(self.text_fields)} segment(s).")

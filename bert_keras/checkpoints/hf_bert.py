@@ -1,0 +1,103 @@
+"""Hugging Face BERT and RoBERTa (`BertModel`, `RobertaModel` and their task classes): the same
+tensor names, RoBERTa with one token type, positions offset by padding_idx + 1, no pooler in
+its task files, and byte-level BPE instead of WordPiece (the tokenizer's business)."""
+
+from bert_keras.checkpoints.assign import concat_columns, identity, transpose, transpose_concat
+
+ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_approximate",
+               "gelu_pytorch_tanh": "gelu_approximate", "relu": "relu"}
+
+
+def activation(config, path, key="hidden_act"):
+    name = config[key]
+    if name not in ACTIVATIONS:
+        raise ValueError(f"{path}: {key} {name!r} is not one of {sorted(ACTIVATIONS)}.")
+    return ACTIVATIONS[name]
+
+
+def encoder_config(c, path):
+    """The BertEncoder arguments of a BERT or RoBERTa config.json dict `c`."""
+    if c.get("position_embedding_type", "absolute") != "absolute":
+        raise ValueError(f"{path}: position_embedding_type {c['position_embedding_type']!r} "
+                         "is not supported (only 'absolute').")
+    roberta = c.get("model_type") == "roberta"
+    return dict(
+        vocab_size=c["vocab_size"], num_layers=c["num_hidden_layers"],
+        hidden_size=c["hidden_size"], num_heads=c["num_attention_heads"],
+        intermediate_size=c["intermediate_size"], activation=activation(c, path),
+        dropout=c.get("hidden_dropout_prob", 0.1),
+        attention_dropout=c.get("attention_probs_dropout_prob", 0.1),
+        max_positions=c["max_position_embeddings"], type_vocab_size=c["type_vocab_size"],
+        layer_norm_epsilon=c.get("layer_norm_eps", 1e-12),
+        initializer_range=c.get("initializer_range", 0.02),
+        # RoBERTa numbers positions from padding_idx + 1 (rows 0..padding_idx are unused).
+        position_offset=c.get("pad_token_id", 1) + 1 if roberta else 0,
+    )
+
+
+def prefix(tensors, family):
+    """"bert." / "roberta." / ... for task-model files, "" for bare-model files."""
+    return f"{family}." if f"{family}.embeddings.word_embeddings.weight" in tensors else ""
+
+
+def layer_names(ours, hf):
+    """Our block `ours` -> the BERT-style names of layer `hf` (BERT, RoBERTa, ELECTRA)."""
+    qkv = [f"{hf}.attention.self.{part}" for part in ("query", "key", "value")]
+    return {
+        f"{ours}/attention/qkv/kernel": ([f"{n}.weight" for n in qkv], transpose_concat),
+        f"{ours}/attention/qkv/bias": ([f"{n}.bias" for n in qkv], concat_columns),
+        f"{ours}/attention/output/kernel": ([f"{hf}.attention.output.dense.weight"], transpose),
+        f"{ours}/attention/output/bias": ([f"{hf}.attention.output.dense.bias"], identity),
+        f"{ours}/attention_layer_norm/gamma": ([f"{hf}.attention.output.LayerNorm.weight"], identity),
+        f"{ours}/attention_layer_norm/beta": ([f"{hf}.attention.output.LayerNorm.bias"], identity),
+        f"{ours}/intermediate/kernel": ([f"{hf}.intermediate.dense.weight"], transpose),
+        f"{ours}/intermediate/bias": ([f"{hf}.intermediate.dense.bias"], identity),
+        f"{ours}/output/kernel": ([f"{hf}.output.dense.weight"], transpose),
+        f"{ours}/output/bias": ([f"{hf}.output.dense.bias"], identity),
+        f"{ours}/output_layer_norm/gamma": ([f"{hf}.output.LayerNorm.weight"], identity),
+        f"{ours}/output_layer_norm/beta": ([f"{hf}.output.LayerNorm.bias"], identity),
+    }
+
+
+def embedding_names(p, arch):
+    names = {
+        "token_embedding/embeddings": ([f"{p}embeddings.word_embeddings.weight"], identity),
+        "position_embedding/embeddings": ([f"{p}embeddings.position_embeddings.weight"], identity),
+        "embeddings_layer_norm/gamma": ([f"{p}embeddings.LayerNorm.weight"], identity),
+        "embeddings_layer_norm/beta": ([f"{p}embeddings.LayerNorm.bias"], identity),
+    }
+    if arch["type_vocab_size"]:
+        names["segment_embedding/embeddings"] = (
+            [f"{p}embeddings.token_type_embeddings.weight"], identity)
+    return names
+
+
+def encoder_name_map(arch, tensors, family="bert"):
+    """Our variable paths -> `BertModel` / `RobertaModel` tensor names (task-model files prefix
+    them with "bert." / "roberta.", detected from `tensors`)."""
+    p = prefix(tensors, family)
+    names = embedding_names(p, arch)
+    if arch.get("use_pooler", True):
+        names.update({"pooler/kernel": ([f"{p}pooler.dense.weight"], transpose),
+                      "pooler/bias": ([f"{p}pooler.dense.bias"], identity)})
+    for i in range(arch["num_layers"]):
+        names.update(layer_names(f"transformer_layer_{i}", f"{p}encoder.layer.{i}"))
+    return names
+
+
+def pretraining_head_name_map(mlm_head, nsp_head, next_sentence=True):
+    """Our pretraining-head variable paths -> `BertForPreTraining` head tensor names."""
+    p, m, n = "cls.predictions", mlm_head, nsp_head
+    names = {
+        f"{m}/transform/kernel": ([f"{p}.transform.dense.weight"], transpose),
+        f"{m}/transform/bias": ([f"{p}.transform.dense.bias"], identity),
+        f"{m}/transform_layer_norm/gamma": ([f"{p}.transform.LayerNorm.weight"], identity),
+        f"{m}/transform_layer_norm/beta": ([f"{p}.transform.LayerNorm.bias"], identity),
+        f"{m}/decoder/output_bias": ([f"{p}.bias"], identity),
+    }
+    if next_sentence:
+        names.update({
+            f"{n}/logits/kernel": (["cls.seq_relationship.weight"], transpose),
+            f"{n}/logits/bias": (["cls.seq_relationship.bias"], identity),
+        })
+    return names

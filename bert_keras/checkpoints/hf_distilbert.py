@@ -1,0 +1,45 @@
+"""Hugging Face DistilBERT (`DistilBertModel` and its task classes): no token types, no
+pooler, layer norm epsilon fixed at 1e-12, its own tensor names (q_lin, sa_layer_norm, ffn.lin1)."""
+
+from bert_keras.checkpoints.assign import concat_columns, identity, transpose, transpose_concat
+from bert_keras.checkpoints.hf_bert import activation, prefix
+
+
+def encoder_config(c, path):
+    return dict(
+        vocab_size=c["vocab_size"], num_layers=c["n_layers"], hidden_size=c["dim"],
+        num_heads=c["n_heads"], intermediate_size=c["hidden_dim"],
+        activation=activation(c, path, key="activation"), dropout=c.get("dropout", 0.1),
+        attention_dropout=c.get("attention_dropout", 0.1),
+        max_positions=c["max_position_embeddings"], type_vocab_size=0,
+        layer_norm_epsilon=1e-12,  # hard-coded in DistilBERT
+        initializer_range=c.get("initializer_range", 0.02), use_pooler=False,
+    )
+
+
+def encoder_name_map(arch, tensors):
+    p = prefix(tensors, "distilbert")
+    names = {
+        "token_embedding/embeddings": ([f"{p}embeddings.word_embeddings.weight"], identity),
+        "position_embedding/embeddings": ([f"{p}embeddings.position_embeddings.weight"], identity),
+        "embeddings_layer_norm/gamma": ([f"{p}embeddings.LayerNorm.weight"], identity),
+        "embeddings_layer_norm/beta": ([f"{p}embeddings.LayerNorm.bias"], identity),
+    }
+    for i in range(arch["num_layers"]):
+        ours, hf = f"transformer_layer_{i}", f"{p}transformer.layer.{i}"
+        qkv = [f"{hf}.attention.{part}" for part in ("q_lin", "k_lin", "v_lin")]
+        names.update({
+            f"{ours}/attention/qkv/kernel": ([f"{n}.weight" for n in qkv], transpose_concat),
+            f"{ours}/attention/qkv/bias": ([f"{n}.bias" for n in qkv], concat_columns),
+            f"{ours}/attention/output/kernel": ([f"{hf}.attention.out_lin.weight"], transpose),
+            f"{ours}/attention/output/bias": ([f"{hf}.attention.out_lin.bias"], identity),
+            f"{ours}/attention_layer_norm/gamma": ([f"{hf}.sa_layer_norm.weight"], identity),
+            f"{ours}/attention_layer_norm/beta": ([f"{hf}.sa_layer_norm.bias"], identity),
+            f"{ours}/intermediate/kernel": ([f"{hf}.ffn.lin1.weight"], transpose),
+            f"{ours}/intermediate/bias": ([f"{hf}.ffn.lin1.bias"], identity),
+            f"{ours}/output/kernel": ([f"{hf}.ffn.lin2.weight"], transpose),
+            f"{ours}/output/bias": ([f"{hf}.ffn.lin2.bias"], identity),
+            f"{ours}/output_layer_norm/gamma": ([f"{hf}.output_layer_norm.weight"], identity),
+            f"{ours}/output_layer_norm/beta": ([f"{hf}.output_layer_norm.bias"], identity),
+        })
+    return names
