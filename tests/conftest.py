@@ -13,7 +13,7 @@ DATA_DIR = pathlib.Path(__file__).resolve().parents[1] / "bert_keras" / "assets"
 
 # A script, not tests: it needs torch and transformers (pytest.ini's --doctest-modules would
 # import it).
-collect_ignore = ["make_reference_outputs.py"]
+collect_ignore = ["make_reference_outputs.py", "make_family_references.py"]
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,138 @@
+"""Writes tests/fixtures/families/: small BERT-family checkpoints in the Hugging Face layout and
+the reference outputs of transformers (PyTorch, float32) on them, so the suite needs no torch.
+
+For each family: a WordPiece vocab trained on the bundled corpus by `tokenizers`, a randomly
+initialised model of the family's own transformers classes (every parameter drawn from
+N(0, 0.3), so attention is far from uniform and no bias or layer norm is trivially 0 or 1),
+saved with `save_pretrained` (config.json, model.safetensors) with its tokenizer, loaded back
+through the family's transformers tokenizer class to make the reference ids, and the encoder's
+last hidden state on padded batches of single texts and pairs.
+
+    python -m venv /tmp/ref && /tmp/ref/bin/pip install torch==2.13.0 transformers==5.23.0 \
+        tokenizers==0.23.3 numpy
+    /tmp/ref/bin/python tests/make_family_references.py
+
+Made with torch 2.13.0, transformers 5.23.0, tokenizers 0.23.3.
+"""
+
+import gzip
+import json
+import pathlib
+import shutil
+import tempfile
+
+import numpy as np
+import torch
+import transformers
+from tokenizers import BertWordPieceTokenizer
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+OUT = ROOT / "tests" / "fixtures" / "families"
+CORPUS = ROOT / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
+
+# Tokenizer parity texts: accents, CJK, emoji, control characters, long words, runs of spaces,
+# empty strings, digits and punctuation.
+TEXTS = [
+    "In the beginning, God created the heavens and the earth.",
+    "Café naïve Ångström — résumé!",
+    "短い 中文字符 mixed with English.",
+    "emoji 🙂 and ☃ snow",
+    "tab\there\x00 control\x07 chars\u200b zero-width",
+    "a" * 120 + " supercalifragilisticexpialidocious",
+    "runs   of    spaces  ",
+    "",
+    "   ",
+    "He paid 12,000 shekels; 9,9 and 1,000.",
+    # (Special tokens written in the text, such as "[MASK]", are left out: transformers matches
+    # them as added tokens, BertTokenizer splits them like Google's tokenizer; see the note.)
+    "THE LORD'S HOUSE (Jerusalem) [brackets] #1",
+]
+SINGLES = ["And God said, Let there be light.", "Jesus wept.", "Café naïve résumé!", ""]
+PAIRS = [("Who is the king of glory?", "Yahweh strong and mighty."),
+         ("In the beginning", "was the Word, and the Word was with God, and the Word was God.")]
+
+COMMON = dict(vocab_size=None, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+              intermediate_size=48, max_position_embeddings=64, initializer_range=0.3)
+
+
+def corpus_lines(n=20000):
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
+        return [line.strip() for _, line in zip(range(n), f) if line.strip()]
+
+
+def train_wordpiece(directory):
+    tok = BertWordPieceTokenizer(lowercase=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("\n".join(corpus_lines()))
+    tok.train([f.name], vocab_size=1000, min_frequency=2,
+              special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    tok.save_model(str(directory))
+    return directory / "vocab.txt"
+
+
+def randomize(model):
+    model.eval()
+    with torch.no_grad():
+        for parameter in model.parameters():  # tied parameters stay tied
+            parameter.normal_(0, 0.3)
+
+
+def references(base, tokenizer, with_types):
+    """Reference ids (each text alone) and encoder outputs (padded batches)."""
+    out = {}
+    for i, text in enumerate(TEXTS):
+        out[f"text_{i}"] = np.array(tokenizer(text, add_special_tokens=False)["input_ids"], np.int32)
+    batches = {"singles": tokenizer(SINGLES, padding=True, return_tensors="pt"),
+               "pairs": tokenizer([a for a, _ in PAIRS], [b for _, b in PAIRS], padding=True,
+                                  return_tensors="pt")}
+    for name, batch in batches.items():
+        types = batch.get("token_type_ids")
+        kwargs = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+        if with_types:
+            kwargs["token_type_ids"] = types
+        with torch.no_grad():
+            hidden = base(**kwargs).last_hidden_state.numpy()
+        out[f"{name}_input_ids"] = batch["input_ids"].numpy().astype(np.int32)
+        out[f"{name}_input_mask"] = batch["attention_mask"].numpy().astype(np.int32)
+        out[f"{name}_input_type_ids"] = (np.zeros_like(out[f"{name}_input_ids"]) if types is None
+                                         else types.numpy().astype(np.int32))
+        out[f"{name}_sequence_output"] = hidden.astype(np.float32)
+    return out
+
+
+def make(name, model, base_of, with_types):
+    directory = OUT / name
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    vocab = train_wordpiece(directory)
+    torch.manual_seed(0)
+    randomize(model)
+    model.save_pretrained(directory)
+    # transformers 5 takes the vocab as `vocab=` (a `vocab_file=` argument is silently ignored).
+    transformers.BertTokenizer(vocab=str(vocab), do_lower_case=True).save_pretrained(directory)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(directory)  # the family's own class
+    arrays = references(base_of(model), tokenizer, with_types)
+    np.savez_compressed(directory / "reference.npz", **arrays)
+    print(name, type(model).__name__, type(tokenizer).__name__,
+          sorted(p.name for p in directory.iterdir()))
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "texts.json").write_text(json.dumps(TEXTS, ensure_ascii=False, indent=1) + "\n")
+    vocab_size = 1000
+    torch.manual_seed(0)
+    make("distilbert", transformers.DistilBertForMaskedLM(transformers.DistilBertConfig(
+        vocab_size=vocab_size, dim=32, n_layers=2, n_heads=4, hidden_dim=48,
+        max_position_embeddings=64, activation="gelu", initializer_range=0.3)),
+        lambda m: m.distilbert, with_types=False)
+    common = dict(COMMON, vocab_size=vocab_size)
+    make("electra_discriminator", transformers.ElectraForPreTraining(transformers.ElectraConfig(
+        **common, embedding_size=16)), lambda m: m.electra, with_types=True)
+    make("electra_generator", transformers.ElectraForMaskedLM(transformers.ElectraConfig(
+        **dict(common, hidden_size=16, intermediate_size=24, num_attention_heads=2),
+        embedding_size=16)), lambda m: m.electra, with_types=True)
+
+
+if __name__ == "__main__":
+    main()
