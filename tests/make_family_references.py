@@ -9,10 +9,10 @@ through the family's transformers tokenizer class to make the reference ids, and
 last hidden state on padded batches of single texts and pairs.
 
     python -m venv /tmp/ref && /tmp/ref/bin/pip install torch==2.13.0 transformers==5.23.0 \
-        tokenizers==0.23.3 numpy
+        tokenizers==0.23.3 sentencepiece==0.2.3 numpy
     /tmp/ref/bin/python tests/make_family_references.py
 
-Made with torch 2.13.0, transformers 5.23.0, tokenizers 0.23.3.
+Made with torch 2.13.0, transformers 5.23.0, tokenizers 0.23.3, sentencepiece 0.2.3.
 """
 
 import gzip
@@ -24,7 +24,8 @@ import tempfile
 import numpy as np
 import torch
 import transformers
-from tokenizers import BertWordPieceTokenizer
+import sentencepiece
+from tokenizers import BertWordPieceTokenizer, ByteLevelBPETokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "families"
@@ -100,16 +101,41 @@ def references(base, tokenizer, with_types):
     return out
 
 
-def make(name, model, base_of, with_types):
+def wordpiece_tokenizer(directory):
+    vocab = train_wordpiece(directory)
+    # transformers 5 takes the vocab as `vocab=` (a `vocab_file=` argument is silently ignored).
+    transformers.BertTokenizer(vocab=str(vocab), do_lower_case=True).save_pretrained(directory)
+
+
+def byte_level_bpe_tokenizer(directory):
+    """RoBERTa's vocab.json + merges.txt, trained by `tokenizers`' byte-level BPE."""
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(corpus_lines(), vocab_size=1000, min_frequency=2,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(directory))
+    transformers.RobertaTokenizer.from_pretrained(directory).save_pretrained(directory)
+
+
+def sentencepiece_tokenizer(directory):
+    """ALBERT's spiece.model (unigram, <pad>=0 <unk>=1 [CLS] [SEP] [MASK] control symbols)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("\n".join(corpus_lines() + ["We paid 12, then 9,9 and 1,000."] * 50))
+    sentencepiece.SentencePieceTrainer.train(
+        input=f.name, model_prefix=str(directory / "spiece"), vocab_size=1000,
+        model_type="unigram", pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"], character_coverage=1.0,
+        hard_vocab_limit=False)
+    transformers.AlbertTokenizer.from_pretrained(directory).save_pretrained(directory)
+
+
+def make(name, model, base_of, with_types, make_tokenizer=wordpiece_tokenizer):
     directory = OUT / name
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
-    vocab = train_wordpiece(directory)
+    make_tokenizer(directory)
     torch.manual_seed(0)
     randomize(model)
     model.save_pretrained(directory)
-    # transformers 5 takes the vocab as `vocab=` (a `vocab_file=` argument is silently ignored).
-    transformers.BertTokenizer(vocab=str(vocab), do_lower_case=True).save_pretrained(directory)
     tokenizer = transformers.AutoTokenizer.from_pretrained(directory)  # the family's own class
     arrays = references(base_of(model), tokenizer, with_types)
     np.savez_compressed(directory / "reference.npz", **arrays)
@@ -132,6 +158,14 @@ def main():
     make("electra_generator", transformers.ElectraForMaskedLM(transformers.ElectraConfig(
         **dict(common, hidden_size=16, intermediate_size=24, num_attention_heads=2),
         embedding_size=16)), lambda m: m.electra, with_types=True)
+    make("roberta", transformers.RobertaForMaskedLM(transformers.RobertaConfig(
+        **dict(common, max_position_embeddings=66), type_vocab_size=1, layer_norm_eps=1e-5,
+        pad_token_id=1, bos_token_id=0, eos_token_id=2)),
+        lambda m: m.roberta, with_types=False, make_tokenizer=byte_level_bpe_tokenizer)
+    make("albert", transformers.AlbertForMaskedLM(transformers.AlbertConfig(
+        **dict(common, num_hidden_layers=4), embedding_size=16, num_hidden_groups=2,
+        inner_group_num=1, hidden_act="gelu_new")),
+        lambda m: m.albert, with_types=True, make_tokenizer=sentencepiece_tokenizer)
 
 
 if __name__ == "__main__":

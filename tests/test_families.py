@@ -1,6 +1,9 @@
-"""BERT-family checkpoints in the Hugging Face layout import exactly: DistilBERT and ELECTRA
-(discriminator and generator), against transformers' outputs on the same small checkpoints
-(tests/make_family_references.py made them and the references; no torch needed here)."""
+"""BERT-family checkpoints in the Hugging Face layout import exactly: DistilBERT, ELECTRA
+(discriminator and generator), RoBERTa and ALBERT, against transformers' outputs on the same
+small checkpoints (tests/make_family_references.py made them and the references; no torch
+needed here). Tokenizer parity: the WordPiece families (RoBERTa's byte-level BPE and
+ALBERT's SentencePiece tokenizers are not built yet: their encoders are checked on the
+reference tokenizer's ids)."""
 
 import json
 import pathlib
@@ -11,7 +14,8 @@ import pytest
 import bert_keras as bk
 
 FAMILIES = pathlib.Path(__file__).resolve().parent / "fixtures" / "families"
-CASES = ["distilbert", "electra_discriminator", "electra_generator"]
+WORDPIECE_CASES = ["distilbert", "electra_discriminator", "electra_generator"]
+CASES = WORDPIECE_CASES + ["roberta", "albert"]
 TEXTS = json.loads((FAMILIES / "texts.json").read_text(encoding="utf-8"))
 
 
@@ -25,7 +29,7 @@ def batch_inputs(ref, batch):
             "input_type_ids": ref[f"{batch}_input_type_ids"]}
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", WORDPIECE_CASES)
 def test_tokenizer_ids_equal_the_family_tokenizer(name):
     ref = reference(name)
     tokenizer = bk.BertTokenizer.from_pretrained(str(FAMILIES / name))
@@ -55,6 +59,16 @@ def test_family_architectures():
     assert config["embedding_size"] == config["hidden_size"]  # no projection tensor in the file
     generator = bk.BertEncoder.from_pretrained(str(FAMILIES / "electra_generator")).architecture
     assert generator["embedding_size"] is None
+
+
+def test_roberta_and_albert_architectures():
+    roberta = bk.BertEncoder.from_pretrained(str(FAMILIES / "roberta"))
+    assert (roberta.position_offset, roberta.type_vocab_size, roberta.use_pooler) == (2, 1, False)
+    assert roberta.max_sequence_length == 64
+    albert = bk.BertEncoder.from_pretrained(str(FAMILIES / "albert"))
+    assert (albert.num_layers, albert.num_layer_groups, albert.embedding_size) == (4, 2, 16)
+    # Two blocks of weights serve four layers.
+    assert len({v.path.split("/")[0] for v in albert.weights if "transformer_layer" in v.path}) == 2
 
 
 def test_own_format_round_trip_keeps_the_family(tmp_path):

@@ -1,20 +1,20 @@
 """The Hugging Face layout: `config.json` + `model.safetensors` (read with numpy, no torch).
 
 `config.json`'s `model_type` picks the family module (`hf_bert` for BERT and RoBERTa,
-`hf_distilbert`, `hf_electra`), which maps the config to BertEncoder arguments and our
+`hf_albert`, `hf_distilbert`, `hf_electra`), which maps the config to BertEncoder arguments and our
 variable paths to its tensor names. Whether the file has a pooler decides `use_pooler`
-(task-model files of RoBERTa, DistilBERT and ELECTRA have none).
+(task-model files of RoBERTa and ALBERT often have none; DistilBERT and ELECTRA never).
 """
 
 import json
 import os
 import re
 
-from bert_keras.checkpoints import hf_bert, hf_distilbert, hf_electra
+from bert_keras.checkpoints import hf_albert, hf_bert, hf_distilbert, hf_electra
 from bert_keras.checkpoints.safetensors import read_safetensors, tensor_names
 
-FAMILIES = {"bert": hf_bert, "roberta": hf_bert, "distilbert": hf_distilbert,
-            "electra": hf_electra}
+FAMILIES = {"bert": hf_bert, "roberta": hf_bert, "albert": hf_albert,
+            "distilbert": hf_distilbert, "electra": hf_electra}
 POOLERS = ("pooler.dense.weight", "bert.pooler.dense.weight", "roberta.pooler.dense.weight")
 
 
@@ -36,9 +36,11 @@ def encoder_config(path):
     """The BertEncoder arguments of `path`/config.json."""
     model_type, config = read_config(path)
     arguments = FAMILIES[model_type].encoder_config(config, path)
+    names = tensor_names(os.path.join(path, "model.safetensors"))
     if FAMILIES[model_type] is hf_bert:
-        names = tensor_names(os.path.join(path, "model.safetensors"))
         arguments["use_pooler"] = any(n in POOLERS for n in names)
+    elif FAMILIES[model_type] is hf_albert:
+        arguments["use_pooler"] = hf_albert.has_pooler(names)
     return arguments
 
 

@@ -102,7 +102,10 @@ class BertEncoder(keras.Model):
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
         tokens = token_embedding(inputs["input_word_ids"])  # (B, T, E)
         if segment_embedding:  # the sum in BERT's order (float addition is not associative)
-            tokens = tokens + segment_embedding(inputs["input_type_ids"])
+            type_ids = inputs["input_type_ids"]
+            if type_vocab_size == 1:  # RoBERTa: one token type, whatever the packer says
+                type_ids = ops.zeros_like(type_ids)
+            tokens = tokens + segment_embedding(type_ids)
         x = tokens + position_embedding(tokens)
         x = embeddings_dropout(embeddings_layer_norm(x))
         if projection:
