@@ -1,21 +1,24 @@
 """BERT-family checkpoints in the Hugging Face layout import exactly: DistilBERT, ELECTRA
 (discriminator and generator), RoBERTa and ALBERT, against transformers' outputs on the same
 small checkpoints (tests/make_family_references.py made them and the references; no torch
-needed here). Tokenizer parity: the WordPiece families (RoBERTa's byte-level BPE and
-ALBERT's SentencePiece tokenizers are not built yet: their encoders are checked on the
-reference tokenizer's ids)."""
+needed here). Tokenizer parity: WordPiece (DistilBERT, ELECTRA) and SentencePiece (ALBERT);
+RoBERTa's byte-level BPE tokenizer is not built yet: its encoder is checked on the reference
+tokenizer's ids."""
 
 import json
 import pathlib
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import bert_keras as bk
+from bert_keras.serving import export
+from bert_keras.text.tokenizers import load_tokenizer
 
 FAMILIES = pathlib.Path(__file__).resolve().parent / "fixtures" / "families"
-WORDPIECE_CASES = ["distilbert", "electra_discriminator", "electra_generator"]
-CASES = WORDPIECE_CASES + ["roberta", "albert"]
+TOKENIZER_CASES = ["distilbert", "electra_discriminator", "electra_generator", "albert"]
+CASES = TOKENIZER_CASES + ["roberta"]
 TEXTS = json.loads((FAMILIES / "texts.json").read_text(encoding="utf-8"))
 
 
@@ -29,10 +32,12 @@ def batch_inputs(ref, batch):
             "input_type_ids": ref[f"{batch}_input_type_ids"]}
 
 
-@pytest.mark.parametrize("name", WORDPIECE_CASES)
+@pytest.mark.parametrize("name", TOKENIZER_CASES)
 def test_tokenizer_ids_equal_the_family_tokenizer(name):
     ref = reference(name)
-    tokenizer = bk.BertTokenizer.from_pretrained(str(FAMILIES / name))
+    tokenizer = load_tokenizer(str(FAMILIES / name))
+    assert type(tokenizer).__name__ == ("SentencePieceTokenizer" if name == "albert"
+                                        else "BertTokenizer")
     got = tokenizer.tokenize(TEXTS)
     for i, text in enumerate(TEXTS):
         np.testing.assert_array_equal(got[i].numpy(), ref[f"text_{i}"], err_msg=repr(text))
@@ -102,3 +107,41 @@ def test_unknown_model_type_is_refused(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"")
     with pytest.raises(ValueError, match="model_type 'gpt2' is not one of"):
         bk.BertEncoder.from_pretrained(str(tmp_path))
+
+
+def test_albert_tokenizer_in_graph_and_round_trip(tmp_path):
+    tokenizer = load_tokenizer(str(FAMILIES / "albert"))
+    graph = tf.function(tokenizer.tokenize)
+    np.testing.assert_array_equal(graph(tf.constant(TEXTS[:2])).to_list()[1],
+                                  reference("albert")["text_1"])
+    tokenizer.save(str(tmp_path))
+    again = load_tokenizer(str(tmp_path))
+    assert (again.vocab, again.lower_case, again.cls_id) == (tokenizer.vocab, True, 2)
+    assert tokenizer.detokenize(tokenizer.tokenize(["In the BEGINNING"])).numpy()[0] == (
+        b"in the beginning")
+
+
+def test_roberta_tokenizer_is_refused_by_name(tmp_path):
+    with pytest.raises(ValueError, match="byte-level BPE"):
+        load_tokenizer(str(FAMILIES / "roberta"))
+
+
+@pytest.mark.parametrize("name", ["albert", "distilbert"])
+def test_export_of_a_family_encoder_takes_raw_text(tmp_path, name):
+    path = export.run_export(bk.ExportConfig(encoder_dir=str(FAMILIES / name), model_name=name,
+                                             export_dir_base=str(tmp_path), seq_length=32))
+    loaded = tf.saved_model.load(path)
+    ref = reference(name)
+    import tensorflow_text  # noqa: F401  (the tokenizer ops of the SavedModel)
+
+    packed = loaded.signatures["preprocess"](text=tf.constant(
+        json.loads((FAMILIES / "texts.json").read_text())[:0] + ["And God said, Let there be light."]))
+    want = ref["singles_input_ids"][0][ref["singles_input_mask"][0] == 1]
+    np.testing.assert_array_equal(packed["input_word_ids"].numpy()[0], want)
+    inputs = batch_inputs(ref, "pairs")
+    out = loaded.signatures["encode"](**{k: tf.constant(v) for k, v in inputs.items()})
+    mask = inputs["input_mask"].astype(bool)
+    np.testing.assert_allclose(out["sequence_output"].numpy()[mask],
+                               ref["pairs_sequence_output"][mask], atol=1e-4)
+    asset = "spiece.model" if name == "albert" else "vocab.txt"
+    assert (pathlib.Path(path) / "assets" / asset).exists()

@@ -16,6 +16,7 @@ from absl import app, flags, logging
 
 import bert_keras as bk
 from bert_keras.checkpoints.google import save_google_checkpoint
+from bert_keras.text.tokenizers import load_tokenizer
 
 flags.DEFINE_string("input_dir", None, "Checkpoint directory to read (HF, Google TF1 or bert_keras).")
 flags.DEFINE_string("output_dir", None, "Directory to write.")
@@ -33,7 +34,7 @@ def main(argv):
         raise app.UsageError(f"--output_dir must differ from --input_dir ({FLAGS.input_dir}).")
 
     encoder = bk.BertEncoder.from_pretrained(FLAGS.input_dir)
-    tokenizer = bk.BertTokenizer.from_pretrained(FLAGS.input_dir)
+    tokenizer = load_tokenizer(FLAGS.input_dir)
     if FLAGS.output_format == "google":
         save_google_checkpoint(encoder, FLAGS.output_dir, tokenizer)
     else:

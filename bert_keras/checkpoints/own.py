@@ -8,7 +8,6 @@ import numpy as np
 
 from bert_keras.checkpoints.assign import identity
 from bert_keras.checkpoints.safetensors import read_safetensors, write_safetensors
-from bert_keras.text.vocab import save_vocab
 
 CONFIG_FILE = "bert_keras.json"
 
@@ -36,7 +35,7 @@ def save_encoder(encoder, path, tokenizer=None):
     config = {"format": "bert_keras", "encoder": encoder.architecture}
     if tokenizer is not None:
         config["lower_case"] = bool(tokenizer.lower_case)
-        save_vocab(tokenizer.vocab, os.path.join(path, "vocab.txt"))
+        tokenizer.save(path)
     with open(os.path.join(path, CONFIG_FILE), "w") as f:
         json.dump(config, f, indent=2)
     write_safetensors(os.path.join(path, "model.safetensors"),

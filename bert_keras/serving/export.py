@@ -43,7 +43,7 @@ from bert_keras.serving import signatures as sigs
 from bert_keras.serving.export_config import DTYPES
 from bert_keras.serving.warmup import warmup_requests, write_warmup
 from bert_keras.tasks import task_io
-from bert_keras.text.tokenizer import BertTokenizer
+from bert_keras.text.tokenizers import load_tokenizer
 
 METADATA_FILE = "bert_keras_metadata.json"
 
@@ -174,7 +174,7 @@ def export_model(model, tokenizer, info, base_dir, model_name, version=None, dty
     tmp = os.path.join(model_dir, f".tmp-{version}-{os.getpid()}")
     staging = tempfile.mkdtemp(prefix="bert_export_assets_")
     try:
-        shutil.copyfile(tokenizer.vocab_file, os.path.join(staging, "vocab.txt"))
+        shutil.copyfile(tokenizer.vocab_file, os.path.join(staging, tokenizer.asset_name))
         with open(os.path.join(staging, METADATA_FILE), "w", encoding="utf-8") as f:
             json.dump(metadata, f, indent=2)
         # The root tracks the variables as a plain list, like keras.export.ExportArchive:
@@ -182,7 +182,8 @@ def export_model(model, tokenizer, info, base_dir, model_name, version=None, dty
         # that the checkpoint restore does not fill ("Could not find variable ...").
         root = tf.Module()
         root.model_variables = [_tf_variable(v) for v in model.variables]
-        root.vocab_file = tf.saved_model.Asset(os.path.join(staging, "vocab.txt"))
+        root.vocab_file = tf.saved_model.Asset(os.path.join(staging, tokenizer.asset_name))
+        root.tokenizer = tokenizer  # tracks its resources (the SentencePiece model)
         root.metadata_file = tf.saved_model.Asset(os.path.join(staging, METADATA_FILE))
         for name, fn in fns.items():
             setattr(root, name, fn)
@@ -222,7 +223,7 @@ def run_export(config):
         model, tokenizer, info = task_io.load_task(config.task_dir)
     else:
         model = BertEncoder.from_pretrained(config.encoder_dir)
-        tokenizer = BertTokenizer.from_pretrained(config.encoder_dir)
+        tokenizer = load_tokenizer(config.encoder_dir)
         info = dict(task="encoder", labels=None, seq_length=128,
                     lower_case=tokenizer.lower_case, text_fields=["text"])
     if config.seq_length:

@@ -23,8 +23,7 @@ import keras
 # Imported for their side effect of registering the Keras classes that model.keras names.
 from bert_keras.models import encoder, heads, task_models  # noqa: F401
 from bert_keras.tasks.registry import TASKS
-from bert_keras.text.tokenizer import BertTokenizer
-from bert_keras.text.vocab import save_vocab
+from bert_keras.text.tokenizers import load_tokenizer
 
 
 def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_fields=("text",),
@@ -37,7 +36,7 @@ def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_f
                 seq_length=int(seq_length), lower_case=bool(tokenizer.lower_case),
                 text_fields=list(text_fields), metrics=metrics or {})
     model.save(os.path.join(directory, "model.keras"))
-    save_vocab(tokenizer.vocab, os.path.join(directory, "vocab.txt"))
+    tokenizer.save(directory)
     # task.json last: its presence marks a complete directory.
     with open(os.path.join(directory, "task.json"), "w") as f:
         json.dump(info, f, indent=2)
@@ -54,5 +53,5 @@ def load_task(directory):
     with open(info_path) as f:
         info = json.load(f)
     model = keras.saving.load_model(os.path.join(directory, "model.keras"), compile=False)
-    tokenizer = BertTokenizer(os.path.join(directory, "vocab.txt"), lower_case=info["lower_case"])
+    tokenizer = load_tokenizer(directory, lower_case=info["lower_case"])
     return model, tokenizer, info

@@ -12,7 +12,7 @@ is odd and B is at least as long as A (it gives B the odd token).
 import tensorflow as tf
 
 from bert_keras.text.packing import pack_segments
-from bert_keras.text.tokenizer import BertTokenizer
+from bert_keras.text.tokenizers import load_tokenizer
 
 
 def _is_pair(texts):
@@ -25,7 +25,7 @@ class BertPreprocessor(tf.Module):
     """Tokenizes and packs one or two text segments into BERT's three int32 inputs.
 
     Args:
-      tokenizer: a `BertTokenizer`.
+      tokenizer: a `BertTokenizer` or `SentencePieceTokenizer` (ALBERT).
       seq_length: the fixed output length, and the cap when `pad_to_longest`. At least 2
         (3 for pairs).
       pad_to_longest: pad only to the longest sequence of the batch (at most seq_length).
@@ -44,8 +44,10 @@ class BertPreprocessor(tf.Module):
 
     def __init__(self, tokenizer, seq_length=128, pad_to_longest=False):
         super().__init__(name="bert_preprocessor")
-        if not isinstance(tokenizer, BertTokenizer):
-            raise TypeError(f"tokenizer must be a BertTokenizer, got {type(tokenizer).__name__}.")
+        missing = [a for a in ("tokenize", "cls_id", "sep_id", "pad_id") if not hasattr(tokenizer, a)]
+        if missing:
+            raise TypeError(f"tokenizer must be a BertTokenizer or SentencePieceTokenizer, got "
+                            f"{type(tokenizer).__name__} (no {missing}).")
         if seq_length < 2:
             raise ValueError(f"seq_length must be >= 2 ([CLS] A [SEP]), got {seq_length}.")
         self.tokenizer = tokenizer
@@ -54,8 +56,8 @@ class BertPreprocessor(tf.Module):
 
     @classmethod
     def from_pretrained(cls, path, seq_length=128, pad_to_longest=False):
-        """Preprocessor with the tokenizer of a checkpoint dir (see BertTokenizer.from_pretrained)."""
-        return cls(BertTokenizer.from_pretrained(path), seq_length=seq_length,
+        """Preprocessor with the tokenizer of a checkpoint dir (`tokenizers.load_tokenizer`)."""
+        return cls(load_tokenizer(path), seq_length=seq_length,
                    pad_to_longest=pad_to_longest)
 
     def __call__(self, texts, texts_b=None):

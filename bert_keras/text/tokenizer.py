@@ -47,7 +47,7 @@ import types
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_keras.text.vocab import load_vocab
+from bert_keras.text.vocab import load_vocab, save_vocab
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)  # the order of a learned vocab's first ids
@@ -182,6 +182,14 @@ class BertTokenizer(tf.Module):
         if "lower_case" not in kwargs:
             kwargs["lower_case"] = _guess_lower_case(path, vocab_file)
         return cls(vocab_file, **kwargs)
+
+    asset_name = "vocab.txt"  # the file exports ship it as
+
+    def save(self, directory):
+        """Writes vocab.txt and the casing (tokenizer_config.json) to `directory`."""
+        save_vocab(self.vocab, os.path.join(directory, "vocab.txt"))
+        with tf.io.gfile.GFile(os.path.join(directory, "tokenizer_config.json"), "w") as f:
+            f.write(json.dumps({"do_lower_case": self.lower_case}))
 
     # -- core ---------------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from bert_keras.files import write_json, write_jsonl
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.tasks import task_io
 from bert_keras.tasks.registry import get_task
-from bert_keras.text.tokenizer import BertTokenizer
+from bert_keras.text.tokenizers import load_tokenizer
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.finetuning_config import FinetuneConfig
 from bert_keras.optimization import create_optimizer
@@ -114,7 +114,7 @@ class _Run:
             evaluation = evaluation[:config.max_eval_examples] if evaluation else evaluation
             test = test[:config.max_eval_examples] if test else test
         self.train, self.evaluation, self.test, self.label_map = train, evaluation, test, label_map
-        self.tokenizer = BertTokenizer.from_pretrained(config.init_checkpoint)
+        self.tokenizer = load_tokenizer(config.init_checkpoint)
         self.train_features = self.featurize(train)
         self.eval_features = self.featurize(evaluation) if evaluation else None
         self.test_features = self.featurize(test) if test else None

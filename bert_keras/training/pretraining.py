@@ -33,6 +33,7 @@ from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.task_models import BertPretrainer
 from bert_keras.tasks import task_io
 from bert_keras.text.tokenizer import BertTokenizer
+from bert_keras.text.tokenizers import load_tokenizer
 from bert_keras import optimization
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.loop import train
@@ -60,7 +61,7 @@ def _dataset_fn(config, tokenizer, *, train_data, train_text, max_seq_length,
 
 def _tokenizer(config):
     if config.vocab_file is None and config.init_checkpoint:
-        return BertTokenizer.from_pretrained(config.init_checkpoint)
+        return load_tokenizer(config.init_checkpoint)
     return BertTokenizer(config.vocab_file or pipeline.default_vocab_file(),
                          lower_case=config.lower_case)
 

@@ -1,0 +1,38 @@
+"""The tokenizer of a checkpoint directory, picked from its files.
+
+Every tokenizer has the same small protocol: `tokenize(texts)` -> ids [B, (pieces)],
+`detokenize(ids)`, the special-token ids (`cls_id`, `sep_id`, `pad_id`, `mask_id`, `unk_id`),
+`vocab` and `vocab_size`, `lower_case`, `vocab_file` (its one file, shipped with exports as
+`asset_name`), `save(directory)` and `from_pretrained(directory)`. BertTokenizer also has
+`tokenize_with_offsets` (tagging and span-QA exports need it).
+
+>>> import pathlib
+>>> load_tokenizer(str(pathlib.Path(__file__).parents[1] / "assets")).vocab_size
+7887
+"""
+
+import os
+
+import tensorflow as tf
+
+from bert_keras.text.sentencepiece_tokenizer import MODEL_FILE, SentencePieceTokenizer
+from bert_keras.text.tokenizer import BertTokenizer
+
+
+def load_tokenizer(path, lower_case=None):
+    """BertTokenizer (vocab.txt) or SentencePieceTokenizer (spiece.model) of a checkpoint or
+    task directory; `lower_case` overrides the casing the directory says."""
+    has = lambda name: tf.io.gfile.exists(os.path.join(path, name))  # noqa: E731
+    if has(MODEL_FILE):
+        tokenizer = SentencePieceTokenizer.from_pretrained(path)
+        return tokenizer if lower_case is None else SentencePieceTokenizer(
+            tokenizer.vocab_file, lower_case=lower_case)
+    if has("vocab.txt"):
+        kwargs = {} if lower_case is None else dict(lower_case=lower_case)
+        return BertTokenizer.from_pretrained(path, **kwargs)
+    if has("vocab.json") and has("merges.txt"):
+        raise ValueError(f"{path} holds a byte-level BPE tokenizer (vocab.json + merges.txt, "
+                         "RoBERTa); bert_keras reads WordPiece (vocab.txt) and SentencePiece "
+                         "(spiece.model) tokenizers so far.")
+    raise FileNotFoundError(f"{path} has no tokenizer: expected vocab.txt (WordPiece) or "
+                            f"{MODEL_FILE} (SentencePiece).")
