@@ -145,3 +145,30 @@ def test_export_of_a_family_encoder_takes_raw_text(tmp_path, name):
                                ref["pairs_sequence_output"][mask], atol=1e-4)
     asset = "spiece.model" if name == "albert" else "vocab.txt"
     assert (pathlib.Path(path) / "assets" / asset).exists()
+
+
+@pytest.mark.slow
+def test_albert_fine_tunes_and_its_export_answers_raw_text(tmp_path):
+    """tools/finetune.py -> tools/export.py with an ALBERT checkpoint, unchanged tools."""
+    import subprocess
+    import sys
+
+    root = FAMILIES.parents[2]
+    run = lambda *args: subprocess.run([sys.executable, *args], cwd=root, capture_output=True,  # noqa: E731
+                                       text=True, timeout=600)
+    result = run("tools/finetune.py", "--flagfile=flags/finetune_bible_paraphrase.flags",
+                 f"--init_checkpoint={FAMILIES / 'albert'}", f"--output_dir={tmp_path / 'run'}",
+                 "--max_train_examples=64", "--max_eval_examples=32", "--num_train_epochs=1",
+                 "--max_seq_length=32", "--verbose=0")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "run" / "best" / "spiece.model").exists()
+    result = run("tools/export.py", f"--task_dir={tmp_path / 'run' / 'best'}",
+                 "--model_name=albert", f"--export_dir_base={tmp_path / 'saved'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    import tensorflow_text  # noqa: F401  (the tokenizer ops of the SavedModel)
+
+    serve = tf.saved_model.load(str(tmp_path / "saved" / "albert" / "1")).signatures["serving_default"]
+    out = serve(text_a=tf.constant(["He went home.", ""]), text_b=tf.constant(["He left.", ""]))
+    assert out["probabilities"].shape == (2, 2)
+    np.testing.assert_allclose(out["probabilities"].numpy().sum(-1), 1.0, rtol=1e-5)
+    assert set(out["labels"].numpy().tolist()) <= {b"0", b"1"}
