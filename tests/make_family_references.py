@@ -145,7 +145,8 @@ def make(name, model, base_of, with_types, make_tokenizer=wordpiece_tokenizer):
 
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "texts.json").write_text(json.dumps(TEXTS, ensure_ascii=False, indent=1) + "\n")
+    (OUT / "texts.json").write_text(json.dumps(dict(texts=TEXTS, singles=SINGLES, pairs=PAIRS),
+                                               ensure_ascii=False, indent=1) + "\n")
     vocab_size = 1000
     torch.manual_seed(0)
     make("distilbert", transformers.DistilBertForMaskedLM(transformers.DistilBertConfig(

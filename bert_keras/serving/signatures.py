@@ -44,7 +44,7 @@ input_type_ids int32 [B, T] -> sequence_output float32 [B, T, H], pooled_output 
 import tensorflow as tf
 
 from bert_keras.tasks.registry import get_task
-from bert_keras.text.packing import pack_segments
+from bert_keras.text.packing import pack_with
 from bert_keras.text.tokenizer import is_suffix_token
 
 
@@ -96,8 +96,7 @@ class ServingFunctions:
 
     def pack(self, segments):
         """Tokenized segments -> (the three int32 [B, T] inputs, kept lengths)."""
-        return pack_segments(segments, self.seq_length, self.tokenizer.cls_id,
-                             self.tokenizer.sep_id, self.tokenizer.pad_id)
+        return pack_with(self.tokenizer, segments, self.seq_length)
 
     def run(self, inputs, **extra):
         return self.model(dict(inputs, **extra), training=False)

@@ -11,7 +11,6 @@ Shape legend (serving functions): B batch, T packed sequence length.
 
 from bert_keras.data.finetuning import batching, readers
 from bert_keras.data.finetuning.label_map import LabelMap
-from bert_keras.text.packing import pack_segments
 
 
 class Task:
@@ -93,8 +92,7 @@ class Task:
 
     def preprocess(self, fns, texts):
         """Text tensors -> (the three int32 [B, T] inputs, kept segment lengths)."""
-        return pack_segments([fns.tokenizer.tokenize(t) for t in texts], fns.seq_length,
-                             fns.tokenizer.cls_id, fns.tokenizer.sep_id, fns.tokenizer.pad_id)
+        return fns.pack([fns.tokenizer.tokenize(t) for t in texts])
 
     def serve(self, fns, texts):
         """Text tensors -> the dict of serving_default outputs."""

@@ -9,7 +9,6 @@ Shape legend: B batch, P [MASK] tokens of a text, K top-k predictions, V vocabul
 import tensorflow as tf
 
 from bert_keras.tasks.base import Task
-from bert_keras.text.packing import pack_segments
 
 MASK_LITERAL = "[MASK]"
 
@@ -28,8 +27,7 @@ class Pretraining(Task):
         return {"text": "masked"}
 
     def preprocess(self, fns, texts):
-        return pack_segments([_tokenize_with_masks(fns.tokenizer, texts[0])], fns.seq_length,
-                             fns.tokenizer.cls_id, fns.tokenizer.sep_id, fns.tokenizer.pad_id)
+        return fns.pack([_tokenize_with_masks(fns.tokenizer, texts[0])])
 
     def serve(self, fns, texts):
         inputs, _ = self.preprocess(fns, texts)

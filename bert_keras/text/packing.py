@@ -37,11 +37,22 @@ def truncation_lengths(lengths, budget):
     return [keep_a, tf.minimum(b, budget - keep_a)]
 
 
-def pack_segments(segments, seq_length, cls_id, sep_id, pad_id, pad_to_seq_length=False):
+def pack_with(tokenizer, segments, seq_length, pad_to_seq_length=False):
+    """`pack_segments` with the special tokens of `tokenizer` (and RoBERTa's double separator
+    between the two texts of a pair when the tokenizer says `separators_between = 2`)."""
+    return pack_segments(segments, seq_length, tokenizer.cls_id, tokenizer.sep_id,
+                         tokenizer.pad_id, pad_to_seq_length=pad_to_seq_length,
+                         separators_between=tokenizer.separators_between)
+
+
+def pack_segments(segments, seq_length, cls_id, sep_id, pad_id, pad_to_seq_length=False,
+                  separators_between=1):
     """Token ids of 1 or 2 segments (int32 ragged [B, (n)]) -> (inputs dict of int32 [B, T],
     kept lengths). T is the longest packed row (at least 2), at most seq_length; with
-    `pad_to_seq_length`, T = seq_length."""
-    budget = seq_length - 1 - len(segments)
+    `pad_to_seq_length`, T = seq_length. `separators_between=2` packs RoBERTa's
+    `<s> A </s></s> B </s>`."""
+    extra = separators_between - 1 if len(segments) == 2 else 0
+    budget = seq_length - 1 - len(segments) - extra
     if len(segments) == 2:
         check = tf.debugging.assert_equal(
             segments[0].nrows(), segments[1].nrows(),
@@ -56,6 +67,9 @@ def pack_segments(segments, seq_length, cls_id, sep_id, pad_id, pad_to_seq_lengt
     ids, types = [cls], [tf.zeros_like(cls)]
     for i, (segment, keep) in enumerate(zip(segments, kept)):
         part = keep_first(tf.cast(segment, tf.int32), keep)
+        if i == 1 and extra:
+            ids += [sep] * extra
+            types += [tf.zeros_like(sep)] * extra
         ids += [part, sep]
         types += [tf.zeros_like(part) + i, tf.zeros_like(sep) + i]
     ids = tf.concat(ids, axis=1)  # (B, (T))

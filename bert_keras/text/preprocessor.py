@@ -11,7 +11,7 @@ is odd and B is at least as long as A (it gives B the odd token).
 
 import tensorflow as tf
 
-from bert_keras.text.packing import pack_segments
+from bert_keras.text.packing import pack_with
 from bert_keras.text.tokenizers import load_tokenizer
 
 
@@ -91,7 +91,6 @@ class BertPreprocessor(tf.Module):
             if seg.ragged_rank > 1:
                 seg = seg.merge_dims(1, -1)
             flat.append(tf.cast(seg, tf.int32))
-        inputs, _ = pack_segments(flat, self.seq_length, self.tokenizer.cls_id,
-                                  self.tokenizer.sep_id, self.tokenizer.pad_id,
-                                  pad_to_seq_length=not self.pad_to_longest)
+        inputs, _ = pack_with(self.tokenizer, flat, self.seq_length,
+                              pad_to_seq_length=not self.pad_to_longest)
         return inputs

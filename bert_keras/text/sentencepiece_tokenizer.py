@@ -70,6 +70,7 @@ class SentencePieceTokenizer(tf.Module):
         return cls(os.path.join(path, MODEL_FILE), lower_case=lower_case)
 
     asset_name = MODEL_FILE  # the file exports ship it as
+    separators_between = 1  # [CLS] A [SEP] B [SEP]
 
     def save(self, directory):
         """Writes spiece.model and the casing (tokenizer_config.json) to `directory`."""

@@ -184,6 +184,7 @@ class BertTokenizer(tf.Module):
         return cls(vocab_file, **kwargs)
 
     asset_name = "vocab.txt"  # the file exports ship it as
+    separators_between = 1  # [CLS] A [SEP] B [SEP]
 
     def save(self, directory):
         """Writes vocab.txt and the casing (tokenizer_config.json) to `directory`."""

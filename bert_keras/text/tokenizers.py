@@ -3,7 +3,8 @@
 Every tokenizer has the same small protocol: `tokenize(texts)` -> ids [B, (pieces)],
 `detokenize(ids)`, the special-token ids (`cls_id`, `sep_id`, `pad_id`, `mask_id`, `unk_id`),
 `vocab` and `vocab_size`, `lower_case`, `vocab_file` (its one file, shipped with exports as
-`asset_name`), `save(directory)` and `from_pretrained(directory)`. BertTokenizer also has
+`asset_name`), `separators_between` (the packing of pairs), `save(directory)` and
+`from_pretrained(directory)`. BertTokenizer also has
 `tokenize_with_offsets` (tagging and span-QA exports need it).
 
 >>> import pathlib
@@ -15,13 +16,15 @@ import os
 
 import tensorflow as tf
 
+from bert_keras.text.byte_bpe_tokenizer import MERGES_FILE, VOCAB_FILE, ByteBpeTokenizer
 from bert_keras.text.sentencepiece_tokenizer import MODEL_FILE, SentencePieceTokenizer
 from bert_keras.text.tokenizer import BertTokenizer
 
 
 def load_tokenizer(path, lower_case=None):
-    """BertTokenizer (vocab.txt) or SentencePieceTokenizer (spiece.model) of a checkpoint or
-    task directory; `lower_case` overrides the casing the directory says."""
+    """BertTokenizer (vocab.txt), SentencePieceTokenizer (spiece.model, ALBERT) or
+    ByteBpeTokenizer (vocab.json + merges.txt, RoBERTa) of a checkpoint or task directory;
+    `lower_case` overrides the casing the directory says (WordPiece, SentencePiece)."""
     has = lambda name: tf.io.gfile.exists(os.path.join(path, name))  # noqa: E731
     if has(MODEL_FILE):
         tokenizer = SentencePieceTokenizer.from_pretrained(path)
@@ -30,9 +33,8 @@ def load_tokenizer(path, lower_case=None):
     if has("vocab.txt"):
         kwargs = {} if lower_case is None else dict(lower_case=lower_case)
         return BertTokenizer.from_pretrained(path, **kwargs)
-    if has("vocab.json") and has("merges.txt"):
-        raise ValueError(f"{path} holds a byte-level BPE tokenizer (vocab.json + merges.txt, "
-                         "RoBERTa); bert_keras reads WordPiece (vocab.txt) and SentencePiece "
-                         "(spiece.model) tokenizers so far.")
-    raise FileNotFoundError(f"{path} has no tokenizer: expected vocab.txt (WordPiece) or "
-                            f"{MODEL_FILE} (SentencePiece).")
+    if has(VOCAB_FILE) and has(MERGES_FILE):
+        return ByteBpeTokenizer.from_pretrained(path)
+    raise FileNotFoundError(f"{path} has no tokenizer: expected vocab.txt (WordPiece), "
+                            f"{MODEL_FILE} (SentencePiece) or {VOCAB_FILE} + {MERGES_FILE} "
+                            "(byte-level BPE).")

@@ -1,0 +1,179 @@
+"""RoBERTa's byte-level BPE tokenizer (GPT-2's), in-graph with core TF and tf-text ops that
+TF Serving has: no Python callbacks, no lookahead regex.
+
+Pipeline: (1) GPT-2's pre-tokenization regex
+`'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+` with RE2, which has no
+lookahead: a marker is put before the last character of every whitespace run that a
+non-space follows, so `\\s+` stops there (what `\\s+(?!\\S)` does), and the marker is dropped
+by `regex_split`; (2) every UTF-8 byte of a piece mapped to GPT-2's printable character
+(`bytes_to_unicode`); (3) the BPE merges, lowest rank first, all non-overlapping occurrences
+left to right, every piece of the batch in parallel in one `tf.while_loop`; (4) vocab ids.
+`\\s` is Python's Unicode whitespace, spelled out (RE2's `\\s` is ASCII only).
+
+Shape legend: B texts, W pieces (words) of the batch, S symbols of the batch.
+"""
+
+import json
+import os
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+VOCAB_FILE, MERGES_FILE = "vocab.json", "merges.txt"
+_WS = r"\t\n\x{0b}\f\r\x{1c}-\x{1f}\x{85}\p{Z}"  # Python's \s
+_MARK = "\uE001"  # a private-use character: never in text that matters, never a piece
+_NUL = "\uE002"  # stands for NUL in regex_split, which reads C strings (NUL ends them)
+_PIECES = (rf"'s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+| ?[^{_WS}\p{{L}}\p{{N}}{_MARK}]+"
+           rf"|[{_WS}]+")
+_NO_RANK = 2 ** 30
+
+
+def bytes_to_unicode():
+    """GPT-2's map of the 256 bytes to printable characters (byte -> str)."""
+    printable = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    chars = {b: chr(b) for b in printable}
+    n = 0
+    for b in range(256):
+        if b not in chars:
+            chars[b] = chr(256 + n)
+            n += 1
+    return chars
+
+
+class ByteBpeTokenizer(tf.Module):
+    """Byte-level BPE from `vocab.json` + `merges.txt` (RoBERTa, GPT-2), special tokens
+    <s> </s> <pad> <unk> <mask>.
+
+    Example:
+    >>> import pathlib
+    >>> path = pathlib.Path(__file__).parents[2] / "tests" / "fixtures" / "families" / "roberta"
+    >>> tok = ByteBpeTokenizer.from_pretrained(str(path))  # doctest: +SKIP
+    >>> tok.tokenize(["Hello there"]).to_list()  # doctest: +SKIP
+    """
+
+    asset_name = VOCAB_FILE
+    separators_between = 2  # <s> A </s></s> B </s>
+    lower_case = False
+
+    def __init__(self, vocab_file, merges_file):
+        super().__init__(name="byte_bpe_tokenizer")
+        self.vocab_file, self.merges_file = os.fspath(vocab_file), os.fspath(merges_file)
+        with tf.io.gfile.GFile(self.vocab_file) as f:
+            index = json.load(f)
+        with tf.io.gfile.GFile(self.merges_file) as f:
+            merges = [line.rstrip("\n") for line in f if line.strip()]
+        merges = [m for m in merges if not m.startswith("#version")]
+        self._vocab = tuple(sorted(index, key=index.get))
+        self.vocab_size = len(self._vocab)
+        missing = [t for t in ("<s>", "</s>", "<pad>", "<unk>", "<mask>") if t not in index]
+        if missing:
+            raise ValueError(f"{self.vocab_file} lacks RoBERTa's special tokens {missing}.")
+        self.cls_id, self.sep_id, self.pad_id = index["<s>"], index["</s>"], index["<pad>"]
+        self.unk_id, self.mask_id = index["<unk>"], index["<mask>"]
+        table = bytes_to_unicode()
+        self._byte_chars = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant([bytes([b]) for b in range(256)]), tf.constant(
+                [table[b].encode("utf-8") for b in range(256)])), default_value="")
+        self._ranks = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant(merges), tf.range(len(merges), dtype=tf.int32)), default_value=_NO_RANK)
+        self._ids = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant(list(index)), tf.constant(list(index.values()), tf.int32)),
+            default_value=self.unk_id)
+
+    @property
+    def vocab(self):
+        return list(self._vocab)
+
+    @classmethod
+    def from_pretrained(cls, path):
+        return cls(os.path.join(path, VOCAB_FILE), os.path.join(path, MERGES_FILE))
+
+    def save(self, directory):
+        for source in (self.vocab_file, self.merges_file):
+            tf.io.gfile.copy(source, os.path.join(directory, os.path.basename(source)), True)
+
+    def pre_tokenize(self, texts):
+        """Texts [B] -> GPT-2's pieces [B, (W)] (strings)."""
+        # \s+(?!\S): a run of whitespace that a non-space follows gives up its last character.
+        marked = tf.strings.regex_replace(texts, rf"([{_WS}]+)([{_WS}][^{_WS}])", rf"\1{_MARK}\2")
+        marked = tf.strings.regex_replace(marked, r"\x{0}", _NUL)  # both are [^\s\p{L}\p{N}]
+        pieces = tf_text.regex_split(marked, rf"{_PIECES}|{_MARK}", _PIECES)
+        return pieces.with_flat_values(tf.strings.regex_replace(pieces.flat_values, _NUL, "\x00"))
+
+    def tokenize(self, texts):
+        """Texts (str, list or string tensor [B]) -> ids int32 [B, (pieces)], no special tokens."""
+        texts = tf.convert_to_tensor(texts, tf.string)
+        if texts.shape.rank == 0:
+            return self.tokenize(tf.reshape(texts, [1]))[0]
+        texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
+        words = self.pre_tokenize(texts)  # (B, (W))
+        chars = tf.strings.bytes_split(words.flat_values)  # (W, (bytes))
+        symbols = chars.with_flat_values(self._byte_chars.lookup(chars.flat_values))
+        merged = self._merge(symbols.flat_values, symbols.row_splits)  # (W, (pieces))
+        ids = merged.with_flat_values(self._ids.lookup(merged.flat_values))
+        return tf.RaggedTensor.from_row_splits(ids, words.row_splits).merge_dims(1, 2)
+
+    def _merge(self, symbols, splits):
+        """BPE on every word at once: symbols [S] strings with row_splits [W + 1]."""
+
+        def pair_ranks(symbols, splits):
+            rows = tf.RaggedTensor.from_row_splits(symbols, splits, validate=False)
+            left, right = rows[:, :-1], rows[:, 1:]  # (W, (n - 1))
+            pairs = tf.strings.join([left.flat_values, right.flat_values], separator=" ")
+            return left.with_flat_values(self._ranks.lookup(pairs))
+
+        def not_done(symbols, splits):
+            return tf.reduce_any(pair_ranks(symbols, splits).flat_values < _NO_RANK)
+
+        def step(symbols, splits):
+            ranks = pair_ranks(symbols, splits)  # (W, (n - 1))
+            best = tf.reduce_min(ranks, axis=1)  # (W,) _NO_RANK: nothing to merge
+            candidate = ranks.flat_values == tf.gather(best, ranks.value_rowids())
+            candidate &= ranks.flat_values < _NO_RANK
+            # Non-overlapping, left to right: in a run of consecutive candidates (the pair
+            # (x, x) in x x x ...), every second one.
+            first = tf.concat([[True], ranks.value_rowids()[1:] != ranks.value_rowids()[:-1]], 0)
+            previous = tf.concat([[False], candidate[:-1]], 0) & ~first
+            starts = candidate & ~previous
+            run = tf.cumsum(tf.cast(starts, tf.int32)) - 1
+            start_at = tf.gather(tf.cast(tf.where(starts)[:, 0], tf.int32), tf.maximum(run, 0))
+            position = tf.range(tf.size(candidate, out_type=tf.int32))
+            chosen = candidate & ((position - start_at) % 2 == 0)  # pair i merges i and i + 1
+            # Pair flat index -> symbol flat index: the pairs of word w start at splits[w] - w.
+            word_of_pair = tf.cast(ranks.value_rowids(), tf.int32)
+            left_symbol = position + word_of_pair
+            merged_at = tf.scatter_nd(left_symbol[:, None], tf.cast(chosen, tf.int32),
+                                      tf.shape(symbols))  # 1 where a merge starts
+            following = tf.concat([symbols[1:], [""]], 0)
+            new = tf.where(merged_at > 0, tf.strings.join([symbols, following]), symbols)
+            dropped = tf.concat([[0], merged_at[:-1]], 0) > 0  # right halves of merges
+            keep = ~dropped
+            kept_before = tf.concat([[0], tf.cumsum(tf.cast(keep, tf.int64))], 0)
+            return tf.boolean_mask(new, keep), tf.gather(kept_before, splits)
+
+        symbols, splits = tf.while_loop(
+            not_done, step, [symbols, splits],
+            shape_invariants=[tf.TensorShape([None]), tf.TensorShape([None])])
+        return tf.RaggedTensor.from_row_splits(symbols, splits, validate=False)
+
+    def detokenize(self, ids):
+        """Ids [B, (pieces)] -> text [B] (special tokens dropped)."""
+        ids = tf.ragged.constant(ids) if isinstance(ids, (list, tuple)) else ids
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
+        ids = tf.cast(ids, tf.int32)
+        special = tf.constant([self.cls_id, self.sep_id, self.pad_id, self.mask_id])
+        keep = tf.reduce_all(tf.not_equal(ids.flat_values[:, None], special[None]), axis=-1)
+        ids = tf.ragged.boolean_mask(ids, ids.with_flat_values(keep))
+        pieces = tf.strings.reduce_join(ids.with_flat_values(
+            tf.gather(tf.constant(self._vocab), ids.flat_values)), axis=-1)
+        table = bytes_to_unicode()
+        chars = tf.strings.unicode_split(pieces, "UTF-8")
+        inverse = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant([table[b].encode("utf-8") for b in range(256)]),
+            tf.constant([bytes([b]) for b in range(256)])), default_value="")
+        return tf.strings.reduce_join(chars.with_flat_values(inverse.lookup(chars.flat_values)),
+                                      axis=-1)
+
+    def __call__(self, texts):
+        return self.tokenize(texts)
