@@ -170,8 +170,9 @@ def test_export_of_a_family_encoder_takes_raw_text(tmp_path, name):
     mask = inputs["input_mask"].astype(bool)
     np.testing.assert_allclose(out["sequence_output"].numpy()[mask],
                                ref["pairs_sequence_output"][mask], atol=1e-4)
-    asset = {"albert": "spiece.model", "roberta": "vocab.json"}.get(name, "vocab.txt")
-    assert (pathlib.Path(path) / "assets" / asset).exists()
+    assets = {"albert": ["spiece.model"], "roberta": ["vocab.json", "merges.txt"]}.get(
+        name, ["vocab.txt"])
+    assert all((pathlib.Path(path) / "assets" / asset).exists() for asset in assets)
 
 
 @pytest.mark.slow
@@ -199,3 +200,69 @@ def test_albert_fine_tunes_and_its_export_answers_raw_text(tmp_path):
     assert out["probabilities"].shape == (2, 2)
     np.testing.assert_allclose(out["probabilities"].numpy().sum(-1), 1.0, rtol=1e-5)
     assert set(out["labels"].numpy().tolist()) <= {b"0", b"1"}
+
+
+# The config.json of the published checkpoints (the keys that matter), as on the Hugging Face hub.
+PUBLISHED = {
+    "roberta_base": dict(model_type="roberta", vocab_size=50265, hidden_size=768,
+                         num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+                         hidden_act="gelu", max_position_embeddings=514, type_vocab_size=1,
+                         layer_norm_eps=1e-05, pad_token_id=1, hidden_dropout_prob=0.1,
+                         attention_probs_dropout_prob=0.1, initializer_range=0.02),
+    "albert_base_v2": dict(model_type="albert", vocab_size=30000, embedding_size=128,
+                           hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                           intermediate_size=3072, hidden_act="gelu_new", num_hidden_groups=1,
+                           inner_group_num=1, max_position_embeddings=512, type_vocab_size=2,
+                           hidden_dropout_prob=0, attention_probs_dropout_prob=0,
+                           layer_norm_eps=1e-12, initializer_range=0.02),
+    "distilbert_base": dict(model_type="distilbert", vocab_size=30522, dim=768, n_layers=6,
+                            n_heads=12, hidden_dim=3072, activation="gelu",
+                            max_position_embeddings=512, dropout=0.1, attention_dropout=0.1,
+                            initializer_range=0.02),
+    "electra_small": dict(model_type="electra", vocab_size=30522, embedding_size=128,
+                          hidden_size=256, num_hidden_layers=12, num_attention_heads=4,
+                          intermediate_size=1024, hidden_act="gelu", max_position_embeddings=512,
+                          type_vocab_size=2, hidden_dropout_prob=0.1,
+                          attention_probs_dropout_prob=0.1, layer_norm_eps=1e-12,
+                          initializer_range=0.02),
+}
+
+
+@pytest.mark.parametrize("preset", sorted(PUBLISHED))
+def test_presets_are_the_published_configs(preset):
+    from bert_keras.checkpoints import huggingface
+
+    config = PUBLISHED[preset]
+    arguments = huggingface.FAMILIES[config["model_type"]].encoder_config(config, preset)
+    arguments.setdefault("use_pooler", bk.PRESETS[preset].use_pooler)  # a file property
+    assert bk.EncoderConfig(**arguments) == bk.PRESETS[preset]
+
+
+@pytest.mark.slow
+def test_family_exports_serve_in_a_process_without_this_project(tmp_path):
+    """The SavedModels of RoBERTa, ALBERT and DistilBERT encoders, loaded (TF1 and TF2 loaders)
+    in `python -I -S` with only TensorFlow and tensorflow-text: `preprocess` gives the family
+    tokenizer's ids and `encode` the reference outputs."""
+    from export_harness import _enc, _outputs, run_client
+
+    names = ["roberta", "albert", "distilbert"]
+    paths = {name: export.run_export(bk.ExportConfig(
+        encoder_dir=str(FAMILIES / name), model_name=name, export_dir_base=str(tmp_path / "saved"),
+        seq_length=32)) for name in names}
+    requests = {}
+    for name, path in paths.items():
+        ref = reference(name)
+        requests[path] = [
+            ["preprocess", {"text": _enc(np.array(SAMPLES["singles"], object))}],
+            ["encode", {key: _enc(value) for key, value in batch_inputs(ref, "pairs").items()}],
+        ]
+    report = run_client(tmp_path, list(paths.values()), requests)
+    for name, path in paths.items():
+        ref = reference(name)
+        results = {r["signature"]: r for r in report["exports"][path] if not r["warmup"]}
+        ids = _outputs(results["preprocess"])["input_word_ids"]
+        np.testing.assert_array_equal(ids, ref["singles_input_ids"], err_msg=name)
+        out = _outputs(results["encode"])["sequence_output"]
+        mask = ref["pairs_input_mask"].astype(bool)
+        np.testing.assert_allclose(out[mask], ref["pairs_sequence_output"][mask], atol=1e-4,
+                                   err_msg=name)

@@ -3,6 +3,8 @@ on), and the published sizes as presets.
 
 >>> PRESETS["bert_base"].num_layers, PRESETS["bert_base"].hidden_size
 (12, 768)
+>>> PRESETS["albert_base_v2"].embedding_size, PRESETS["albert_base_v2"].num_layer_groups
+(128, 1)
 >>> EncoderConfig(hidden_size=100, num_heads=12)
 Traceback (most recent call last):
 ...
@@ -89,6 +91,23 @@ def _presets():
         bert_base=presets["bert_L-12_H-768"],
         bert_large=EncoderConfig(num_layers=24, hidden_size=1024, num_heads=16,
                                  intermediate_size=4096),
+    )
+    # The published sizes of the other families (their Hugging Face config.json files).
+    base, large = presets["bert_base"], presets["bert_large"]
+    roberta = dict(vocab_size=50265, max_positions=514, type_vocab_size=1, position_offset=2,
+                   layer_norm_epsilon=1e-5, use_pooler=False)
+    albert = dict(vocab_size=30000, embedding_size=128, num_layer_groups=1,
+                  activation="gelu_approximate", dropout=0.0, attention_dropout=0.0)
+    presets.update(
+        roberta_base=base.replace(**roberta),
+        roberta_large=large.replace(**roberta),
+        albert_base_v2=base.replace(**albert),
+        albert_large_v2=large.replace(**albert),
+        distilbert_base=base.replace(num_layers=6, type_vocab_size=0, use_pooler=False),
+        electra_small=EncoderConfig(num_layers=12, hidden_size=256, num_heads=4,
+                                    intermediate_size=1024, embedding_size=128, use_pooler=False),
+        electra_base=base.replace(use_pooler=False),
+        electra_large=large.replace(use_pooler=False),
     )
     return presets
 

@@ -2,7 +2,8 @@
 
     saved_models/NAME/VERSION/          VERSION = 1, 2, ... (next free number by default)
         saved_model.pb, variables/
-        assets/vocab.txt                the WordPiece vocab
+        assets/vocab.txt                the tokenizer's files (WordPiece vocab.txt; ALBERT
+                                        spiece.model; RoBERTa vocab.json + merges.txt)
         assets/bert_keras_metadata.json task, labels, seq_length, lower_case, text_fields,
                                         signatures (names, dtypes, shapes, meaning)
         assets.extra/tf_serving_warmup_requests   PredictionLog records of real requests
@@ -174,7 +175,8 @@ def export_model(model, tokenizer, info, base_dir, model_name, version=None, dty
     tmp = os.path.join(model_dir, f".tmp-{version}-{os.getpid()}")
     staging = tempfile.mkdtemp(prefix="bert_export_assets_")
     try:
-        shutil.copyfile(tokenizer.vocab_file, os.path.join(staging, tokenizer.asset_name))
+        for name, source in tokenizer.asset_files.items():
+            shutil.copyfile(source, os.path.join(staging, name))
         with open(os.path.join(staging, METADATA_FILE), "w", encoding="utf-8") as f:
             json.dump(metadata, f, indent=2)
         # The root tracks the variables as a plain list, like keras.export.ExportArchive:
@@ -182,7 +184,8 @@ def export_model(model, tokenizer, info, base_dir, model_name, version=None, dty
         # that the checkpoint restore does not fill ("Could not find variable ...").
         root = tf.Module()
         root.model_variables = [_tf_variable(v) for v in model.variables]
-        root.vocab_file = tf.saved_model.Asset(os.path.join(staging, tokenizer.asset_name))
+        root.tokenizer_files = [tf.saved_model.Asset(os.path.join(staging, name))
+                                for name in tokenizer.asset_files]
         root.tokenizer = tokenizer  # tracks its resources (the SentencePiece model)
         root.metadata_file = tf.saved_model.Asset(os.path.join(staging, METADATA_FILE))
         for name, fn in fns.items():

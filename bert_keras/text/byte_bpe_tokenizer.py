@@ -51,7 +51,11 @@ class ByteBpeTokenizer(tf.Module):
     >>> tok.tokenize(["Hello there"]).to_list()  # doctest: +SKIP
     """
 
-    asset_name = VOCAB_FILE
+    @property
+    def asset_files(self):
+        """{name in an export's assets/: file} of the files that define this tokenizer."""
+        return {VOCAB_FILE: self.vocab_file, MERGES_FILE: self.merges_file}
+
     separators_between = 2  # <s> A </s></s> B </s>
     lower_case = False
 

@@ -69,7 +69,11 @@ class SentencePieceTokenizer(tf.Module):
                 lower_case = bool(json.load(f).get("do_lower_case", True))
         return cls(os.path.join(path, MODEL_FILE), lower_case=lower_case)
 
-    asset_name = MODEL_FILE  # the file exports ship it as
+    @property
+    def asset_files(self):
+        """{name in an export's assets/: file} of the files that define this tokenizer."""
+        return {MODEL_FILE: self.vocab_file}
+
     separators_between = 1  # [CLS] A [SEP] B [SEP]
 
     def save(self, directory):

@@ -183,7 +183,11 @@ class BertTokenizer(tf.Module):
             kwargs["lower_case"] = _guess_lower_case(path, vocab_file)
         return cls(vocab_file, **kwargs)
 
-    asset_name = "vocab.txt"  # the file exports ship it as
+    @property
+    def asset_files(self):
+        """{name in an export's assets/: file} of the files that define this tokenizer."""
+        return {"vocab.txt": self.vocab_file}
+
     separators_between = 1  # [CLS] A [SEP] B [SEP]
 
     def save(self, directory):

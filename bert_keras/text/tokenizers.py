@@ -2,8 +2,8 @@
 
 Every tokenizer has the same small protocol: `tokenize(texts)` -> ids [B, (pieces)],
 `detokenize(ids)`, the special-token ids (`cls_id`, `sep_id`, `pad_id`, `mask_id`, `unk_id`),
-`vocab` and `vocab_size`, `lower_case`, `vocab_file` (its one file, shipped with exports as
-`asset_name`), `separators_between` (the packing of pairs), `save(directory)` and
+`vocab` and `vocab_size`, `lower_case`, `vocab_file` (its main file; exports ship all of
+`asset_files`), `separators_between` (the packing of pairs), `save(directory)` and
 `from_pretrained(directory)`. BertTokenizer also has
 `tokenize_with_offsets` (tagging and span-QA exports need it).
 
