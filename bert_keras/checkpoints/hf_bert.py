@@ -15,12 +15,11 @@ def activation(config, path, key="hidden_act"):
     return ACTIVATIONS[name]
 
 
-def encoder_config(c, path):
-    """The BertEncoder arguments of a BERT or RoBERTa config.json dict `c`."""
+def bert_style_arguments(c, path):
+    """The BertEncoder arguments that BERT, RoBERTa, ELECTRA and ALBERT configs name alike."""
     if c.get("position_embedding_type", "absolute") != "absolute":
         raise ValueError(f"{path}: position_embedding_type {c['position_embedding_type']!r} "
                          "is not supported (only 'absolute').")
-    roberta = c.get("model_type") == "roberta"
     return dict(
         vocab_size=c["vocab_size"], num_layers=c["num_hidden_layers"],
         hidden_size=c["hidden_size"], num_heads=c["num_attention_heads"],
@@ -30,9 +29,16 @@ def encoder_config(c, path):
         max_positions=c["max_position_embeddings"], type_vocab_size=c["type_vocab_size"],
         layer_norm_epsilon=c.get("layer_norm_eps", 1e-12),
         initializer_range=c.get("initializer_range", 0.02),
-        # RoBERTa numbers positions from padding_idx + 1 (rows 0..padding_idx are unused).
-        position_offset=c.get("pad_token_id", 1) + 1 if roberta else 0,
     )
+
+
+def encoder_config(c, path):
+    """The BertEncoder arguments of a BERT or RoBERTa config.json dict `c`."""
+    arguments = bert_style_arguments(c, path)
+    if c.get("model_type") == "roberta":
+        # RoBERTa numbers positions from padding_idx + 1 (rows 0..padding_idx are unused).
+        arguments["position_offset"] = c.get("pad_token_id", 1) + 1
+    return arguments
 
 
 def prefix(tensors, family):
@@ -40,23 +46,30 @@ def prefix(tensors, family):
     return f"{family}." if f"{family}.embeddings.word_embeddings.weight" in tensors else ""
 
 
-def layer_names(ours, hf):
-    """Our block `ours` -> the BERT-style names of layer `hf` (BERT, RoBERTa, ELECTRA)."""
-    qkv = [f"{hf}.attention.self.{part}" for part in ("query", "key", "value")]
+def block_names(ours, qkv, attention_output, attention_norm, intermediate, output, output_norm):
+    """Our TransformerBlock `ours` -> a PyTorch layer's Linear / LayerNorm modules (names
+    without .weight / .bias): `qkv` the query, key and value Linears, fused here."""
+    linear = lambda name, module: {  # noqa: E731
+        f"{ours}/{name}/kernel": ([f"{module}.weight"], transpose),
+        f"{ours}/{name}/bias": ([f"{module}.bias"], identity)}
+    norm = lambda name, module: {  # noqa: E731
+        f"{ours}/{name}/gamma": ([f"{module}.weight"], identity),
+        f"{ours}/{name}/beta": ([f"{module}.bias"], identity)}
     return {
         f"{ours}/attention/qkv/kernel": ([f"{n}.weight" for n in qkv], transpose_concat),
         f"{ours}/attention/qkv/bias": ([f"{n}.bias" for n in qkv], concat_columns),
-        f"{ours}/attention/output/kernel": ([f"{hf}.attention.output.dense.weight"], transpose),
-        f"{ours}/attention/output/bias": ([f"{hf}.attention.output.dense.bias"], identity),
-        f"{ours}/attention_layer_norm/gamma": ([f"{hf}.attention.output.LayerNorm.weight"], identity),
-        f"{ours}/attention_layer_norm/beta": ([f"{hf}.attention.output.LayerNorm.bias"], identity),
-        f"{ours}/intermediate/kernel": ([f"{hf}.intermediate.dense.weight"], transpose),
-        f"{ours}/intermediate/bias": ([f"{hf}.intermediate.dense.bias"], identity),
-        f"{ours}/output/kernel": ([f"{hf}.output.dense.weight"], transpose),
-        f"{ours}/output/bias": ([f"{hf}.output.dense.bias"], identity),
-        f"{ours}/output_layer_norm/gamma": ([f"{hf}.output.LayerNorm.weight"], identity),
-        f"{ours}/output_layer_norm/beta": ([f"{hf}.output.LayerNorm.bias"], identity),
+        **linear("attention/output", attention_output), **norm("attention_layer_norm", attention_norm),
+        **linear("intermediate", intermediate), **linear("output", output),
+        **norm("output_layer_norm", output_norm),
     }
+
+
+def layer_names(ours, hf):
+    """Our block `ours` -> the BERT-style names of layer `hf` (BERT, RoBERTa, ELECTRA)."""
+    return block_names(
+        ours, [f"{hf}.attention.self.{part}" for part in ("query", "key", "value")],
+        f"{hf}.attention.output.dense", f"{hf}.attention.output.LayerNorm",
+        f"{hf}.intermediate.dense", f"{hf}.output.dense", f"{hf}.output.LayerNorm")
 
 
 def embedding_names(p, arch):

@@ -1,8 +1,8 @@
 """Hugging Face DistilBERT (`DistilBertModel` and its task classes): no token types, no
 pooler, layer norm epsilon fixed at 1e-12, its own tensor names (q_lin, sa_layer_norm, ffn.lin1)."""
 
-from bert_keras.checkpoints.assign import concat_columns, identity, transpose, transpose_concat
-from bert_keras.checkpoints.hf_bert import activation, prefix
+from bert_keras.checkpoints.assign import identity
+from bert_keras.checkpoints.hf_bert import activation, block_names, prefix
 
 
 def encoder_config(c, path):
@@ -27,19 +27,8 @@ def encoder_name_map(arch, tensors):
     }
     for i in range(arch["num_layers"]):
         ours, hf = f"transformer_layer_{i}", f"{p}transformer.layer.{i}"
-        qkv = [f"{hf}.attention.{part}" for part in ("q_lin", "k_lin", "v_lin")]
-        names.update({
-            f"{ours}/attention/qkv/kernel": ([f"{n}.weight" for n in qkv], transpose_concat),
-            f"{ours}/attention/qkv/bias": ([f"{n}.bias" for n in qkv], concat_columns),
-            f"{ours}/attention/output/kernel": ([f"{hf}.attention.out_lin.weight"], transpose),
-            f"{ours}/attention/output/bias": ([f"{hf}.attention.out_lin.bias"], identity),
-            f"{ours}/attention_layer_norm/gamma": ([f"{hf}.sa_layer_norm.weight"], identity),
-            f"{ours}/attention_layer_norm/beta": ([f"{hf}.sa_layer_norm.bias"], identity),
-            f"{ours}/intermediate/kernel": ([f"{hf}.ffn.lin1.weight"], transpose),
-            f"{ours}/intermediate/bias": ([f"{hf}.ffn.lin1.bias"], identity),
-            f"{ours}/output/kernel": ([f"{hf}.ffn.lin2.weight"], transpose),
-            f"{ours}/output/bias": ([f"{hf}.ffn.lin2.bias"], identity),
-            f"{ours}/output_layer_norm/gamma": ([f"{hf}.output_layer_norm.weight"], identity),
-            f"{ours}/output_layer_norm/beta": ([f"{hf}.output_layer_norm.bias"], identity),
-        })
+        names.update(block_names(
+            ours, [f"{hf}.attention.{part}" for part in ("q_lin", "k_lin", "v_lin")],
+            f"{hf}.attention.out_lin", f"{hf}.sa_layer_norm", f"{hf}.ffn.lin1", f"{hf}.ffn.lin2",
+            f"{hf}.output_layer_norm"))
     return names
