@@ -10,7 +10,7 @@ last hidden state on padded batches of single texts and pairs.
 
     python -m venv /tmp/ref && /tmp/ref/bin/pip install torch==2.13.0 transformers==5.23.0 \
         tokenizers==0.23.3 sentencepiece==0.2.3 numpy
-    /tmp/ref/bin/python tests/make_family_references.py
+    /tmp/ref/bin/python tests/make_family_references.py [classifiers]
 
 Made with torch 2.13.0, transformers 5.23.0, tokenizers 0.23.3, sentencepiece 0.2.3.
 """
@@ -143,6 +143,45 @@ def make(name, model, base_of, with_types, make_tokenizer=wordpiece_tokenizer):
           sorted(p.name for p in directory.iterdir()))
 
 
+def make_classifier(name, family, model_class, config_of):
+    """A fine-tuned-style checkpoint of the family's own sequence-classification class (3
+    labels), with the family's tokenizer files, and its logits on the padded batches."""
+    directory = OUT / f"{name}_classifier"
+    shutil.rmtree(directory, ignore_errors=True)
+    shutil.copytree(OUT / family, directory, ignore=shutil.ignore_patterns(
+        "config.json", "model.safetensors", "reference.npz"))
+    config = config_of(transformers.AutoConfig.from_pretrained(OUT / family))
+    config.num_labels = 3
+    model = model_class(config)
+    torch.manual_seed(1)
+    randomize(model)
+    model.save_pretrained(directory)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(directory)
+    arrays = {}
+    batches = {"singles": tokenizer(SINGLES, padding=True, return_tensors="pt"),
+               "pairs": tokenizer([a for a, _ in PAIRS], [b for _, b in PAIRS], padding=True,
+                                  return_tensors="pt")}
+    for batch_name, batch in batches.items():
+        kwargs = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask",
+                                                           "token_type_ids")}
+        with torch.no_grad():
+            arrays[f"{batch_name}_logits"] = model(**kwargs).logits.numpy().astype(np.float32)
+        for key, value in kwargs.items():
+            arrays[f"{batch_name}_{key}"] = value.numpy().astype(np.int32)
+    np.savez_compressed(directory / "reference.npz", **arrays)
+    print(directory.name, type(model).__name__)
+
+
+def classifiers():
+    keep = lambda config: config  # noqa: E731
+    make_classifier("roberta", "roberta", transformers.RobertaForSequenceClassification, keep)
+    make_classifier("distilbert", "distilbert", transformers.DistilBertForSequenceClassification,
+                    keep)
+    make_classifier("electra", "electra_discriminator",
+                    transformers.ElectraForSequenceClassification, keep)
+    make_classifier("albert", "albert", transformers.AlbertForSequenceClassification, keep)
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "texts.json").write_text(json.dumps(dict(texts=TEXTS, singles=SINGLES, pairs=PAIRS),
@@ -170,4 +209,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    classifiers() if sys.argv[1:] == ["classifiers"] else (main(), classifiers())

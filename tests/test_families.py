@@ -176,8 +176,10 @@ def test_export_of_a_family_encoder_takes_raw_text(tmp_path, name):
 
 
 @pytest.mark.slow
-def test_albert_fine_tunes_and_its_export_answers_raw_text(tmp_path):
-    """tools/finetune.py -> tools/export.py with an ALBERT checkpoint, unchanged tools."""
+@pytest.mark.parametrize("name", ["albert", "roberta_classifier"])
+def test_family_fine_tunes_and_its_export_answers_raw_text(tmp_path, name):
+    """tools/finetune.py -> tools/export.py with an ALBERT checkpoint and a RoBERTa classifier
+    checkpoint (its own dense-tanh-dense head), unchanged tools."""
     import subprocess
     import sys
 
@@ -185,11 +187,12 @@ def test_albert_fine_tunes_and_its_export_answers_raw_text(tmp_path):
     run = lambda *args: subprocess.run([sys.executable, *args], cwd=root, capture_output=True,  # noqa: E731
                                        text=True, timeout=600)
     result = run("tools/finetune.py", "--flagfile=flags/finetune_bible_paraphrase.flags",
-                 f"--init_checkpoint={FAMILIES / 'albert'}", f"--output_dir={tmp_path / 'run'}",
+                 f"--init_checkpoint={FAMILIES / name}", f"--output_dir={tmp_path / 'run'}",
                  "--max_train_examples=64", "--max_eval_examples=32", "--num_train_epochs=1",
                  "--max_seq_length=32", "--verbose=0")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert (tmp_path / "run" / "best" / "spiece.model").exists()
+    tokenizer_file = "spiece.model" if name == "albert" else "merges.txt"
+    assert (tmp_path / "run" / "best" / tokenizer_file).exists()
     result = run("tools/export.py", f"--task_dir={tmp_path / 'run' / 'best'}",
                  "--model_name=albert", f"--export_dir_base={tmp_path / 'saved'}")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -266,3 +269,42 @@ def test_family_exports_serve_in_a_process_without_this_project(tmp_path):
         mask = ref["pairs_input_mask"].astype(bool)
         np.testing.assert_allclose(out[mask], ref["pairs_sequence_output"][mask], atol=1e-4,
                                    err_msg=name)
+
+
+@pytest.mark.parametrize("name", ["roberta", "distilbert", "electra", "albert"])
+def test_family_classifier_checkpoint_loads_with_its_head(name):
+    """A `*ForSequenceClassification` checkpoint: encoder + the family's own head give
+    transformers' logits (RoBERTa dense-tanh-dense on <s>, ELECTRA dense-gelu-dense,
+    DistilBERT pre_classifier-relu, ALBERT pooler + classifier)."""
+    from bert_keras.models import heads
+
+    path = str(FAMILIES / f"{name}_classifier")
+    ref = reference(f"{name}_classifier")
+    encoder = bk.BertEncoder.from_pretrained(path)
+    classifier = bk.BertClassifier(encoder, 3,
+                                   hidden_activation=heads.classifier_head_activation(path))
+    heads.load_classification_head(classifier, path)
+    for batch in ("singles", "pairs"):
+        inputs = {"input_word_ids": ref[f"{batch}_input_ids"],
+                  "input_mask": ref[f"{batch}_attention_mask"],
+                  "input_type_ids": ref.get(f"{batch}_token_type_ids",
+                                            np.zeros_like(ref[f"{batch}_input_ids"]))}
+        np.testing.assert_allclose(classifier(inputs).numpy(), ref[f"{batch}_logits"], atol=1e-4,
+                                   err_msg=f"{name} {batch}")
+
+
+def test_fine_tuning_builds_the_family_head_and_loads_a_fitting_one():
+    from bert_keras.tasks.registry import get_task
+
+    path = str(FAMILIES / "roberta_classifier")
+    ref = reference("roberta_classifier")
+    task = get_task("classification")
+    three = bk.LabelMap(["a", "b", "c"])
+    model = task.build_model(bk.BertEncoder.from_pretrained(path), three, checkpoint=path)
+    assert model.hidden_activation == "tanh"
+    inputs = {"input_word_ids": ref["pairs_input_ids"], "input_mask": ref["pairs_attention_mask"],
+              "input_type_ids": np.zeros_like(ref["pairs_input_ids"])}
+    np.testing.assert_allclose(model(inputs).numpy(), ref["pairs_logits"], atol=1e-4)
+    two = task.build_model(bk.BertEncoder.from_pretrained(path), bk.LabelMap(["x", "y"]),
+                           checkpoint=path)  # another label set: a new head, same family
+    assert two.hidden_activation == "tanh" and two.num_classes == 2

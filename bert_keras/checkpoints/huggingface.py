@@ -11,6 +11,7 @@ import os
 import re
 
 from bert_keras.checkpoints import hf_albert, hf_bert, hf_distilbert, hf_electra
+from bert_keras.checkpoints.assign import identity, transpose
 from bert_keras.checkpoints.safetensors import read_safetensors, tensor_names
 
 FAMILIES = {"bert": hf_bert, "roberta": hf_bert, "albert": hf_albert,
@@ -57,6 +58,34 @@ def encoder_name_map(arch, tensors, path):
     if model_type == "roberta":
         return hf_bert.encoder_name_map(arch, tensors, family="roberta")
     return FAMILIES[model_type].encoder_name_map(arch, tensors)
+
+
+# The sequence-classification head of each family: (hidden activation of the head, name of its
+# hidden dense or None, name of its output dense), in `*ForSequenceClassification` files.
+CLASSIFIER_HEADS = {
+    "bert": (None, None, "classifier"),
+    "albert": (None, None, "classifier"),
+    "roberta": ("tanh", "classifier.dense", "classifier.out_proj"),
+    "electra": ("gelu", "classifier.dense", "classifier.out_proj"),
+    "distilbert": ("relu", "pre_classifier", "classifier"),
+}
+
+
+def classifier_head(path):
+    """(hidden_activation, name map builder) of the classification head of checkpoint `path`:
+    the builder maps a ClassificationHead named `head` to the file's head tensors."""
+    model_type, _ = read_config(path)
+    activation, hidden, output = CLASSIFIER_HEADS[model_type]
+
+    def name_map(head):
+        names = {f"{head}/logits/kernel": ([f"{output}.weight"], transpose),
+                 f"{head}/logits/bias": ([f"{output}.bias"], identity)}
+        if hidden:
+            names.update({f"{head}/hidden/kernel": ([f"{hidden}.weight"], transpose),
+                          f"{head}/hidden/bias": ([f"{hidden}.bias"], identity)})
+        return names
+
+    return activation, name_map
 
 
 def pretraining_head_name_map(mlm_head, nsp_head, next_sentence=True):

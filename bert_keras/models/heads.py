@@ -19,6 +19,7 @@ import numpy as np  # noqa: F401  (the doctests use it)
 from keras import ops
 
 from bert_keras import checkpoints
+from bert_keras.checkpoints import huggingface
 from bert_keras.models import layers as bert_layers
 
 # Logit of a padding position in SpanHead: exp() of it underflows to exactly 0 in
@@ -238,18 +239,54 @@ class NextSentenceHead(_LogitsHead):
         super().__init__(num_classes, dropout, initializer_range, **kwargs)
 
 
+HIDDEN_ACTIVATIONS = ("tanh", "relu", "gelu")
+
+
 @keras.saving.register_keras_serializable(package="bert_keras")
 class ClassificationHead(_LogitsHead):
     """Sequence classification: pooled (B, H) -> dropout -> float32 logits (B, C).
+
+    With `hidden_activation` the families' own heads: dropout -> dense (H) -> activation ->
+    dropout -> logits, on the first token: RoBERTa "tanh" (`classifier.dense`/`out_proj`),
+    ELECTRA "gelu" (erf), DistilBERT "relu" (`pre_classifier`).
 
     Example:
     >>> import numpy as np
     >>> ClassificationHead(num_classes=3)(np.zeros((2, 16), "float32")).shape
     TensorShape([2, 3])
+    >>> ClassificationHead(num_classes=3, hidden_activation="tanh")(np.zeros((2, 16), "float32")).shape
+    TensorShape([2, 3])
     """
 
-    def __init__(self, num_classes, dropout=0.1, initializer_range=0.02, **kwargs):
+    def __init__(self, num_classes, dropout=0.1, initializer_range=0.02, hidden_activation=None,
+                 **kwargs):
         super().__init__(num_classes, dropout, initializer_range, **kwargs)
+        if hidden_activation is not None and hidden_activation not in HIDDEN_ACTIVATIONS:
+            raise ValueError(f"ClassificationHead: hidden_activation must be None or one of "
+                             f"{sorted(HIDDEN_ACTIVATIONS)}, got {hidden_activation!r}.")
+        self.hidden_activation = hidden_activation
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        if self.hidden_activation:
+            self.hidden = keras.layers.Dense(
+                input_shape[-1], kernel_initializer=_initializer(self.initializer_range),
+                dtype=self.dtype_policy, name="hidden")
+            self.hidden.build(input_shape)
+
+    def call(self, inputs, training=None):
+        if self.hidden_activation:
+            hidden = self.hidden(self.dropout_layer(inputs, training=training))  # (B, H)
+            if self.hidden_activation == "gelu":  # the erf GELU of ELECTRA's head
+                inputs = keras.activations.gelu(hidden, approximate=False)
+            else:
+                inputs = keras.activations.get(self.hidden_activation)(hidden)
+        return super().call(inputs, training=training)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_activation=self.hidden_activation)
+        return config
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -329,3 +366,39 @@ def load_pretraining_heads(pretrainer, checkpoint, fmt=None):
         next_sentence=pretrainer.next_sentence,
     )
     checkpoints.assign_weights(pretrainer, name_map, checkpoint, source, partial=True)
+
+
+def load_classification_head(classifier, path):
+    """Sets a BertClassifier's head from a Hugging Face `*ForSequenceClassification`
+    checkpoint directory (its family's head: `classifier_head_activation(path)`); missing or
+    mis-shaped tensors raise `CheckpointError` naming them.
+
+    >>> clf = BertClassifier(BertEncoder.from_pretrained(path), 3,  # doctest: +SKIP
+    ...                      hidden_activation=classifier_head_activation(path))
+    >>> load_classification_head(clf, path)  # doctest: +SKIP
+    """
+    _, name_map = huggingface.classifier_head(path)
+    fmt, tensors = checkpoints.read_tensors(path)
+    checkpoints.assign_weights(classifier, name_map(classifier.classification_head.name), tensors,
+                               path, partial=True)
+
+
+def classifier_head_activation(path):
+    """The hidden activation of the classification head of a Hugging Face checkpoint's family
+    (None: BERT / ALBERT, on the pooler; "tanh" RoBERTa; "gelu" ELECTRA; "relu" DistilBERT);
+    None for other layouts."""
+    if checkpoints.detect_format(path) != "huggingface":
+        return None
+    return huggingface.classifier_head(path)[0]
+
+
+def try_load_classification_head(classifier, path):
+    """Loads the head of a fine-tuned Hugging Face classifier checkpoint when it has one that
+    fits (same classes); True if loaded. Anything else keeps the new head."""
+    if checkpoints.detect_format(path) != "huggingface":
+        return False
+    try:
+        load_classification_head(classifier, path)
+    except checkpoints.CheckpointError:
+        return False
+    return True

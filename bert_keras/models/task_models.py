@@ -274,12 +274,14 @@ class BertClassifier(_BertTask):
     (4, 3)
     """
 
-    def __init__(self, encoder, num_classes, problem_type="single_label", dropout=0.1, **kwargs):
+    def __init__(self, encoder, num_classes, problem_type="single_label", dropout=0.1,
+                 hidden_activation=None, **kwargs):
         if problem_type not in PROBLEM_TYPES:
             raise ValueError(f"BertClassifier: problem_type must be one of {PROBLEM_TYPES}, got {problem_type!r}.")
         head = heads.ClassificationHead(
             num_classes, dropout=dropout, initializer_range=encoder.initializer_range,
-            dtype=encoder.dtype_policy, name="classification_head",
+            hidden_activation=hidden_activation, dtype=encoder.dtype_policy,
+            name="classification_head",
         )
         inputs = _encoder_inputs()
         logits = head(encoder(inputs)["pooled_output"])  # (B, C)
@@ -287,6 +289,7 @@ class BertClassifier(_BertTask):
         self.num_classes = num_classes
         self.problem_type = problem_type
         self.dropout = dropout
+        self.hidden_activation = hidden_activation
         self.classification_head = head
         self._finish_init(encoder)
 
@@ -305,7 +308,8 @@ class BertClassifier(_BertTask):
         return None
 
     def _task_config(self):
-        return dict(num_classes=self.num_classes, problem_type=self.problem_type, dropout=self.dropout)
+        return dict(num_classes=self.num_classes, problem_type=self.problem_type, dropout=self.dropout,
+                    hidden_activation=self.hidden_activation)
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")

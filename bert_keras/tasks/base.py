@@ -56,7 +56,9 @@ class Task:
 
     # -- model and evaluation -----------------------------------------------------------------
 
-    def build_model(self, encoder, label_map, dropout=0.1):
+    def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):
+        """The task model over `encoder`; `checkpoint`: the directory the encoder came from
+        (a family's own head, or a fine-tuned head, may come with it)."""
         raise NotImplementedError
 
     def predict(self, model, examples, features, label_map, options):

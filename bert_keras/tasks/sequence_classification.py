@@ -7,9 +7,11 @@ outputs; their features, model class, reading and text fields are these.
 import collections
 
 import numpy as np
+from absl import logging
 
 from bert_keras import metrics
 from bert_keras.data.finetuning import batching, features
+from bert_keras.models import heads
 from bert_keras.models.task_models import BertClassifier
 from bert_keras.tasks.base import Task, class_labels, read_classification_files
 
@@ -33,9 +35,16 @@ class SequenceClassificationTask(Task):
     def num_outputs(self, label_map):
         return len(label_map)
 
-    def build_model(self, encoder, label_map, dropout=0.1):
-        return BertClassifier(encoder, self.num_outputs(label_map), problem_type=self.problem_type,
-                              dropout=dropout)
+    def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):
+        """BertClassifier with the head of the checkpoint's family (RoBERTa, ELECTRA and
+        DistilBERT have their own), and its weights when the checkpoint is a fine-tuned
+        classifier with as many classes."""
+        activation = heads.classifier_head_activation(checkpoint) if checkpoint else None
+        model = BertClassifier(encoder, self.num_outputs(label_map), problem_type=self.problem_type,
+                               dropout=dropout, hidden_activation=activation)
+        if checkpoint and heads.try_load_classification_head(model, checkpoint):
+            logging.info("Loaded the classification head of %s", checkpoint)
+        return model
 
     def logits(self, model, features_, options):
         return np.stack(batching.predict(model, features_, options.eval_batch_size))  # (N, C)

@@ -41,7 +41,7 @@ class SpanQA(Task):
         return spans.span_features(examples, tokenizer, max_seq_length, doc_stride,
                                    max_query_length)
 
-    def build_model(self, encoder, label_map, dropout=0.1):
+    def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):
         return BertSpanQA(encoder)
 
     def predict(self, model, examples, features, label_map, options):

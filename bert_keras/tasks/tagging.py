@@ -32,7 +32,7 @@ class Tagging(Task):
     def featurize(self, examples, tokenizer, label_map, *, max_seq_length, **unused):
         return features.tagging_features(examples, tokenizer, max_seq_length, label_map)
 
-    def build_model(self, encoder, label_map, dropout=0.1):
+    def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):
         return BertTokenClassifier(encoder, len(label_map), dropout=dropout)
 
     def predict(self, model, examples, features_, label_map, options):

@@ -175,7 +175,8 @@ def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test
     total_steps = steps_per_epoch * config.num_train_epochs
     with dtype_policy(config.dtype), strategy.scope():
         encoder = BertEncoder.from_pretrained(config.init_checkpoint)
-        model = task.build_model(encoder, run.label_map, config.dropout)
+        model = task.build_model(encoder, run.label_map, config.dropout,
+                                 checkpoint=config.init_checkpoint)
         optimizer = create_optimizer(
             "adamw", learning_rate=config.learning_rate, num_train_steps=total_steps,
             num_warmup_steps=int(config.warmup_proportion * total_steps),
