@@ -89,6 +89,9 @@ def test_presets():
     assert bk.PRESETS["bert_large"].num_layers == 24
     assert bk.BertEncoder.from_preset("bert_tiny", vocab_size=100).encoder_config == (
         bk.PRESETS["bert_tiny"].replace(vocab_size=100))
+    # Keras layer arguments pass through (the benchmark builds bfloat16 encoders this way).
+    bf16 = bk.BertEncoder.from_preset("bert_tiny", vocab_size=100, dtype="bfloat16")
+    assert bf16.weights[0].dtype == "bfloat16"
     small = bk.BertEncoder.from_preset("bert_L-4_H-512", vocab_size=100)
     assert (small.num_layers, small.hidden_size, small.num_heads) == (4, 512, 8)
     with pytest.raises(ValueError, match="bert_nonexistent"):

@@ -3,6 +3,8 @@
 Shape legend: B batch, T sequence length, H hidden size, V vocabulary size.
 """
 
+import dataclasses
+
 import keras
 from keras import ops
 
@@ -198,7 +200,11 @@ class BertEncoder(keras.Model):
         """
         if name not in PRESETS:
             raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
-        return cls(**PRESETS[name].replace(vocab_size=vocab_size, **overrides).to_dict())
+        fields = {field.name for field in dataclasses.fields(EncoderConfig)}
+        architecture = {k: v for k, v in overrides.items() if k in fields}
+        layer_arguments = {k: v for k, v in overrides.items() if k not in fields}  # e.g. dtype
+        config = PRESETS[name].replace(vocab_size=vocab_size, **architecture)
+        return cls(**config.to_dict(), **layer_arguments)
 
     @classmethod
     def from_pretrained(cls, path, dtype=None, **overrides):
