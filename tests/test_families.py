@@ -65,6 +65,14 @@ def test_family_architectures():
     assert generator["embedding_size"] is None
 
 
+def test_byte_bpe_detokenize_inverts_tokenize():
+    tokenizer = load_tokenizer(str(FAMILIES / "roberta"))
+    texts = [TEXTS[1], TEXTS[3], "runs   of  spaces\tand tabs"]
+    ids = tokenizer.tokenize(texts)
+    packed = tf.concat([tf.fill([3, 1], tokenizer.cls_id), ids.to_tensor(tokenizer.pad_id)], 1)
+    assert [t.decode("utf-8") for t in tokenizer.detokenize(packed).numpy()] == texts
+
+
 def test_roberta_and_albert_architectures():
     roberta = bk.BertEncoder.from_pretrained(str(FAMILIES / "roberta"))
     assert (roberta.position_offset, roberta.type_vocab_size, roberta.use_pooler) == (2, 1, False)
@@ -276,14 +284,14 @@ def test_family_classifier_checkpoint_loads_with_its_head(name):
     """A `*ForSequenceClassification` checkpoint: encoder + the family's own head give
     transformers' logits (RoBERTa dense-tanh-dense on <s>, ELECTRA dense-gelu-dense,
     DistilBERT pre_classifier-relu, ALBERT pooler + classifier)."""
-    from bert_keras.models import heads
+    from bert_keras.models import head_checkpoints
 
     path = str(FAMILIES / f"{name}_classifier")
     ref = reference(f"{name}_classifier")
     encoder = bk.BertEncoder.from_pretrained(path)
     classifier = bk.BertClassifier(encoder, 3,
-                                   hidden_activation=heads.classifier_head_activation(path))
-    heads.load_classification_head(classifier, path)
+                                   hidden_activation=head_checkpoints.classifier_head_activation(path))
+    head_checkpoints.load_classification_head(classifier, path)
     for batch in ("singles", "pairs"):
         inputs = {"input_word_ids": ref[f"{batch}_input_ids"],
                   "input_mask": ref[f"{batch}_attention_mask"],

@@ -8,7 +8,7 @@ import tensorflow as tf
 import bert_keras as bk
 from bert_keras import checkpoints
 from bert_keras.checkpoints.google import save_google_checkpoint
-from bert_keras.models import heads
+from bert_keras.models import head_checkpoints, heads
 
 # `tiny_encoder` (vocab 100, hidden 16) and `assert_config_round_trip` are fixtures of
 # conftest.py.
@@ -187,7 +187,7 @@ def test_load_google_pretraining_heads_from_a_checkpoint_dir(tiny_encoder, tmp_p
 
     encoder = bk.BertEncoder.from_pretrained(str(tmp_path))  # skips the cls/ tensors
     pretrainer = bk.BertPretrainer(encoder)
-    heads.load_pretraining_heads(pretrainer, str(tmp_path))
+    head_checkpoints.load_pretraining_heads(pretrainer, str(tmp_path))
     mlm, nsp = pretrainer.masked_lm_head, pretrainer.next_sentence_head
     np.testing.assert_array_equal(mlm.transform.kernel.numpy(), fake["cls/predictions/transform/dense/kernel"])
     np.testing.assert_array_equal(mlm.transform_layer_norm.gamma.numpy(),
@@ -201,7 +201,7 @@ def test_load_google_pretraining_heads_from_a_checkpoint_dir(tiny_encoder, tmp_p
 def test_load_huggingface_pretraining_heads_and_errors(tiny_encoder):
     pretrainer = bk.BertPretrainer(tiny_encoder())
     fake = _fake_head_tensors("huggingface", seed=3)
-    heads.load_pretraining_heads(pretrainer, fake, fmt="huggingface")
+    head_checkpoints.load_pretraining_heads(pretrainer, fake, fmt="huggingface")
     mlm, nsp = pretrainer.masked_lm_head, pretrainer.next_sentence_head
     np.testing.assert_array_equal(mlm.transform.kernel.numpy(), fake["cls.predictions.transform.dense.weight"].T)
     np.testing.assert_array_equal(mlm.transform_layer_norm.beta.numpy(), fake["cls.predictions.transform.LayerNorm.bias"])
@@ -211,10 +211,10 @@ def test_load_huggingface_pretraining_heads_and_errors(tiny_encoder):
     missing = dict(fake)
     del missing["cls.predictions.bias"]
     with pytest.raises(bk.CheckpointError, match="cls.predictions.bias"):
-        heads.load_pretraining_heads(pretrainer, missing, fmt="huggingface")
+        head_checkpoints.load_pretraining_heads(pretrainer, missing, fmt="huggingface")
     wrong = dict(fake, **{"cls.predictions.bias": np.zeros(7, "float32")})
     with pytest.raises(bk.CheckpointError, match=r"\(7,\)"):
-        heads.load_pretraining_heads(pretrainer, wrong, fmt="huggingface")
+        head_checkpoints.load_pretraining_heads(pretrainer, wrong, fmt="huggingface")
 
 
 def test_mlm_head_under_mixed_bfloat16_reads_float32_weights(tiny_encoder):

@@ -18,8 +18,6 @@ import keras
 import numpy as np  # noqa: F401  (the doctests use it)
 from keras import ops
 
-from bert_keras import checkpoints
-from bert_keras.checkpoints import huggingface
 from bert_keras.models import layers as bert_layers
 
 # Logit of a padding position in SpanHead: exp() of it underflows to exactly 0 in
@@ -343,62 +341,3 @@ class SpanHead(keras.layers.Layer):
         config = super().get_config()
         config.update(initializer_range=self.initializer_range)
         return config
-
-
-# --- pretraining-head import -------------------------------------------------------------
-
-def load_pretraining_heads(pretrainer, checkpoint, fmt=None):
-    """Sets a BertPretrainer's MLM (and NSP) head weights from a Google or HF checkpoint.
-
-    `checkpoint`: a checkpoint directory (read with `bert_keras.checkpoints.read_tensors`),
-    or a dict {tensor name: array} with `fmt` "google" / "huggingface". Missing head
-    tensors or wrong shapes raise `CheckpointError` naming them. The encoder weights are
-    loaded separately (`BertEncoder.from_pretrained`); the tied decoder needs nothing more.
-
-    >>> load_pretraining_heads(pretrainer, "uncased_L-12_H-768_A-12/")  # doctest: +SKIP
-    """
-    source = "the given tensors"
-    if isinstance(checkpoint, str):
-        source = checkpoint
-        fmt, checkpoint = checkpoints.read_tensors(checkpoint)
-    name_map = checkpoints.pretraining_head_name_map(
-        fmt, pretrainer.masked_lm_head.name, getattr(pretrainer.next_sentence_head, "name", None),
-        next_sentence=pretrainer.next_sentence,
-    )
-    checkpoints.assign_weights(pretrainer, name_map, checkpoint, source, partial=True)
-
-
-def load_classification_head(classifier, path):
-    """Sets a BertClassifier's head from a Hugging Face `*ForSequenceClassification`
-    checkpoint directory (its family's head: `classifier_head_activation(path)`); missing or
-    mis-shaped tensors raise `CheckpointError` naming them.
-
-    >>> clf = BertClassifier(BertEncoder.from_pretrained(path), 3,  # doctest: +SKIP
-    ...                      hidden_activation=classifier_head_activation(path))
-    >>> load_classification_head(clf, path)  # doctest: +SKIP
-    """
-    _, name_map = huggingface.classifier_head(path)
-    fmt, tensors = checkpoints.read_tensors(path)
-    checkpoints.assign_weights(classifier, name_map(classifier.classification_head.name), tensors,
-                               path, partial=True)
-
-
-def classifier_head_activation(path):
-    """The hidden activation of the classification head of a Hugging Face checkpoint's family
-    (None: BERT / ALBERT, on the pooler; "tanh" RoBERTa; "gelu" ELECTRA; "relu" DistilBERT);
-    None for other layouts."""
-    if checkpoints.detect_format(path) != "huggingface":
-        return None
-    return huggingface.classifier_head(path)[0]
-
-
-def try_load_classification_head(classifier, path):
-    """Loads the head of a fine-tuned Hugging Face classifier checkpoint when it has one that
-    fits (same classes); True if loaded. Anything else keeps the new head."""
-    if checkpoints.detect_format(path) != "huggingface":
-        return False
-    try:
-        load_classification_head(classifier, path)
-    except checkpoints.CheckpointError:
-        return False
-    return True

@@ -4,7 +4,6 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras import metrics
-from bert_keras.tasks.graph_ops import softmax_probabilities
 from bert_keras.tasks.sequence_classification import (
     SequenceClassificationTask, majority, rounded_probabilities, with_glue_metrics)
 
@@ -55,5 +54,5 @@ class Classification(SequenceClassificationTask):
         inputs, _ = self.preprocess(fns, texts)
         logits = tf.cast(fns.run(inputs), tf.float32)  # (B, C)
         ids = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (B,)
-        return {"probabilities": softmax_probabilities(logits), "label_ids": ids,
+        return {"probabilities": tf.nn.softmax(logits, axis=-1), "label_ids": ids,
                 "labels": tf.gather(fns.label_names, ids)}

@@ -23,7 +23,3 @@ def rows(values, row_ids, nrows):
     """Flat values with their row ids -> a ragged tensor of `nrows` rows."""
     return tf.RaggedTensor.from_value_rowids(values, tf.cast(row_ids, tf.int64),
                                              nrows=tf.cast(nrows, tf.int64))
-
-
-def softmax_probabilities(logits):
-    return tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)

@@ -11,7 +11,7 @@ from absl import logging
 
 from bert_keras import metrics
 from bert_keras.data.finetuning import batching, features
-from bert_keras.models import heads
+from bert_keras.models import head_checkpoints
 from bert_keras.models.task_models import BertClassifier
 from bert_keras.tasks.base import Task, class_labels, read_classification_files
 
@@ -39,10 +39,10 @@ class SequenceClassificationTask(Task):
         """BertClassifier with the head of the checkpoint's family (RoBERTa, ELECTRA and
         DistilBERT have their own), and its weights when the checkpoint is a fine-tuned
         classifier with as many classes."""
-        activation = heads.classifier_head_activation(checkpoint) if checkpoint else None
+        activation = head_checkpoints.classifier_head_activation(checkpoint) if checkpoint else None
         model = BertClassifier(encoder, self.num_outputs(label_map), problem_type=self.problem_type,
                                dropout=dropout, hidden_activation=activation)
-        if checkpoint and heads.try_load_classification_head(model, checkpoint):
+        if checkpoint and head_checkpoints.try_load_classification_head(model, checkpoint):
             logging.info("Loaded the classification head of %s", checkpoint)
         return model
 

@@ -19,6 +19,8 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_keras.text.packing import without_ids
+
 VOCAB_FILE, MERGES_FILE = "vocab.json", "merges.txt"
 _WS = r"\t\n\x{0b}\f\r\x{1c}-\x{1f}\x{85}\p{Z}"  # Python's \s
 _MARK = "\uE001"  # a private-use character: never in text that matters, never a piece
@@ -74,10 +76,14 @@ class ByteBpeTokenizer(tf.Module):
             raise ValueError(f"{self.vocab_file} lacks RoBERTa's special tokens {missing}.")
         self.cls_id, self.sep_id, self.pad_id = index["<s>"], index["</s>"], index["<pad>"]
         self.unk_id, self.mask_id = index["<unk>"], index["<mask>"]
+        byte_strings = tf.constant([bytes([b]) for b in range(256)])
         table = bytes_to_unicode()
-        self._byte_chars = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
-            tf.constant([bytes([b]) for b in range(256)]), tf.constant(
-                [table[b].encode("utf-8") for b in range(256)])), default_value="")
+        char_strings = tf.constant([table[b].encode("utf-8") for b in range(256)])
+        self._byte_chars = tf.lookup.StaticHashTable(  # byte -> GPT-2 character, and back
+            tf.lookup.KeyValueTensorInitializer(byte_strings, char_strings), default_value="")
+        self._char_bytes = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(char_strings, byte_strings), default_value="")
+        self._tokens = tf.constant(list(self._vocab))
         self._ranks = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant(merges), tf.range(len(merges), dtype=tf.int32)), default_value=_NO_RANK)
         self._ids = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
@@ -162,22 +168,12 @@ class ByteBpeTokenizer(tf.Module):
 
     def detokenize(self, ids):
         """Ids [B, (pieces)] -> text [B] (special tokens dropped)."""
-        ids = tf.ragged.constant(ids) if isinstance(ids, (list, tuple)) else ids
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
-        ids = tf.cast(ids, tf.int32)
-        special = tf.constant([self.cls_id, self.sep_id, self.pad_id, self.mask_id])
-        keep = tf.reduce_all(tf.not_equal(ids.flat_values[:, None], special[None]), axis=-1)
-        ids = tf.ragged.boolean_mask(ids, ids.with_flat_values(keep))
+        ids = without_ids(ids, (self.cls_id, self.sep_id, self.pad_id, self.mask_id))
         pieces = tf.strings.reduce_join(ids.with_flat_values(
-            tf.gather(tf.constant(self._vocab), ids.flat_values)), axis=-1)
-        table = bytes_to_unicode()
+            tf.gather(self._tokens, ids.flat_values)), axis=-1)
         chars = tf.strings.unicode_split(pieces, "UTF-8")
-        inverse = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
-            tf.constant([table[b].encode("utf-8") for b in range(256)]),
-            tf.constant([bytes([b]) for b in range(256)])), default_value="")
-        return tf.strings.reduce_join(chars.with_flat_values(inverse.lookup(chars.flat_values)),
-                                      axis=-1)
+        return tf.strings.reduce_join(
+            chars.with_flat_values(self._char_bytes.lookup(chars.flat_values)), axis=-1)
 
     def __call__(self, texts):
         return self.tokenize(texts)

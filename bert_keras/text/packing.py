@@ -23,6 +23,19 @@ def keep_first(ragged, counts):
     return tf.ragged.boolean_mask(ragged, index < counts[:, None])
 
 
+def without_ids(ids, dropped):
+    """Ids [B, (n)] (ragged, dense or nested lists) as int32 ragged, without the ids in
+    `dropped` (the special tokens a detokenizer leaves out)."""
+    if isinstance(ids, (list, tuple)):
+        ids = tf.ragged.constant(ids)
+    if not isinstance(ids, tf.RaggedTensor):
+        ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
+    ids = tf.cast(ids, tf.int32)
+    keep = tf.reduce_all(tf.not_equal(ids.flat_values[:, None],
+                                      tf.constant(list(dropped), tf.int32)[None]), axis=-1)
+    return tf.ragged.boolean_mask(ids, ids.with_flat_values(keep))
+
+
 def truncation_lengths(lengths, budget):
     """Round-robin truncation (A, B, A, B, ...): kept lengths of 1 or 2 segments.
 

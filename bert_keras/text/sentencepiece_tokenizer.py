@@ -24,6 +24,8 @@ import shutil
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_keras.text.packing import without_ids
+
 MODEL_FILE = "spiece.model"
 _SPACES = r"[\s\p{Z}\x{1c}-\x{1f}\x{85}]+"  # what Python's str.split() splits on
 
@@ -103,13 +105,8 @@ class SentencePieceTokenizer(tf.Module):
 
     def detokenize(self, ids):
         """Ids [B, (pieces)] -> text [B] (special tokens dropped)."""
-        ids = tf.ragged.constant(ids) if isinstance(ids, (list, tuple)) else ids
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
-        ids = tf.cast(ids, tf.int32)
-        special = tf.constant([self.pad_id, self.cls_id, self.sep_id, self.mask_id])
-        keep = tf.reduce_all(tf.not_equal(ids.flat_values[:, None], special[None]), axis=-1)
-        return self._sp.detokenize(tf.ragged.boolean_mask(ids, ids.with_flat_values(keep)))
+        ids = without_ids(ids, (self.pad_id, self.cls_id, self.sep_id, self.mask_id))
+        return self._sp.detokenize(ids)
 
     def __call__(self, texts):
         return self.tokenize(texts)

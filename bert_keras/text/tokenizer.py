@@ -47,6 +47,7 @@ import types
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_keras.text.packing import without_ids
 from bert_keras.text.vocab import load_vocab, save_vocab
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -286,17 +287,11 @@ class BertTokenizer(tf.Module):
     def detokenize(self, ids):
         """Ids [B,(pieces)] (ragged, dense or lists) -> string [B]: pieces joined with spaces,
         "##" suffixes glued to their word; [PAD], [CLS] and [SEP] dropped."""
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.ragged.constant(ids) if isinstance(ids, (list, tuple)) else ids
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.convert_to_tensor(ids)
-            if ids.shape.rank == 1:
-                return self.detokenize(ids[None])[0]
-            ids = tf.RaggedTensor.from_tensor(ids)
-        ids = tf.cast(ids, tf.int32)
-        drop = tf.reduce_any(tf.equal(ids.flat_values[:, None],
-                                      [[self.pad_id, self.cls_id, self.sep_id]]), axis=-1)
-        ids = tf.ragged.boolean_mask(ids, ids.with_flat_values(tf.logical_not(drop)))
+        if isinstance(ids, (list, tuple)):
+            ids = tf.ragged.constant(ids)
+        if not isinstance(ids, tf.RaggedTensor) and tf.convert_to_tensor(ids).shape.rank == 1:
+            return self.detokenize(tf.convert_to_tensor(ids)[None])[0]
+        ids = without_ids(ids, (self.pad_id, self.cls_id, self.sep_id))
         tokens = ids.with_flat_values(tf.gather(self._tokens, ids.flat_values))
         joined = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
         return tf.strings.regex_replace(joined, " ##", "")

@@ -27,9 +27,9 @@ def load_tokenizer(path, lower_case=None):
     `lower_case` overrides the casing the directory says (WordPiece, SentencePiece)."""
     has = lambda name: tf.io.gfile.exists(os.path.join(path, name))  # noqa: E731
     if has(MODEL_FILE):
-        tokenizer = SentencePieceTokenizer.from_pretrained(path)
-        return tokenizer if lower_case is None else SentencePieceTokenizer(
-            tokenizer.vocab_file, lower_case=lower_case)
+        if lower_case is None:
+            return SentencePieceTokenizer.from_pretrained(path)
+        return SentencePieceTokenizer(os.path.join(path, MODEL_FILE), lower_case=lower_case)
     if has("vocab.txt"):
         kwargs = {} if lower_case is None else dict(lower_case=lower_case)
         return BertTokenizer.from_pretrained(path, **kwargs)

@@ -28,7 +28,7 @@ from absl import logging
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.data.pretraining import pipeline, records
 from bert_keras.files import write_json
-from bert_keras.models import heads
+from bert_keras.models import head_checkpoints
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.task_models import BertPretrainer
 from bert_keras.tasks import task_io
@@ -161,7 +161,7 @@ def _append_history(path, history, initial_step):
 
 def _try_load_heads(pretrainer, init_checkpoint):
     try:
-        heads.load_pretraining_heads(pretrainer, init_checkpoint)
+        head_checkpoints.load_pretraining_heads(pretrainer, init_checkpoint)
         logging.info("Loaded the pretraining heads of %s", init_checkpoint)
     except (CheckpointError, ValueError, OSError) as e:
         logging.info("Pretraining heads start from scratch (%s)", e)
