@@ -36,7 +36,8 @@ def detect_format(path):
         )
     raise ValueError(
         f"{path} is not a BERT checkpoint directory: expected bert_keras.json, "
-        f"config.json + model.safetensors, or bert_config.json + bert_model.ckpt.*; found {sorted(files)}."
+        f"config.json + model.safetensors, or a Google TF1 checkpoint (*.index + *.data-*); "
+        f"found {sorted(files)}."
     )
 
 
@@ -56,7 +57,7 @@ def encoder_name_map(fmt, tensors, encoder, path):
     if fmt == "bert_keras":  # Our files are keyed by the variable paths themselves.
         return own.encoder_name_map([v.path for v in encoder.weights])
     if fmt == "google":
-        return google.encoder_name_map(encoder.num_layers)
+        return google.encoder_name_map(encoder.architecture, path)
     return huggingface.encoder_name_map(encoder.architecture, tensors, path)
 
 

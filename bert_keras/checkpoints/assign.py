@@ -34,7 +34,7 @@ def transpose_concat(*weights):
 # family (loaded, where they are, by the task models), optimizer slots, step counters, Hugging
 # Face's constant position ids.
 _HEADS = ("cls", "lm_head", "vocab_transform", "vocab_layer_norm", "vocab_projector",
-          "discriminator_predictions", "generator_predictions", "generator_lm_head", "classifier",
+          "discriminator_predictions", "generator", "generator_predictions", "generator_lm_head", "classifier",
           "pre_classifier", "qa_outputs", "predictions", "sop_classifier")
 _SKIPPED = re.compile(
     rf"(^({'|'.join(_HEADS)})[./])|(adam_[mv]$)|(^global_step$)|(position_ids$)"

@@ -1,4 +1,7 @@
-"""Google's TF1 BERT layout: `bert_config.json`, `bert_model.ckpt.*` (google-research/bert names)."""
+"""Google's TF1 checkpoint directories: `bert_model.ckpt.*` / `model.ckpt-*` files with BERT
+(`bert_config.json`), ALBERT (`albert_config.json`) or ELECTRA (no config file; its variables
+are under `electra/`) names. One module per dialect (`google_bert`, `google_albert`,
+`google_electra`) maps the config and our variable paths to its variable names."""
 
 import json
 import os
@@ -6,15 +9,13 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from bert_keras.checkpoints import google_albert, google_bert, google_electra
 from bert_keras.checkpoints.assign import concat_columns, identity, transpose
 from bert_keras.text.vocab import save_vocab
 
-# Google's TF1 modeling.py calls its tanh approximation "gelu".
-ACTIVATIONS = {"gelu": "gelu_approximate", "relu": "relu"}
-
 
 def is_layout(files):
-    return "bert_config.json" in files and any(f.endswith(".index") for f in files)
+    return any(f.endswith(".index") for f in files)
 
 
 def _checkpoint_prefix(path):
@@ -25,64 +26,52 @@ def _checkpoint_prefix(path):
     return os.path.join(path, indexes[0][: -len(".index")])
 
 
-def encoder_config(path):
-    """The BertEncoder arguments of `path`/bert_config.json."""
-    with open(os.path.join(path, "bert_config.json")) as f:
-        c = json.load(f)
-    if c["hidden_act"] not in ACTIVATIONS:
-        raise ValueError(f"{path}: hidden_act {c['hidden_act']!r} is not one of {sorted(ACTIVATIONS)}.")
-    return dict(
-        vocab_size=c["vocab_size"], num_layers=c["num_hidden_layers"],
-        hidden_size=c["hidden_size"], num_heads=c["num_attention_heads"],
-        intermediate_size=c["intermediate_size"], activation=ACTIVATIONS[c["hidden_act"]],
-        dropout=c.get("hidden_dropout_prob", 0.1),
-        attention_dropout=c.get("attention_probs_dropout_prob", 0.1),
-        max_positions=c["max_position_embeddings"], type_vocab_size=c["type_vocab_size"],
-        layer_norm_epsilon=c.get("layer_norm_eps", 1e-12),
-        initializer_range=c.get("initializer_range", 0.02),
+def _variable_shapes(path):
+    """{variable name: shape}; TF Hub exports' `module/` prefix dropped."""
+    reader = tf.train.load_checkpoint(_checkpoint_prefix(path))
+    return {name.removeprefix("module/"): shape
+            for name, shape in reader.get_variable_to_shape_map().items()}
+
+
+def _dialect(path):
+    """(dialect module, its config dict or the variable shapes for ELECTRA)."""
+    for dialect in (google_bert, google_albert):
+        config_file = os.path.join(path, dialect.CONFIG_FILE)
+        if os.path.exists(config_file):
+            with open(config_file) as f:
+                return dialect, json.load(f)
+    shapes = _variable_shapes(path)
+    if google_electra.MARKER in shapes:
+        return google_electra, shapes
+    raise ValueError(
+        f"{path} holds a TensorFlow checkpoint but is not one of Google's BERT, ALBERT or "
+        f"ELECTRA checkpoints: no {google_bert.CONFIG_FILE}, no {google_albert.CONFIG_FILE}, and "
+        f"no {google_electra.MARKER} variable. (A bert_keras pretraining model_dir is exported "
+        "to an encoder directory with `tools/export.py` / `BertEncoder.save_pretrained`.)"
     )
+
+
+def encoder_config(path):
+    """The BertEncoder arguments of a Google checkpoint directory."""
+    dialect, config = _dialect(path)
+    return dialect.encoder_config(config, path)
 
 
 def read_tensors(path):
     reader = tf.train.load_checkpoint(_checkpoint_prefix(path))
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+    return {name.removeprefix("module/"): reader.get_tensor(name)
+            for name in reader.get_variable_to_shape_map()}
 
 
-def _encoder_names(num_layers):
-    names = {
-        "token_embedding/embeddings": ["bert/embeddings/word_embeddings"],
-        "segment_embedding/embeddings": ["bert/embeddings/token_type_embeddings"],
-        "position_embedding/embeddings": ["bert/embeddings/position_embeddings"],
-        "embeddings_layer_norm/gamma": ["bert/embeddings/LayerNorm/gamma"],
-        "embeddings_layer_norm/beta": ["bert/embeddings/LayerNorm/beta"],
-        "pooler/kernel": ["bert/pooler/dense/kernel"],
-        "pooler/bias": ["bert/pooler/dense/bias"],
-    }
-    for i in range(num_layers):
-        ours, g = f"transformer_layer_{i}", f"bert/encoder/layer_{i}"
-        qkv = [f"{g}/attention/self/{part}" for part in ("query", "key", "value")]
-        names.update({
-            f"{ours}/attention/qkv/kernel": [f"{n}/kernel" for n in qkv],
-            f"{ours}/attention/qkv/bias": [f"{n}/bias" for n in qkv],
-            f"{ours}/attention/output/kernel": [f"{g}/attention/output/dense/kernel"],
-            f"{ours}/attention/output/bias": [f"{g}/attention/output/dense/bias"],
-            f"{ours}/attention_layer_norm/gamma": [f"{g}/attention/output/LayerNorm/gamma"],
-            f"{ours}/attention_layer_norm/beta": [f"{g}/attention/output/LayerNorm/beta"],
-            f"{ours}/intermediate/kernel": [f"{g}/intermediate/dense/kernel"],
-            f"{ours}/intermediate/bias": [f"{g}/intermediate/dense/bias"],
-            f"{ours}/output/kernel": [f"{g}/output/dense/kernel"],
-            f"{ours}/output/bias": [f"{g}/output/dense/bias"],
-            f"{ours}/output_layer_norm/gamma": [f"{g}/output/LayerNorm/gamma"],
-            f"{ours}/output_layer_norm/beta": [f"{g}/output/LayerNorm/beta"],
-        })
-    return names
-
-
-def encoder_name_map(num_layers):
-    """Our variable paths -> Google TF1 variable names (`bert/encoder/layer_0/...`)."""
+def encoder_name_map(arch, path):
+    """Our variable paths -> (Google TF1 variable names, combine) for checkpoint `path`."""
+    dialect, _ = _dialect(path)
+    names = dialect.encoder_names(arch)
+    if not arch.get("use_pooler", True):
+        names = {k: v for k, v in names.items() if not k.startswith("pooler/")}
     # TF1 kernels are already (in, out); the fused qkv concatenates columns.
     return {path: (sources, concat_columns if len(sources) > 1 else identity)
-            for path, sources in _encoder_names(num_layers).items()}
+            for path, sources in names.items()}
 
 
 def pretraining_head_name_map(mlm_head, nsp_head, next_sentence=True):
@@ -122,7 +111,7 @@ def save_google_checkpoint(encoder, path, tokenizer=None):
                          f"{other or dict(type_vocab_size=arch['type_vocab_size'])}.")
     variables = {v.path: v for v in encoder.weights}
     tensors = {}
-    for our_path, sources in _encoder_names(encoder.num_layers).items():
+    for our_path, sources in google_bert.encoder_names(arch).items():
         value = np.asarray(variables[our_path].numpy(), np.float32)
         for source, part in zip(sources, np.split(value, len(sources), axis=-1)):
             tensors[source] = part
@@ -133,7 +122,7 @@ def save_google_checkpoint(encoder, path, tokenizer=None):
         shape_and_slices=[""] * len(names),
         tensors=[tf.constant(tensors[n]) for n in names],
     )
-    google_act = {v: k for k, v in ACTIVATIONS.items()}[arch["activation"]]
+    google_act = {v: k for k, v in google_bert.ACTIVATIONS.items()}[arch["activation"]]
     config = dict(
         vocab_size=arch["vocab_size"], hidden_size=arch["hidden_size"],
         num_hidden_layers=arch["num_layers"], num_attention_heads=arch["num_heads"],

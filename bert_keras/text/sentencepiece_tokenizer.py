@@ -30,6 +30,15 @@ MODEL_FILE = "spiece.model"
 _SPACES = r"[\s\p{Z}\x{1c}-\x{1f}\x{85}]+"  # what Python's str.split() splits on
 
 
+def find_model_file(path):
+    """The SentencePiece model of directory `path`: spiece.model (Hugging Face), else its only
+    `*.model` file (Google's ALBERT directories ship `30k-clean.model`); None if neither."""
+    if tf.io.gfile.exists(os.path.join(path, MODEL_FILE)):
+        return os.path.join(path, MODEL_FILE)
+    models = tf.io.gfile.glob(os.path.join(path, "*.model"))
+    return models[0] if len(models) == 1 else None
+
+
 class SentencePieceTokenizer(tf.Module):
     """A SentencePiece model with ALBERT's special tokens ([CLS], [SEP], [MASK], <pad>, <unk>).
 
@@ -62,14 +71,17 @@ class SentencePieceTokenizer(tf.Module):
 
     @classmethod
     def from_pretrained(cls, path):
-        """The tokenizer of a checkpoint directory: its spiece.model, and casing from
-        tokenizer_config.json (`do_lower_case`, default True as in ALBERT)."""
+        """The tokenizer of a checkpoint directory: its spiece.model (`find_model_file`), and
+        casing from tokenizer_config.json (`do_lower_case`, default True as in ALBERT)."""
         lower_case = True
         config_file = os.path.join(path, "tokenizer_config.json")
         if tf.io.gfile.exists(config_file):
             with tf.io.gfile.GFile(config_file) as f:
                 lower_case = bool(json.load(f).get("do_lower_case", True))
-        return cls(os.path.join(path, MODEL_FILE), lower_case=lower_case)
+        model_file = find_model_file(path)
+        if model_file is None:
+            raise FileNotFoundError(f"{path} has no {MODEL_FILE} (nor a single *.model file).")
+        return cls(model_file, lower_case=lower_case)
 
     @property
     def asset_files(self):

@@ -17,19 +17,21 @@ import os
 import tensorflow as tf
 
 from bert_keras.text.byte_bpe_tokenizer import MERGES_FILE, VOCAB_FILE, ByteBpeTokenizer
-from bert_keras.text.sentencepiece_tokenizer import MODEL_FILE, SentencePieceTokenizer
+from bert_keras.text.sentencepiece_tokenizer import (
+    MODEL_FILE, SentencePieceTokenizer, find_model_file)
 from bert_keras.text.tokenizer import BertTokenizer
 
 
 def load_tokenizer(path, lower_case=None):
-    """BertTokenizer (vocab.txt), SentencePieceTokenizer (spiece.model, ALBERT) or
+    """BertTokenizer (vocab.txt), SentencePieceTokenizer (spiece.model or Google's *.model,
+    ALBERT) or
     ByteBpeTokenizer (vocab.json + merges.txt, RoBERTa) of a checkpoint or task directory;
     `lower_case` overrides the casing the directory says (WordPiece, SentencePiece)."""
     has = lambda name: tf.io.gfile.exists(os.path.join(path, name))  # noqa: E731
-    if has(MODEL_FILE):
+    if find_model_file(path):
         if lower_case is None:
             return SentencePieceTokenizer.from_pretrained(path)
-        return SentencePieceTokenizer(os.path.join(path, MODEL_FILE), lower_case=lower_case)
+        return SentencePieceTokenizer(find_model_file(path), lower_case=lower_case)
     if has("vocab.txt"):
         kwargs = {} if lower_case is None else dict(lower_case=lower_case)
         return BertTokenizer.from_pretrained(path, **kwargs)
