@@ -184,10 +184,11 @@ def test_export_of_a_family_encoder_takes_raw_text(tmp_path, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["albert", "roberta_classifier"])
+@pytest.mark.parametrize("name", ["albert", "roberta_classifier", "distilbert_classifier",
+                                  "electra_discriminator"])
 def test_family_fine_tunes_and_its_export_answers_raw_text(tmp_path, name):
-    """tools/finetune.py -> tools/export.py with an ALBERT checkpoint and a RoBERTa classifier
-    checkpoint (its own dense-tanh-dense head), unchanged tools."""
+    """tools/finetune.py -> tools/export.py with each family's checkpoint (the RoBERTa and
+    DistilBERT classifiers with their own heads), unchanged tools."""
     import subprocess
     import sys
 
@@ -199,7 +200,8 @@ def test_family_fine_tunes_and_its_export_answers_raw_text(tmp_path, name):
                  "--max_train_examples=64", "--max_eval_examples=32", "--num_train_epochs=1",
                  "--max_seq_length=32", "--verbose=0")
     assert result.returncode == 0, result.stderr[-3000:]
-    tokenizer_file = "spiece.model" if name == "albert" else "merges.txt"
+    tokenizer_file = {"albert": "spiece.model", "roberta_classifier": "merges.txt"}.get(
+        name, "vocab.txt")
     assert (tmp_path / "run" / "best" / tokenizer_file).exists()
     result = run("tools/export.py", f"--task_dir={tmp_path / 'run' / 'best'}",
                  "--model_name=albert", f"--export_dir_base={tmp_path / 'saved'}")
