@@ -15,6 +15,17 @@ from bert_keras.models.encoder_config import DEFAULT_VOCAB_SIZE, PRESETS, Encode
 from bert_keras.names import INPUT_NAMES
 
 
+def _check_shareable(other, width, type_vocab_size, max_positions, position_offset):
+    mine = dict(width=width, type_vocab_size=type_vocab_size, max_positions=max_positions,
+                position_offset=position_offset)
+    theirs = dict(width=other.embedding_size or other.hidden_size,
+                  type_vocab_size=other.type_vocab_size, max_positions=other.max_positions,
+                  position_offset=other.position_offset)
+    if mine != theirs:
+        raise ValueError(f"Cannot share the embeddings of {other.name}: it has {theirs}, this "
+                         f"encoder needs {mine}.")
+
+
 @keras.saving.register_keras_serializable(package="bert_keras")
 class BertEncoder(keras.Model):
     """The BERT encoder: three int32 inputs to `sequence_output`, `pooled_output` and `encoder_outputs`.
@@ -56,8 +67,12 @@ class BertEncoder(keras.Model):
         position_offset=0,
         use_pooler=True,
         dtype=None,
+        embeddings_of=None,
         **kwargs,
     ):
+        """`embeddings_of`: another BertEncoder whose token, segment and position embeddings
+        and embedding layer norm this one uses (ELECTRA's generator shares the
+        discriminator's); not part of the config, so a saved copy has its own."""
         EncoderConfig(  # checks the architecture (ConfigError naming the bad value)
             vocab_size=vocab_size, num_layers=num_layers, hidden_size=hidden_size,
             num_heads=num_heads, intermediate_size=intermediate_size, activation=activation,
@@ -71,20 +86,28 @@ class BertEncoder(keras.Model):
         groups = num_layer_groups or num_layers
 
         # === Layers ===
-        token_embedding = keras.layers.Embedding(
-            vocab_size, width, embeddings_initializer=init, dtype=dtype, name="token_embedding",
-        )
-        segment_embedding = type_vocab_size and keras.layers.Embedding(
-            type_vocab_size, width, embeddings_initializer=init, dtype=dtype,
-            name="segment_embedding",
-        )
-        position_embedding = layers.PositionEmbedding(
-            max_positions, initializer_range, offset=position_offset, dtype=dtype,
-            name="position_embedding",
-        )
-        embeddings_layer_norm = layers.LayerNorm(
-            epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_layer_norm"
-        )
+        if embeddings_of is not None:
+            _check_shareable(embeddings_of, width, type_vocab_size, max_positions, position_offset)
+            token_embedding = embeddings_of.token_embedding
+            segment_embedding = embeddings_of.segment_embedding
+            position_embedding = embeddings_of.position_embedding
+            embeddings_layer_norm = embeddings_of.embeddings_layer_norm
+        else:
+            token_embedding = keras.layers.Embedding(
+                vocab_size, width, embeddings_initializer=init, dtype=dtype,
+                name="token_embedding",
+            )
+            segment_embedding = type_vocab_size and keras.layers.Embedding(
+                type_vocab_size, width, embeddings_initializer=init, dtype=dtype,
+                name="segment_embedding",
+            )
+            position_embedding = layers.PositionEmbedding(
+                max_positions, initializer_range, offset=position_offset, dtype=dtype,
+                name="position_embedding",
+            )
+            embeddings_layer_norm = layers.LayerNorm(
+                epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_layer_norm"
+            )
         embeddings_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
         projection = embedding_size is not None and keras.layers.Dense(
             hidden_size, kernel_initializer=init, dtype=dtype, name="embedding_projection")
@@ -140,6 +163,9 @@ class BertEncoder(keras.Model):
         self.position_offset = position_offset
         self.use_pooler = use_pooler
         self.token_embedding = token_embedding
+        self.segment_embedding = segment_embedding
+        self.position_embedding = position_embedding
+        self.embeddings_layer_norm = embeddings_layer_norm
 
     def get_config(self):
         return dict(

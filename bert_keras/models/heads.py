@@ -36,8 +36,9 @@ class MaskedLMHead(keras.layers.Layer):
     `call(sequence_output, masked_lm_positions)`: (B, T, H), int32 (B, P) -> float32 (B, P, V).
     Only the P gathered positions are transformed and projected, never all T.
 
-    logits = LayerNorm(act(gathered @ W + b)) @ E^T + output_bias, where E is the [V, H]
-    word-embedding table of `token_embedding` (the same variable, so training updates both).
+    logits = LayerNorm(act(gathered @ W + b)) @ E^T + output_bias, where E is the [V, E]
+    word-embedding table of `token_embedding` (the same variable, so training updates both)
+    and W maps H to E (E = H for BERT; ALBERT and ELECTRA's generator factorize).
 
     Args:
         token_embedding: the encoder's `keras.layers.Embedding` (`encoder.token_embedding`)
@@ -106,14 +107,11 @@ class MaskedLMHead(keras.layers.Layer):
             )
         if not isinstance(self.token_embedding, keras.Variable) and not self.token_embedding.built:
             self.token_embedding.build((None, None))
-        table_shape = tuple(self.decoder_table.shape)
-        if table_shape[1] != hidden_size:
-            raise ValueError(
-                f"MaskedLMHead: embedding table shape {table_shape} does not match hidden size "
-                f"{hidden_size} of the sequence output {tuple(sequence_output_shape)}."
-            )
+        # The transform maps H to the table's width E: H for BERT, the factorized embedding
+        # width for ALBERT (`predictions.dense`) and ELECTRA's generator.
+        width = int(self.decoder_table.shape[1])
         self.transform = keras.layers.Dense(
-            hidden_size,
+            width,
             activation=bert_layers.get_activation(self.activation),
             kernel_initializer=_initializer(self.initializer_range),
             dtype=self.dtype_policy,
@@ -123,12 +121,12 @@ class MaskedLMHead(keras.layers.Layer):
         self.transform_layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="transform_layer_norm"
         )
-        self.transform_layer_norm.build((None, None, hidden_size))
+        self.transform_layer_norm.build((None, None, width))
         # The projection onto V runs in float32 (a float32 sublayer, so a mixed policy never
         # reads the table or bias as bfloat16): it is only B*P rows, and the loss wants
         # full-precision logits.
         self.decoder = _TiedDecoder(self.token_embedding, dtype="float32", name="decoder")
-        self.decoder.build((None, None, hidden_size))
+        self.decoder.build((None, None, width))
 
     @property
     def output_bias(self):
@@ -340,4 +338,46 @@ class SpanHead(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(initializer_range=self.initializer_range)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class ReplacedTokenHead(keras.layers.Layer):
+    """ELECTRA's discriminator head: sequence (B, T, H) -> dense (H) -> activation -> float32
+    logits (B, T), one per token: > 0 means "replaced by the generator".
+
+    Hugging Face `discriminator_predictions.dense` / `dense_prediction`; Google TF1
+    `discriminator_predictions/dense` / `dense_1`.
+
+    Example:
+    >>> import numpy as np
+    >>> ReplacedTokenHead()(np.zeros((2, 7, 16), "float32")).shape
+    TensorShape([2, 7])
+    """
+
+    def __init__(self, activation="gelu", initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        bert_layers.get_activation(activation)  # Fail early on an unknown name.
+        self.activation = activation
+        self.initializer_range = initializer_range
+
+    def build(self, input_shape):
+        init = _initializer(self.initializer_range)
+        self.hidden = keras.layers.Dense(
+            input_shape[-1], activation=bert_layers.get_activation(self.activation),
+            kernel_initializer=init, dtype=self.dtype_policy, name="hidden")
+        self.hidden.build(input_shape)
+        self.logits = keras.layers.Dense(1, kernel_initializer=init, dtype="float32", name="logits")
+        self.logits.build(tuple(input_shape[:-1]) + (input_shape[-1],))
+
+    def call(self, sequence_output):
+        hidden = self.hidden(sequence_output)  # (B, T, H)
+        return ops.squeeze(self.logits(ops.cast(hidden, "float32")), -1)  # (B, T)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(activation=self.activation, initializer_range=self.initializer_range)
         return config

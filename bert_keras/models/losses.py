@@ -11,7 +11,7 @@ import tensorflow as tf
 from keras import ops
 
 
-def _scale_for_replicas(loss):
+def scale_for_replicas(loss):
     # Keras' TF trainer sums the replicas' gradients: each replica's loss carries 1/N.
     replicas = tf.distribute.get_strategy().num_replicas_in_sync
     return loss / replicas if replicas > 1 else loss
@@ -40,6 +40,10 @@ class TokenCrossEntropy(keras.losses.Loss):
         self.ignore_negative_labels = ignore_negative_labels
 
     def __call__(self, y_true, y_pred, sample_weight=None):
+        return scale_for_replicas(self.unscaled(y_true, y_pred, sample_weight))
+
+    def unscaled(self, y_true, y_pred, sample_weight=None):
+        """The loss of this replica's batch, not divided by the number of replicas."""
         logits = ops.cast(y_pred, "float32")  # (B, P, V)
         labels = ops.cast(y_true, "int32")  # (B, P)
         weights = ops.ones_like(labels, dtype="float32")
@@ -51,10 +55,8 @@ class TokenCrossEntropy(keras.losses.Loss):
         ce = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)  # (B, P)
         total = ops.sum(ce * weights)
         if self.epsilon:
-            loss = total / (ops.sum(weights) + self.epsilon)
-        else:
-            loss = ops.divide_no_nan(total, ops.sum(weights))
-        return _scale_for_replicas(loss)
+            return total / (ops.sum(weights) + self.epsilon)
+        return ops.divide_no_nan(total, ops.sum(weights))
 
     def call(self, y_true, y_pred):  # Unused: __call__ does the weighting itself.
         raise NotImplementedError("TokenCrossEntropy is used through __call__.")
@@ -95,3 +97,30 @@ class TokenAccuracy(keras.metrics.Metric):
     def reset_state(self):
         self.correct.assign(0.0)
         self.count.assign(0.0)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class Ratio(keras.metrics.Metric):
+    """sum(numerators) / sum(denominators) over the updates (0 while the denominator is 0):
+    accuracies, precision and recall from counts.
+
+    >>> m = Ratio(); m.update_state(3.0, 4.0); m.update_state(1.0, 4.0)
+    >>> float(m.result())
+    0.5
+    """
+
+    def __init__(self, name="ratio", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.numerator = self.add_variable(shape=(), initializer="zeros", name="numerator")
+        self.denominator = self.add_variable(shape=(), initializer="zeros", name="denominator")
+
+    def update_state(self, numerator, denominator):
+        self.numerator.assign_add(ops.cast(numerator, "float32"))
+        self.denominator.assign_add(ops.cast(denominator, "float32"))
+
+    def result(self):
+        return ops.divide_no_nan(self.numerator, self.denominator)
+
+    def reset_state(self):
+        self.numerator.assign(0.0)
+        self.denominator.assign(0.0)

@@ -1,4 +1,6 @@
-"""BERT pretraining (masked LM + NSP / SOP / none): `run_pretraining(config)` over `loop.train`.
+"""Pretraining: `run_pretraining(config)` over `loop.train`, for each `--objective`: BERT's
+masked LM + NSP / SOP / none, ELECTRA's replaced-token detection, DistilBERT's distillation
+(the models: `pretraining_models`).
 
 Data: `--train_data` (static TFRecords, e.g. from tools/create_pretraining_data.py) or
 `--train_text` (raw text, one sentence per line, blank line between documents; pairs and
@@ -8,8 +10,9 @@ with the vocab's size, or the weights of `init_checkpoint` to continue pretraini
 (BERT's 128 then 512 recipe). The learning-rate schedule (linear warmup, linear decay to
 `end_learning_rate` at `train_steps`) spans both phases. Rerunning the same call resumes.
 
-MODEL_DIR/ as `loop.train` writes it, plus encoder/ (the final encoder), final/ (the whole
-pretrainer as a task directory: tools/export.py serves it as fill-mask) and history.json.
+MODEL_DIR/ as `loop.train` writes it, plus encoder/ (the final encoder: BERT's, ELECTRA's
+discriminator, the distilled student), final/ (the masked LM with its heads as a task
+directory, which tools/export.py serves as fill-mask; not for ELECTRA) and history.json.
 
 Example:
     >>> import bert_keras as bk
@@ -25,16 +28,12 @@ import os
 
 from absl import logging
 
-from bert_keras.checkpoints import CheckpointError
 from bert_keras.data.pretraining import pipeline, records
 from bert_keras.files import write_json
-from bert_keras.models import head_checkpoints
-from bert_keras.models.encoder import BertEncoder
-from bert_keras.models.task_models import BertPretrainer
 from bert_keras.tasks import task_io
 from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.text.tokenizers import load_tokenizer
-from bert_keras import optimization
+from bert_keras.training import pretraining_models
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.loop import train
 from bert_keras.training.pretraining_config import PretrainConfig
@@ -46,51 +45,33 @@ def _dataset_fn(config, tokenizer, *, train_data, train_text, max_seq_length,
 
     def dataset_fn(batch_size, input_context):
         if train_data:
-            return records.read_pretraining_tfrecords(
+            dataset = records.read_pretraining_tfrecords(
                 [p.strip() for p in train_data.split(",") if p.strip()], batch_size,
                 max_seq_length, max_predictions_per_seq, input_context=input_context,
                 seed=config.seed, next_sentence=next_sentence)
-        return pipeline.dynamic_pretraining_dataset(
-            train_text, tokenizer, batch_size, max_seq_length=max_seq_length,
-            max_predictions_per_seq=max_predictions_per_seq, masked_lm_prob=config.masked_lm_prob,
-            whole_word_mask=config.whole_word_mask, pair_mode=config.pair_mode, seed=config.seed,
-            input_context=input_context)
+        else:
+            dataset = pipeline.dynamic_pretraining_dataset(
+                train_text, tokenizer, batch_size, max_seq_length=max_seq_length,
+                max_predictions_per_seq=max_predictions_per_seq,
+                masked_lm_prob=config.masked_lm_prob, whole_word_mask=config.whole_word_mask,
+                pair_mode=config.pair_mode, seed=config.seed, input_context=input_context)
+        return pretraining_models.model_inputs(config, dataset)
 
     return dataset_fn
 
 
 def _tokenizer(config):
-    if config.vocab_file is None and config.init_checkpoint:
-        return load_tokenizer(config.init_checkpoint)
+    source = config.init_checkpoint or (
+        config.teacher_checkpoint and (pretraining_models.teacher_task_dir(config.teacher_checkpoint)
+                                       or config.teacher_checkpoint))
+    if config.vocab_file is None and source:
+        return load_tokenizer(source)
     return BertTokenizer(config.vocab_file or pipeline.default_vocab_file(),
                          lower_case=config.lower_case)
 
 
 def _model_fn(config, tokenizer):
-    overrides = config.encoder_overrides()
-
-    def model_fn():
-        if config.init_checkpoint:
-            encoder = BertEncoder.from_pretrained(config.init_checkpoint, **overrides)
-            if encoder.vocab_size != tokenizer.vocab_size:
-                raise ValueError(
-                    f"init_checkpoint {config.init_checkpoint!r} has vocab_size "
-                    f"{encoder.vocab_size} but the vocab {tokenizer.vocab_file!r} has "
-                    f"{tokenizer.vocab_size} tokens.")
-        else:
-            encoder = BertEncoder.from_preset(config.preset, vocab_size=tokenizer.vocab_size,
-                                              **overrides)
-        pretrainer = BertPretrainer(encoder, next_sentence=config.pair_mode != "none")
-        if config.init_checkpoint:
-            _try_load_heads(pretrainer, config.init_checkpoint)
-        pretrainer.compile(optimizer=optimization.create_optimizer(
-            config.optimizer, learning_rate=config.learning_rate,
-            num_train_steps=config.train_steps, num_warmup_steps=config.warmup_steps,
-            end_learning_rate=config.end_learning_rate, weight_decay=config.weight_decay,
-            gradient_accumulation_steps=config.gradient_accumulation_steps))
-        return pretrainer
-
-    return model_fn
+    return lambda: pretraining_models.build_model(config, tokenizer)
 
 
 def run_pretraining(config=None, *, strategy=None, progress=True, **options):
@@ -139,12 +120,13 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
         _append_history(os.path.join(config.model_dir, "history.json"), history,
                         results[0].initial_step)
         result.model.encoder.save_pretrained(encoder_dir, tokenizer)
-        # The whole pretrainer (MLM + NSP heads) too: tools/export.py serves it as fill-mask.
-        task_io.save_task(os.path.join(config.model_dir, "final"), result.model, tokenizer,
-                          task="pretraining",
-                          seq_length=config.phase2_seq_length or config.max_seq_length)
-        logging.info("Saved the encoder to %s and the pretrainer to %s/final", encoder_dir,
-                     config.model_dir)
+        logging.info("Saved the encoder to %s", encoder_dir)
+        masked_lm = pretraining_models.masked_lm_model(result.model)
+        if masked_lm is not None:  # tools/export.py serves it as fill-mask
+            task_io.save_task(os.path.join(config.model_dir, "final"), masked_lm, tokenizer,
+                              task="pretraining",
+                              seq_length=config.phase2_seq_length or config.max_seq_length)
+            logging.info("Saved the masked LM to %s/final", config.model_dir)
     return dict(step=result.step, initial_step=results[0].initial_step, history=history,
                 encoder_dir=encoder_dir)
 
@@ -157,11 +139,3 @@ def _append_history(path, history, initial_step):
         with open(path) as f:
             earlier = [entry for entry in json.load(f) if entry[0] <= initial_step]
     write_json(path, earlier + [[step, values] for step, values in history])
-
-
-def _try_load_heads(pretrainer, init_checkpoint):
-    try:
-        head_checkpoints.load_pretraining_heads(pretrainer, init_checkpoint)
-        logging.info("Loaded the pretraining heads of %s", init_checkpoint)
-    except (CheckpointError, ValueError, OSError) as e:
-        logging.info("Pretraining heads start from scratch (%s)", e)

@@ -19,10 +19,18 @@ from bert_keras.files import expand_patterns
 from bert_keras.training.precision import DTYPES
 from bert_keras.training.strategy import STRATEGIES
 
+OBJECTIVES = ("mlm", "electra", "distill")
+
 
 @dataclasses.dataclass(frozen=True)
 class PretrainConfig(Config):
-    """A pretraining run (masked LM + NSP / SOP / none); see tools/pretrain.py."""
+    """A pretraining run (masked LM + NSP / SOP / none, ELECTRA, distillation); see
+    tools/pretrain.py."""
+
+    objective: str = option("mlm", "mlm: BERT's masked LM (+ --pair_mode); electra: replaced-"
+                            "token detection with a generator of --generator_size; distill: a "
+                            "student of half the layers of --teacher_checkpoint learns its soft "
+                            "targets (DistilBERT).", choices=OBJECTIVES)
 
     train_text: str = option(None, "Raw text files (comma-separated globs, .gz ok): one sentence "
                              "per line, blank line between documents. Pairs and masks are made "
@@ -56,7 +64,30 @@ class PretrainConfig(Config):
     masked_lm_prob: float = option(0.15, "Fraction of tokens masked (--train_text).", advanced=True)
     whole_word_mask: bool = option(False, "Mask whole words (--train_text).", advanced=True)
     pair_mode: str = option("nsp", "Sentence-pair task: next sentence, sentence order, or none "
-                            "(MLM only).", choices=PAIR_MODES, advanced=True)
+                            "(MLM only; full sentences packed across documents, RoBERTa). "
+                            "--objective=electra / distill train none.", choices=PAIR_MODES,
+                            advanced=True)
+    generator_size: float = option(0.25, "--objective=electra: the generator's width as a "
+                                   "fraction of the discriminator's (paper: 1/4 to 1/3).",
+                                   advanced=True)
+    rtd_weight: float = option(50.0, "--objective=electra: weight of the replaced-token "
+                               "detection loss against the generator's MLM loss (paper: 50).",
+                               advanced=True)
+    teacher_checkpoint: str = option(None, "--objective=distill: the teacher, a masked LM with "
+                                     "its head: a bert_keras pretraining run's final/ or model "
+                                     "dir, or a Hugging Face *ForMaskedLM / Google BERT "
+                                     "directory.", advanced=True)
+    student_layers: str = option(None, "--objective=distill: the teacher layers the student "
+                                 "starts from, e.g. 0,2,4 (default: every other one).",
+                                 advanced=True)
+    distill_temperature: float = option(2.0, "--objective=distill: softmax temperature of the "
+                                        "soft targets.", advanced=True)
+    alpha_ce: float = option(5.0, "--objective=distill: weight of the soft-target KL loss.",
+                             advanced=True)
+    alpha_mlm: float = option(2.0, "--objective=distill: weight of the student's MLM loss.",
+                              advanced=True)
+    alpha_cos: float = option(1.0, "--objective=distill: weight of the hidden-state cosine "
+                              "loss.", advanced=True)
     phase2_seq_length: int = option(None, "Two-phase recipe: the last --phase2_fraction of the "
                                     "steps use this sequence length (BERT: 128, then 512).",
                                     advanced=True)
@@ -89,7 +120,8 @@ class PretrainConfig(Config):
     keep_checkpoints: int = option(5, "Recent checkpoints to keep.", advanced=True)
     log_every: int = option(100, "Steps between TensorBoard points and progress lines.",
                             advanced=True)
-    seed: int = option(0, "Data seed (shuffling, pairs, masks).", advanced=True)
+    seed: int = option(0, "Data seed (shuffling, pairs, masks) and the generator's sampling.",
+                       advanced=True)
 
     def validate(self):
         check(bool(self.model_dir), "--model_dir is required.")
@@ -135,6 +167,24 @@ class PretrainConfig(Config):
         check(0.0 < self.masked_lm_prob < 1.0,
               f"--masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}.")
         check(self.pair_mode in PAIR_MODES, f"--pair_mode={self.pair_mode!r} is not one of {PAIR_MODES}.")
+        check(self.objective in OBJECTIVES,
+              f"--objective={self.objective!r} is not one of {OBJECTIVES}.")
+        check(self.objective == "mlm" or self.pair_mode == "none",
+              f"--objective={self.objective} trains no sentence-pair task: give --pair_mode=none "
+              f"(got --pair_mode={self.pair_mode}).")
+        check(0.0 < self.generator_size <= 1.0,
+              f"--generator_size must be in (0, 1], got {self.generator_size}.")
+        check(self.rtd_weight > 0, f"--rtd_weight must be > 0, got {self.rtd_weight}.")
+        check((self.objective == "distill") == bool(self.teacher_checkpoint),
+              "--objective=distill needs --teacher_checkpoint, and only it takes one; got "
+              f"--objective={self.objective}, --teacher_checkpoint={self.teacher_checkpoint!r}.")
+        check(not self.teacher_checkpoint or os.path.isdir(self.teacher_checkpoint),
+              f"--teacher_checkpoint={self.teacher_checkpoint!r} is not a directory.")
+        check(not (self.objective == "distill" and self.init_checkpoint),
+              "--objective=distill starts the student from the teacher; drop --init_checkpoint.")
+        check(self.distill_temperature > 0,
+              f"--distill_temperature must be > 0, got {self.distill_temperature}.")
+        self.student_layer_list()
         check(self.dtype in DTYPES, f"--dtype={self.dtype!r} is not one of {DTYPES}.")
 
     def files(self, name):
@@ -154,6 +204,16 @@ class PretrainConfig(Config):
         if self.dropout is not None:
             overrides.update(dropout=self.dropout, attention_dropout=self.dropout)
         return overrides
+
+    def student_layer_list(self):
+        """--student_layers as a list of ints (None: every other teacher layer)."""
+        if not self.student_layers:
+            return None
+        try:
+            return [int(i) for i in self.student_layers.split(",")]
+        except ValueError:
+            raise ConfigError(f"--student_layers={self.student_layers!r} is not a comma-separated "
+                              "list of layer numbers.") from None
 
     def phase1_steps(self):
         if not self.phase2_seq_length:

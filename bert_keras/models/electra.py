@@ -1,0 +1,204 @@
+"""ELECTRA pretraining (Clark et al. 2020): replaced-token detection.
+
+A small generator (a masked LM sharing the discriminator's token, segment and position
+embeddings) fills the masked positions with tokens sampled from its own output distribution
+(Gumbel-max, no gradient through the sample); the discriminator (the encoder that is kept and
+fine-tuned) predicts for every token whether it was replaced. Loss = generator MLM loss +
+`rtd_weight` (50 in the paper) x the discriminator's sigmoid loss over the non-padding tokens.
+A sampled token that equals the original counts as original, as in the paper.
+
+Shape legend: B batch, T sequence length, P masked positions, V vocabulary.
+"""
+
+import keras
+from keras import ops
+
+from bert_keras.models import heads
+from bert_keras.models.encoder import BertEncoder
+from bert_keras.models.encoder_config import EncoderConfig
+from bert_keras.models.losses import Ratio, TokenCrossEntropy, scale_for_replicas
+from bert_keras.models.task_models import default_optimizer
+from bert_keras.names import INPUT_NAMES
+
+MASKED_LM_INPUTS = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+
+
+def generator_config(discriminator, size):
+    """The EncoderConfig of the generator for a discriminator `BertEncoder`: `size` (0, 1] of
+    its hidden and feed-forward widths (ELECTRA: 1/4 to 1/3), heads of the discriminator's
+    head width, the same depth, embeddings of the discriminator's width (projected when the
+    widths differ).
+
+    >>> import bert_keras as bk
+    >>> d = bk.BertEncoder.from_preset("electra_small", vocab_size=100)
+    >>> g = generator_config(d, 0.25)
+    >>> (g.hidden_size, g.num_heads, g.intermediate_size, g.embedding_size)
+    (64, 1, 256, 128)
+    """
+    if not 0.0 < size <= 1.0:
+        raise ValueError(f"generator_size must be in (0, 1], got {size}.")
+    arch = discriminator.architecture
+    head_width = arch["hidden_size"] // arch["num_heads"]
+    hidden = max(head_width, int(round(arch["hidden_size"] * size / head_width)) * head_width)
+    width = arch["embedding_size"] or arch["hidden_size"]
+    return EncoderConfig(**{
+        **arch, "hidden_size": hidden, "num_heads": hidden // head_width,
+        "intermediate_size": max(1, int(round(arch["intermediate_size"] * size))),
+        "embedding_size": None if width == hidden else width, "num_layer_groups": None,
+        "use_pooler": False,
+    })
+
+
+def gumbel_sample(logits, seed):
+    """One token per row of `logits` (..., V) drawn from softmax(logits) (Gumbel-max)."""
+    uniform = keras.random.uniform(ops.shape(logits), minval=1e-9, maxval=1.0, seed=seed)
+    return ops.cast(ops.argmax(logits - ops.log(-ops.log(uniform)), axis=-1), "int32")
+
+
+def scatter_positions(ids, positions, values, weights):
+    """`ids` (B, T) with `values` (B, P) written at `positions` (B, P) where `weights` > 0
+    (padding slots of the masked positions, weight 0, write nothing)."""
+    length = ops.shape(ids)[1]
+    hits = ops.one_hot(positions, length, dtype="int32") * ops.cast(
+        weights > 0, "int32")[:, :, None]  # (B, P, T)
+    written = ops.sum(hits, axis=1) > 0  # (B, T)
+    value = ops.sum(hits * ops.cast(values, "int32")[:, :, None], axis=1)  # (B, T)
+    return ops.where(written, value, ids)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class ElectraPretrainer(keras.Model):
+    """ELECTRA's replaced-token detection over a discriminator `BertEncoder`.
+
+    Inputs (a dict): the encoder inputs (input_word_ids with the masked positions already
+    masked, as the pretraining data makes them) + `masked_lm_positions`, `masked_lm_ids`
+    (the original tokens), `masked_lm_weights` (B, P). Outputs: {"generator_logits" (B, P, V),
+    "discriminator_logits" (B, T), "replaced" (B, T) 0/1, "corrupted_ids" (B, T)}. The loss
+    is computed from these (`loss_terms`); `fit` needs no y.
+
+    Args:
+        discriminator: the `BertEncoder` to pretrain (`.encoder`; saved and fine-tuned).
+        generator_size: the generator's width as a fraction of the discriminator's.
+        rtd_weight: lambda, the weight of the discriminator loss (paper: 50).
+        temperature: of the generator's sampling distribution (paper: 1).
+        seed: of the sampling (its state is a variable, so checkpoints resume it).
+
+    Example:
+    >>> import numpy as np
+    >>> import bert_keras as bk
+    >>> model = ElectraPretrainer(bk.BertEncoder.from_preset("bert_tiny", vocab_size=50), seed=1)
+    >>> x = {"input_word_ids": np.array([[2, 4, 4, 9, 3]], "int32"),
+    ...      "input_mask": np.ones((1, 5), "int32"), "input_type_ids": np.zeros((1, 5), "int32"),
+    ...      "masked_lm_positions": np.array([[1, 2]], "int32"),
+    ...      "masked_lm_ids": np.array([[7, 8]], "int32"),
+    ...      "masked_lm_weights": np.ones((1, 2), "float32")}
+    >>> model(x)["discriminator_logits"].shape
+    TensorShape([1, 5])
+    """
+
+    default_learning_rate = 5e-4  # ELECTRA-Small's
+
+    def __init__(self, discriminator, generator_size=0.25, rtd_weight=50.0, temperature=1.0,
+                 seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder = discriminator
+        self.generator = BertEncoder(
+            **generator_config(discriminator, generator_size).to_dict(),
+            embeddings_of=discriminator, dtype=discriminator.dtype_policy, name="generator")
+        self.generator_head = heads.MaskedLMHead(
+            discriminator.token_embedding, activation=discriminator.activation,
+            layer_norm_epsilon=discriminator.layer_norm_epsilon,
+            initializer_range=discriminator.initializer_range,
+            dtype=discriminator.dtype_policy, name="generator_head")
+        self.discriminator_head = heads.ReplacedTokenHead(
+            activation=discriminator.activation, initializer_range=discriminator.initializer_range,
+            dtype=discriminator.dtype_policy, name="discriminator_head")
+        # Built now, so an optimizer can be built for every variable before the first step.
+        self.generator_head.build((None, None, self.generator.hidden_size))
+        self.discriminator_head.build((None, None, discriminator.hidden_size))
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        self.generator_size, self.rtd_weight, self.temperature = generator_size, rtd_weight, temperature
+        self.seed = seed
+        self._masked_lm_loss = TokenCrossEntropy(epsilon=1e-5)
+        self.trackers = {name: keras.metrics.Mean(name=name) for name in
+                         ("generator_loss", "discriminator_loss")}
+        self.ratios = {name: Ratio(name=name) for name in (
+            "generator_accuracy", "discriminator_accuracy", "all_original_accuracy",
+            "replaced_precision", "replaced_recall")}
+        self.built = True
+        self.compile(optimizer=default_optimizer(self.default_learning_rate))
+
+    def call(self, inputs, training=False):
+        encoder_inputs = {name: inputs[name] for name in INPUT_NAMES}
+        positions = inputs["masked_lm_positions"]
+        weights = inputs["masked_lm_weights"]
+        generated = self.generator(encoder_inputs, training=training)["sequence_output"]
+        generator_logits = self.generator_head(generated, positions)  # (B, P, V) float32
+        sampled = gumbel_sample(ops.stop_gradient(generator_logits) / self.temperature,
+                                self.seed_generator)  # (B, P)
+        word_ids = encoder_inputs["input_word_ids"]
+        original = scatter_positions(word_ids, positions, inputs["masked_lm_ids"], weights)
+        corrupted = scatter_positions(word_ids, positions, sampled, weights)
+        replaced = ops.cast(ops.not_equal(corrupted, original), "int32") * encoder_inputs["input_mask"]
+        discriminated = self.encoder({**encoder_inputs, "input_word_ids": corrupted},
+                                     training=training)["sequence_output"]
+        return {"generator_logits": generator_logits,
+                "discriminator_logits": self.discriminator_head(discriminated),
+                "replaced": replaced, "corrupted_ids": corrupted}
+
+    def loss_terms(self, x, y_pred):
+        """{"generator_loss", "discriminator_loss", "loss"} of one batch (not yet divided by
+        the number of replicas)."""
+        generator_loss = self._masked_lm_loss.unscaled(
+            x["masked_lm_ids"], y_pred["generator_logits"], x["masked_lm_weights"])
+        mask = ops.cast(x["input_mask"], "float32")
+        per_token = ops.binary_crossentropy(  # (B, T)
+            ops.cast(y_pred["replaced"], "float32"), y_pred["discriminator_logits"],
+            from_logits=True)
+        discriminator_loss = ops.sum(per_token * mask) / (ops.sum(mask) + 1e-6)
+        return {"generator_loss": generator_loss, "discriminator_loss": discriminator_loss,
+                "loss": generator_loss + self.rtd_weight * discriminator_loss}
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        return scale_for_replicas(self.loss_terms(x, y_pred)["loss"])
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        terms = self.loss_terms(x, y_pred)
+        for name, tracker in self.trackers.items():
+            tracker.update_state(terms[name])
+        weights = ops.cast(x["masked_lm_weights"], "float32")
+        guessed = ops.cast(ops.argmax(y_pred["generator_logits"], axis=-1), "int32")
+        hits = ops.cast(ops.equal(guessed, ops.cast(x["masked_lm_ids"], "int32")), "float32")
+        self.ratios["generator_accuracy"].update_state(ops.sum(hits * weights), ops.sum(weights))
+        mask = ops.cast(x["input_mask"], "float32")
+        replaced = ops.cast(y_pred["replaced"], "float32")
+        predicted = ops.cast(y_pred["discriminator_logits"] > 0, "float32") * mask
+        correct = ops.sum(ops.cast(ops.equal(predicted, replaced), "float32") * mask)
+        self.ratios["discriminator_accuracy"].update_state(correct, ops.sum(mask))
+        self.ratios["all_original_accuracy"].update_state(ops.sum((1 - replaced) * mask),
+                                                          ops.sum(mask))
+        true_positives = ops.sum(predicted * replaced)
+        self.ratios["replaced_precision"].update_state(true_positives, ops.sum(predicted))
+        self.ratios["replaced_recall"].update_state(true_positives, ops.sum(replaced))
+        return self.get_metrics_result()  # "loss" itself: Keras' train_step tracks it
+
+    def get_config(self):
+        return dict(name=self.name, discriminator=keras.saving.serialize_keras_object(self.encoder),
+                    generator_size=self.generator_size, rtd_weight=self.rtd_weight,
+                    temperature=self.temperature, seed=self.seed)
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["discriminator"] = keras.saving.deserialize_keras_object(config["discriminator"])
+        return cls(**config)
+
+
+def with_masked_lm_inputs(x, y, sample_weight):
+    """The pretraining data's (x, y, sample_weight) as ElectraPretrainer's inputs."""
+    return ({**x, "masked_lm_ids": y["masked_lm"],
+             "masked_lm_weights": sample_weight["masked_lm"]},)
+
+
+__all__ = ["ElectraPretrainer", "generator_config", "gumbel_sample", "scatter_positions",
+           "with_masked_lm_inputs"]

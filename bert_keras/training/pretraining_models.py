@@ -1,0 +1,108 @@
+"""The model a pretraining run trains, per `--objective`: BERT's `BertPretrainer` (masked LM +
+NSP / SOP / none), `ElectraPretrainer` (replaced-token detection) or `DistillationPretrainer`
+(a student of a teacher masked LM). Each is compiled with the run's optimizer and has
+`.encoder`, the encoder the run saves."""
+
+import os
+
+from absl import logging
+
+from bert_keras.checkpoints import CheckpointError
+from bert_keras.models import head_checkpoints
+from bert_keras.models.distillation import DistillationPretrainer, student_from_teacher
+from bert_keras.models.electra import ElectraPretrainer, with_masked_lm_inputs
+from bert_keras.models.encoder import BertEncoder
+from bert_keras.models.task_models import BertPretrainer
+from bert_keras.tasks import task_io
+from bert_keras import optimization
+
+TASK_FILE = "task.json"
+
+
+def teacher_task_dir(path):
+    """The task directory of a teacher path: the path itself, or a pretraining run's final/."""
+    for candidate in (path, os.path.join(path, "final")):
+        if os.path.exists(os.path.join(candidate, TASK_FILE)):
+            return candidate
+    return None
+
+
+def load_teacher(path):
+    """A `BertPretrainer` (encoder + MLM head) from a bert_keras pretraining run (its model dir
+    or final/), or a Hugging Face *ForMaskedLM / *ForPreTraining or Google BERT directory."""
+    task_dir = teacher_task_dir(path)
+    if task_dir:
+        model, _, _ = task_io.load_task(task_dir)
+        if not isinstance(model, BertPretrainer):
+            raise ValueError(f"--teacher_checkpoint={path!r} holds a {type(model).__name__}, not "
+                             "a masked LM (a pretraining run's final/).")
+        return model
+    teacher = BertPretrainer(BertEncoder.from_pretrained(path), next_sentence=False)
+    try:
+        head_checkpoints.load_pretraining_heads(teacher, path)
+    except (CheckpointError, ValueError) as e:
+        raise ValueError(f"--teacher_checkpoint={path!r} has no masked-LM head to distil from "
+                         f"({e}).") from None
+    return teacher
+
+
+def _encoder(config, tokenizer):
+    overrides = config.encoder_overrides()
+    if config.init_checkpoint:
+        encoder = BertEncoder.from_pretrained(config.init_checkpoint, **overrides)
+        if encoder.vocab_size != tokenizer.vocab_size:
+            raise ValueError(
+                f"init_checkpoint {config.init_checkpoint!r} has vocab_size "
+                f"{encoder.vocab_size} but the vocab {tokenizer.vocab_file!r} has "
+                f"{tokenizer.vocab_size} tokens.")
+        return encoder
+    return BertEncoder.from_preset(config.preset, vocab_size=tokenizer.vocab_size, **overrides)
+
+
+def build_model(config, tokenizer):
+    """The compiled pretraining model of `config` (call it in the strategy's scope)."""
+    if config.objective == "electra":
+        model = ElectraPretrainer(_encoder(config, tokenizer), generator_size=config.generator_size,
+                                  rtd_weight=config.rtd_weight, seed=config.seed)
+    elif config.objective == "distill":
+        teacher = load_teacher(config.teacher_checkpoint)
+        if teacher.encoder.vocab_size != tokenizer.vocab_size:
+            raise ValueError(f"The teacher has vocab_size {teacher.encoder.vocab_size} but the "
+                             f"vocab {tokenizer.vocab_file!r} has {tokenizer.vocab_size} tokens.")
+        student = student_from_teacher(teacher.encoder, config.student_layer_list())
+        model = DistillationPretrainer(
+            teacher, student, temperature=config.distill_temperature, alpha_ce=config.alpha_ce,
+            alpha_mlm=config.alpha_mlm, alpha_cos=config.alpha_cos)
+    else:
+        model = BertPretrainer(_encoder(config, tokenizer), next_sentence=config.pair_mode != "none")
+        if config.init_checkpoint:
+            _try_load_heads(model, config.init_checkpoint)
+    model.compile(optimizer=optimization.create_optimizer(
+        config.optimizer, learning_rate=config.learning_rate,
+        num_train_steps=config.train_steps, num_warmup_steps=config.warmup_steps,
+        end_learning_rate=config.end_learning_rate, weight_decay=config.weight_decay,
+        gradient_accumulation_steps=config.gradient_accumulation_steps))
+    return model
+
+
+def model_inputs(config, dataset):
+    """The pretraining data's (x, y, sample_weight) batches as `config`'s model takes them."""
+    if config.objective == "mlm":
+        return dataset
+    return dataset.map(with_masked_lm_inputs)
+
+
+def masked_lm_model(model):
+    """The part of a trained model that tools/export.py serves as fill-mask (None: ELECTRA's
+    discriminator is not a masked LM)."""
+    if isinstance(model, DistillationPretrainer):
+        return model.student_pretrainer
+    return model if isinstance(model, BertPretrainer) else None
+
+
+def _try_load_heads(pretrainer, init_checkpoint):
+    try:
+        head_checkpoints.load_pretraining_heads(pretrainer, init_checkpoint)
+        logging.info("Loaded the pretraining heads of %s", init_checkpoint)
+    except (CheckpointError, ValueError, OSError) as e:
+        logging.info("Pretraining heads start from scratch (%s)", e)
