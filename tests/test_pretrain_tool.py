@@ -97,11 +97,28 @@ def test_tiny_flagfile_run_writes_everything_fine_tuning_needs(tmp_path):
     assert BertEncoder.from_pretrained(str(encoder_dir)).hidden_size == 128
 
 
+def _tiny_teacher(directory):
+    """A bert_tiny masked LM over the bundled vocab, saved as a pretraining task directory."""
+    import bert_keras as bk
+    from bert_keras.tasks import task_io
+
+    tokenizer = bk.BertTokenizer(str(REPO / "bert_keras" / "assets" / "vocab.txt"))
+    teacher = bk.BertPretrainer(bk.BertEncoder.from_preset(
+        "bert_tiny", vocab_size=tokenizer.vocab_size), next_sentence=False)
+    task_io.save_task(str(directory), teacher, tokenizer, task="pretraining", seq_length=32)
+    return directory
+
+
 @pytest.mark.slow
-def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path):
+@pytest.mark.parametrize("objective", ["mlm", "electra", "distill"])
+def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path, objective):
     model_dir = tmp_path / "run"
     args = TOOL + [TINY, f"--model_dir={model_dir}", "--train_steps=60", "--checkpoint_every=5",
-                   "--log_every=5", "--warmup_steps=5"]
+                   "--log_every=5", "--warmup_steps=5", f"--objective={objective}"]
+    if objective != "mlm":
+        args.append("--pair_mode=none")
+    if objective == "distill":
+        args.append(f"--teacher_checkpoint={_tiny_teacher(tmp_path / 'teacher')}")
     proc = subprocess.Popen(args, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     index = model_dir / "checkpoints" / "checkpoint"
@@ -124,6 +141,12 @@ def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path):
     start = int(resumed[0].split("at step ")[1].split()[0])
     assert start >= killed_at  # not retrained from zero
     assert f"Finished at step 60 (started at {start})" in rerun.stdout
+    from bert_keras.models.encoder import BertEncoder
+
+    # The encoder kept: BERT's, ELECTRA's discriminator, the student (1 of bert_tiny's 2 layers).
+    encoder = BertEncoder.from_pretrained(str(model_dir / "encoder"))
+    assert encoder.num_layers == (1 if objective == "distill" else 2)
+    assert (model_dir / "final" / "task.json").exists() == (objective != "electra")
     first_progress = next(line for line in rerun.stdout.splitlines() if line.startswith("step "))
     assert int(first_progress.split()[1].split("/")[0]) > start  # progress continues from there
     # TensorBoard: the rerun's event file starts after the checkpoint step.

@@ -1,0 +1,243 @@
+"""The pretraining objectives of the variants: ELECTRA's replaced-token detection and DistilBERT's
+distillation. Losses against numpy on fixed batches, the replaced-token labels, the generator's
+sampling distribution, the student's initial layers, and the tools' runs (slow)."""
+
+import numpy as np
+import pytest
+
+import bert_keras as bk
+from bert_keras.configs import ConfigError
+from bert_keras.models.distillation import DistillationPretrainer, student_from_teacher
+from bert_keras.models.electra import (
+    ElectraPretrainer, generator_config, gumbel_sample, scatter_positions)
+from bert_keras.training.pretraining_config import PretrainConfig
+
+B, T, P, V = 3, 10, 4, 100
+
+
+def batch(seed=0):
+    rng = np.random.default_rng(seed)
+    mask = np.ones((B, T), "int32")
+    mask[1, 7:] = 0  # padding
+    ids = rng.integers(5, V, (B, T)).astype("int32") * mask
+    positions = np.array([[1, 3, 5, 0], [2, 4, 0, 0], [1, 2, 6, 8]], "int32")
+    weights = (positions > 0).astype("float32")
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": np.zeros((B, T), "int32"),
+            "masked_lm_positions": positions,
+            "masked_lm_ids": (rng.integers(5, V, (B, P)) * weights).astype("int32"),
+            "masked_lm_weights": weights}
+
+
+def log_softmax(x):
+    x = x - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def numpy_masked_lm_loss(logits, labels, weights):
+    ce = -np.take_along_axis(log_softmax(logits), labels[..., None], -1)[..., 0]
+    return (ce * weights).sum() / (weights.sum() + 1e-5)
+
+
+def test_electra_losses_equal_a_numpy_reference(tiny_encoder):
+    model = ElectraPretrainer(tiny_encoder(), seed=3)
+    x = batch()
+    out = {k: np.asarray(v) for k, v in model(x).items()}
+    terms = {k: float(v) for k, v in model.loss_terms(x, out).items()}
+    generator = numpy_masked_lm_loss(out["generator_logits"].astype("float64"),
+                                     x["masked_lm_ids"], x["masked_lm_weights"])
+    z, y, m = out["discriminator_logits"].astype("float64"), out["replaced"], x["input_mask"]
+    per_token = np.maximum(z, 0) - z * y + np.log1p(np.exp(-np.abs(z)))
+    discriminator = (per_token * m).sum() / (m.sum() + 1e-6)
+    np.testing.assert_allclose(terms["generator_loss"], generator, rtol=1e-5)
+    np.testing.assert_allclose(terms["discriminator_loss"], discriminator, rtol=1e-5)
+    np.testing.assert_allclose(terms["loss"], generator + 50 * discriminator, rtol=1e-5)
+
+
+def test_replaced_labels_mark_exactly_the_changed_tokens(tiny_encoder):
+    """A generator sure of token 7: positions whose original is 7 get 7 back and are labelled
+    original; the others are replaced; nothing changes outside the masked positions."""
+    model = ElectraPretrainer(tiny_encoder(), seed=0)
+    bias = np.full(V, -100.0, "float32")
+    bias[7] = 100.0
+    model.generator_head.decoder.output_bias.assign(bias)
+    x = batch()
+    x["masked_lm_ids"] = np.where(np.arange(P)[None, :] % 2 == 0, 7, 8).astype("int32") * (
+        x["masked_lm_weights"] > 0)
+    out = {k: np.asarray(v) for k, v in model(x).items()}
+    original = x["input_word_ids"].copy()
+    for b in range(B):
+        for p in range(P):
+            if x["masked_lm_weights"][b, p]:
+                original[b, x["masked_lm_positions"][b, p]] = x["masked_lm_ids"][b, p]
+    expected_corrupted = original.copy()
+    for b in range(B):
+        for p in range(P):
+            if x["masked_lm_weights"][b, p]:
+                expected_corrupted[b, x["masked_lm_positions"][b, p]] = 7
+    np.testing.assert_array_equal(out["corrupted_ids"], expected_corrupted)
+    np.testing.assert_array_equal(out["replaced"], (expected_corrupted != original) * x["input_mask"])
+    assert out["replaced"].sum() == (x["masked_lm_ids"] == 8).sum() > 0
+
+
+def test_gumbel_sampling_follows_the_softmax():
+    import keras
+
+    probabilities = np.array([0.5, 0.3, 0.15, 0.05])
+    logits = np.tile(np.log(probabilities)[None, :], (20000, 1)).astype("float32")
+    draws = np.asarray(gumbel_sample(logits, keras.random.SeedGenerator(1)))
+    frequencies = np.bincount(draws, minlength=4) / draws.size
+    np.testing.assert_allclose(frequencies, probabilities, atol=0.015)
+
+
+def test_scatter_positions_skips_padding_slots():
+    ids = np.array([[1, 2, 3, 4]], "int32")
+    got = scatter_positions(ids, np.array([[2, 0]], "int32"), np.array([[9, 8]], "int32"),
+                            np.array([[1.0, 0.0]], "float32"))
+    assert np.asarray(got).tolist() == [[1, 2, 9, 4]]  # position 0 (a padding slot) untouched
+
+
+def test_generator_shares_the_discriminator_embeddings(tiny_encoder):
+    discriminator = tiny_encoder(hidden_size=32, num_heads=4, intermediate_size=64)
+    model = ElectraPretrainer(discriminator, generator_size=0.5)
+    assert model.generator.token_embedding is discriminator.token_embedding
+    assert model.generator.position_embedding is discriminator.position_embedding
+    assert model.generator_head.decoder_table is discriminator.token_embedding.embeddings
+    config = generator_config(discriminator, 0.5)
+    assert (config.hidden_size, config.num_heads, config.embedding_size) == (16, 2, 32)
+    shared = {id(v) for v in discriminator.weights} & {id(v) for v in model.generator.weights}
+    assert len(shared) == 5  # token, segment, position embeddings and the embedding layer norm
+
+
+def test_student_starts_from_every_other_teacher_layer(tiny_encoder):
+    teacher = tiny_encoder(num_layers=4)
+    student = student_from_teacher(teacher)
+    assert student.num_layers == 2
+    weights = {v.path: v.numpy() for v in teacher.weights}
+    for v in student.weights:
+        source = v.path.replace("transformer_layer_1/", "transformer_layer_2/")
+        np.testing.assert_array_equal(v.numpy(), weights[source], err_msg=v.path)
+    chosen = student_from_teacher(teacher, [1, 3])
+    np.testing.assert_array_equal(chosen.get_layer("transformer_layer_1").weights[0].numpy(),
+                                  teacher.get_layer("transformer_layer_3").weights[0].numpy())
+    with pytest.raises(ValueError, match="increasing teacher layers"):
+        student_from_teacher(teacher, [3, 1])
+
+
+def test_distillation_losses_equal_a_numpy_reference(tiny_encoder):
+    teacher = bk.BertPretrainer(tiny_encoder(num_layers=2), next_sentence=False)
+    model = DistillationPretrainer(teacher)
+    np.testing.assert_array_equal(  # the student's MLM head starts as the teacher's
+        model.student_pretrainer.masked_lm_head.output_bias.numpy(),
+        teacher.masked_lm_head.output_bias.numpy())
+    rng = np.random.default_rng(1)  # a student that differs clearly from its teacher
+    for v in model.encoder.weights:
+        v.assign(v.numpy() + rng.normal(0, 0.5, v.shape).astype("float32"))
+    x = batch()
+    outputs = model(x)
+    terms = {k: float(v) for k, v in model.loss_terms(x, outputs).items()}
+    out = {k: np.asarray(v, "float64") for k, v in outputs.items()}
+    m = x["input_mask"].astype("float64")
+    t_log, s_log = log_softmax(out["teacher_logits"] / 2), log_softmax(out["student_logits"] / 2)
+    kl = (np.exp(t_log) * (t_log - s_log)).sum(-1)
+    distillation = (kl * m).sum() / m.sum() * 4
+    s, t = out["student_hidden"], out["teacher_hidden"]
+    cos = (s * t).sum(-1) / (np.linalg.norm(s, axis=-1) * np.linalg.norm(t, axis=-1))
+    cosine = ((1 - cos) * m).sum() / m.sum()
+    masked = np.take_along_axis(out["student_logits"], x["masked_lm_positions"][..., None], 1)
+    mlm = numpy_masked_lm_loss(masked, x["masked_lm_ids"], x["masked_lm_weights"])
+    np.testing.assert_allclose(terms["distillation_loss"], distillation, rtol=1e-4)
+    np.testing.assert_allclose(terms["cosine_loss"], cosine, rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(terms["masked_lm_loss"], mlm, rtol=1e-5)
+    np.testing.assert_allclose(terms["loss"], 5 * distillation + 2 * mlm + cosine, rtol=1e-4)
+    assert terms["distillation_loss"] > 0.01 and terms["cosine_loss"] > 0.01
+
+
+def test_teacher_weights_are_not_trained(tiny_encoder):
+    teacher = bk.BertPretrainer(tiny_encoder(num_layers=2), next_sentence=False)
+    model = DistillationPretrainer(teacher)
+    trained = {id(v) for v in model.trainable_weights}
+    assert not trained & {id(v) for v in teacher.weights}
+    assert {id(v) for v in model.encoder.trainable_weights} <= trained
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(objective="electra"), "trains no sentence-pair task"),
+    (dict(objective="distill", pair_mode="none"), "needs --teacher_checkpoint"),
+    (dict(objective="electra", pair_mode="none", generator_size=1.5), "generator_size"),
+    (dict(objective="mlm", teacher_checkpoint="/tmp"), "only it takes one"),
+])
+def test_contradictory_objective_flags_are_refused(options, message):
+    with pytest.raises(ConfigError, match=message):
+        PretrainConfig(model_dir="/tmp/x", train_text="bert_keras/assets/web_bible_corpus.txt.gz",
+                       **options)
+
+
+def read_flagfile(path):
+    """{field: value} of a pretraining flagfile, typed as PretrainConfig's fields."""
+    import dataclasses
+
+    types = {f.name: f.type for f in dataclasses.fields(PretrainConfig)}
+    values = {}
+    for line in path.read_text().splitlines():
+        if not line.startswith("--"):
+            continue
+        name, _, value = line[2:].partition("=")
+        kind = types[name]  # an unknown flag fails here
+        kind = kind if isinstance(kind, type) else {"int": int, "float": float, "bool": bool,
+                                                    "str": str}[kind]
+        values[name] = value.lower() == "true" if kind is bool else kind(value)
+    return values
+
+
+@pytest.mark.parametrize("name", ["electra_small", "electra_base", "roberta_base",
+                                  "albert_base", "distilbert", "base", "mini"])
+def test_recipe_flagfiles_are_valid_configs(name, tmp_path):
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "flags" / f"pretrain_{name}.flags"
+    options = read_flagfile(path)
+    options.setdefault("train_text", "bert_keras/assets/web_bible_corpus.txt.gz")
+    if options.get("objective") == "distill":
+        options["teacher_checkpoint"] = str(tmp_path)
+    if options.get("distribution_strategy") == "multi_worker_mirrored":
+        options["distribution_strategy"] = "mirrored"
+    PretrainConfig(model_dir=str(tmp_path / "run"), **options)
+    if "preset" in options:
+        assert options["preset"] in bk.PRESETS
+
+
+@pytest.mark.slow
+def test_the_discriminator_learns_to_find_replaced_tokens_in_the_bundled_corpus():
+    """End to end on the bundled corpus with the real data pipeline: with a generator that
+    samples uniformly (a huge temperature) the replaced tokens are detectable from context,
+    and the discriminator's accuracy leaves the all-original baseline within 300 steps."""
+    from bert_keras import optimization
+    from bert_keras.data.pretraining import pipeline
+    from bert_keras.models.electra import with_masked_lm_inputs
+
+    tokenizer = bk.BertTokenizer(pipeline.default_vocab_file())
+    dataset = pipeline.dynamic_pretraining_dataset(
+        "bert_keras/assets/web_bible_corpus.txt.gz", tokenizer, 32, max_seq_length=64,
+        max_predictions_per_seq=10, pair_mode="none", seed=0).map(with_masked_lm_inputs)
+    model = ElectraPretrainer(bk.BertEncoder.from_preset("bert_tiny", vocab_size=tokenizer.vocab_size),
+                              temperature=1e6, seed=0)
+    model.compile(optimizer=optimization.create_optimizer(
+        "adamw", learning_rate=1e-3, num_train_steps=300, num_warmup_steps=50))
+    history = model.fit(dataset, steps_per_epoch=100, epochs=3, verbose=0).history
+    assert history["discriminator_accuracy"][-1] > history["all_original_accuracy"][-1] + 0.03
+    assert history["replaced_recall"][-1] > 0.3
+
+
+def test_the_student_learns_its_teachers_soft_targets(tiny_encoder):
+    """Only the KL term: training moves the student's distribution towards the teacher's."""
+    import tensorflow as tf
+
+    teacher = bk.BertPretrainer(tiny_encoder(num_layers=2, initializer_range=0.5),
+                                next_sentence=False)
+    model = DistillationPretrainer(teacher, alpha_mlm=0.0, alpha_cos=0.0)
+    model.compile(optimizer="adam")
+    x = batch()
+    before = float(model.loss_terms(x, model(x))["distillation_loss"])
+    model.fit(tf.data.Dataset.from_tensors((x,)).repeat(40), verbose=0)
+    after = float(model.loss_terms(x, model(x))["distillation_loss"])
+    assert after < 0.5 * before, (before, after)
