@@ -21,9 +21,12 @@ from bert_keras.models.heads import (
     ClassificationHead,
     MaskedLMHead,
     NextSentenceHead,
+    ReplacedTokenHead,
     SpanHead,
     TokenClassificationHead,
 )
+from bert_keras.models.distillation import DistillationPretrainer, student_from_teacher
+from bert_keras.models.electra import ElectraPretrainer
 from bert_keras.models.task_models import BertClassifier, BertPretrainer, BertSpanQA, BertTokenClassifier
 from bert_keras.names import IGNORE_LABEL, INPUT_NAMES
 from bert_keras.optimization import AdamW, Lamb, WarmupDecay, create_optimizer

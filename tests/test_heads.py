@@ -99,9 +99,16 @@ def test_mlm_head_bad_arguments_name_the_values(tiny_encoder):
         bk.MaskedLMHead()
     with pytest.raises(ValueError, match="swish"):
         bk.MaskedLMHead(vocab_size=10, activation="swish")
-    head = bk.MaskedLMHead(tiny_encoder().token_embedding)
-    with pytest.raises(ValueError, match="hidden size 8"):
-        head(np.zeros((1, 4, 8), "float32"), np.zeros((1, 2), "int32"))
+
+
+
+def test_mlm_head_transform_maps_hidden_to_the_table_width(tiny_encoder):
+    """ALBERT's and ELECTRA's generator's MLM heads: hidden 8 onto a 16-wide embedding table."""
+    encoder = tiny_encoder()  # a [100, 16] table
+    head = bk.MaskedLMHead(encoder.token_embedding)
+    logits = head(np.ones((1, 4, 8), "float32"), np.zeros((1, 2), "int32"))
+    assert logits.shape == (1, 2, 100)
+    assert tuple(head.transform.kernel.shape) == (8, 16)
 
 
 @pytest.mark.parametrize("cls, shape, out", [

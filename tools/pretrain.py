@@ -1,13 +1,22 @@
-"""Pretrains a BERT encoder (masked LM + next sentence) from raw text or static TFRecords.
+"""Pretrains an encoder from raw text or static TFRecords: BERT's masked LM (+ next sentence /
+sentence order), ELECTRA's replaced-token detection, or DistilBERT's distillation.
 
 Example (a small BERT on the bundled corpus, a few minutes on 2 CPU cores):
 
   python tools/pretrain.py --flagfile=flags/pretrain_mini.flags --model_dir=/tmp/bert_mini
 
+ELECTRA on the same data, and a student distilled from that BERT:
+
+  python tools/pretrain.py --flagfile=flags/pretrain_mini.flags --objective=electra \
+    --pair_mode=none --model_dir=/tmp/electra_mini
+  python tools/pretrain.py --flagfile=flags/pretrain_mini.flags --objective=distill \
+    --pair_mode=none --teacher_checkpoint=/tmp/bert_mini --model_dir=/tmp/distil_mini
+
 Rerun the same command after a crash to resume from the last checkpoint. The encoder lands
 in MODEL_DIR/encoder (load it with bk.BertEncoder.from_pretrained); TensorBoard scalars in
 MODEL_DIR/train; the resolved flags in MODEL_DIR/run_config.json. Recipes: flags/pretrain_
-{tiny,mini,base,large}.flags. --helpfull lists every flag (strategy, precision, optimizer,
+{tiny,mini,base,large}.flags (BERT), pretrain_{electra_small,electra_base,roberta_base,
+albert_base,distilbert}.flags. --helpfull lists every flag (strategy, precision, optimizer,
 two-phase sequence length, checkpoints). The flags are the fields of
 `bert_keras.training.pretraining_config.PretrainConfig`, where each is documented and checked.
 """
