@@ -3,6 +3,7 @@ factorized embeddings projected by `embedding_hidden_mapping_in`, and the shared
 each group under `transformer/group_G/inner_group_0` (TF Hub exports prefix `module/`, which
 `google.read_tensors` drops)."""
 
+from bert_keras.checkpoints.config_arguments import encoder_arguments
 from bert_keras.checkpoints.google_bert import activation, block_names, embedding_names
 
 CONFIG_FILE = "albert_config.json"
@@ -15,17 +16,8 @@ def encoder_config(c, path):
         if c.get(key, supported) != supported:
             raise ValueError(f"{path}: {key} {c[key]} is not supported (only {supported}, as in "
                              "every published ALBERT).")
-    return dict(
-        vocab_size=c["vocab_size"], num_layers=c["num_hidden_layers"],
-        hidden_size=c["hidden_size"], num_heads=c["num_attention_heads"],
-        intermediate_size=c["intermediate_size"], activation=activation(c, path),
-        dropout=c.get("hidden_dropout_prob", 0.0),
-        attention_dropout=c.get("attention_probs_dropout_prob", 0.0),
-        max_positions=c["max_position_embeddings"], type_vocab_size=c["type_vocab_size"],
-        layer_norm_epsilon=c.get("layer_norm_eps", 1e-12),
-        initializer_range=c.get("initializer_range", 0.02),
-        embedding_size=c["embedding_size"], num_layer_groups=c.get("num_hidden_groups", 1),
-    )
+    return dict(encoder_arguments(c, activation(c, path), default_dropout=0.0),
+                embedding_size=c["embedding_size"], num_layer_groups=c.get("num_hidden_groups", 1))
 
 
 def encoder_names(arch):

@@ -1,6 +1,8 @@
 """Google's TF1 BERT names (google-research/bert `modeling.py`, `bert_config.json`); ELECTRA's
 discriminator uses the same layer names under its own scope."""
 
+from bert_keras.checkpoints.config_arguments import encoder_arguments
+
 # Google's TF1 modeling.py calls its tanh approximation "gelu".
 ACTIVATIONS = {"gelu": "gelu_approximate", "relu": "relu"}
 CONFIG_FILE = "bert_config.json"
@@ -14,16 +16,7 @@ def activation(c, path):
 
 def encoder_config(c, path):
     """The BertEncoder arguments of a `bert_config.json` dict `c`."""
-    return dict(
-        vocab_size=c["vocab_size"], num_layers=c["num_hidden_layers"],
-        hidden_size=c["hidden_size"], num_heads=c["num_attention_heads"],
-        intermediate_size=c["intermediate_size"], activation=activation(c, path),
-        dropout=c.get("hidden_dropout_prob", 0.1),
-        attention_dropout=c.get("attention_probs_dropout_prob", 0.1),
-        max_positions=c["max_position_embeddings"], type_vocab_size=c["type_vocab_size"],
-        layer_norm_epsilon=c.get("layer_norm_eps", 1e-12),
-        initializer_range=c.get("initializer_range", 0.02),
-    )
+    return encoder_arguments(c, activation(c, path))
 
 
 def embedding_names(scope):

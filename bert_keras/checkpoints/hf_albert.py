@@ -11,12 +11,8 @@ def encoder_config(c, path):
     if c.get("inner_group_num", 1) != 1:
         raise ValueError(f"{path}: inner_group_num {c['inner_group_num']} is not supported "
                          "(only 1, as in every published ALBERT).")
-    arguments = bert_style_arguments(c, path)
-    arguments.update(  # ALBERT's dropout defaults to 0
-        dropout=c.get("hidden_dropout_prob", 0.0),
-        attention_dropout=c.get("attention_probs_dropout_prob", 0.0),
-        embedding_size=c["embedding_size"], num_layer_groups=c.get("num_hidden_groups", 1))
-    return arguments
+    return dict(bert_style_arguments(c, path, default_dropout=0.0),  # ALBERT's dropout: 0
+                embedding_size=c["embedding_size"], num_layer_groups=c.get("num_hidden_groups", 1))
 
 
 def has_pooler(names):

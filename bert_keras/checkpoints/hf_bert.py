@@ -3,6 +3,7 @@ tensor names, RoBERTa with one token type, positions offset by padding_idx + 1, 
 its task files, and byte-level BPE instead of WordPiece (the tokenizer's business)."""
 
 from bert_keras.checkpoints.assign import concat_columns, identity, transpose, transpose_concat
+from bert_keras.checkpoints.config_arguments import encoder_arguments
 
 ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_approximate",
                "gelu_pytorch_tanh": "gelu_approximate", "relu": "relu"}
@@ -15,21 +16,12 @@ def activation(config, path, key="hidden_act"):
     return ACTIVATIONS[name]
 
 
-def bert_style_arguments(c, path):
+def bert_style_arguments(c, path, default_dropout=0.1):
     """The BertEncoder arguments that BERT, RoBERTa, ELECTRA and ALBERT configs name alike."""
     if c.get("position_embedding_type", "absolute") != "absolute":
         raise ValueError(f"{path}: position_embedding_type {c['position_embedding_type']!r} "
                          "is not supported (only 'absolute').")
-    return dict(
-        vocab_size=c["vocab_size"], num_layers=c["num_hidden_layers"],
-        hidden_size=c["hidden_size"], num_heads=c["num_attention_heads"],
-        intermediate_size=c["intermediate_size"], activation=activation(c, path),
-        dropout=c.get("hidden_dropout_prob", 0.1),
-        attention_dropout=c.get("attention_probs_dropout_prob", 0.1),
-        max_positions=c["max_position_embeddings"], type_vocab_size=c["type_vocab_size"],
-        layer_norm_epsilon=c.get("layer_norm_eps", 1e-12),
-        initializer_range=c.get("initializer_range", 0.02),
-    )
+    return encoder_arguments(c, activation(c, path), default_dropout)
 
 
 def encoder_config(c, path):

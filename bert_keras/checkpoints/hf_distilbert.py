@@ -1,8 +1,7 @@
 """Hugging Face DistilBERT (`DistilBertModel` and its task classes): no token types, no
 pooler, layer norm epsilon fixed at 1e-12, its own tensor names (q_lin, sa_layer_norm, ffn.lin1)."""
 
-from bert_keras.checkpoints.assign import identity
-from bert_keras.checkpoints.hf_bert import activation, block_names, prefix
+from bert_keras.checkpoints.hf_bert import activation, block_names, embedding_names, prefix
 
 
 def encoder_config(c, path):
@@ -19,12 +18,7 @@ def encoder_config(c, path):
 
 def encoder_name_map(arch, tensors):
     p = prefix(tensors, "distilbert")
-    names = {
-        "token_embedding/embeddings": ([f"{p}embeddings.word_embeddings.weight"], identity),
-        "position_embedding/embeddings": ([f"{p}embeddings.position_embeddings.weight"], identity),
-        "embeddings_layer_norm/gamma": ([f"{p}embeddings.LayerNorm.weight"], identity),
-        "embeddings_layer_norm/beta": ([f"{p}embeddings.LayerNorm.bias"], identity),
-    }
+    names = embedding_names(p, arch)  # no token types: no segment embedding
     for i in range(arch["num_layers"]):
         ours, hf = f"transformer_layer_{i}", f"{p}transformer.layer.{i}"
         names.update(block_names(
