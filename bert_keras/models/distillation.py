@@ -14,7 +14,8 @@ import keras
 from keras import ops
 
 from bert_keras.models.encoder import BertEncoder
-from bert_keras.models.losses import Ratio, TokenCrossEntropy, scale_for_replicas
+from bert_keras.models.losses import Ratio, TokenAccuracy, TokenCrossEntropy
+from bert_keras.models.objective_model import ObjectiveModel
 from bert_keras.models.task_models import BertPretrainer, default_optimizer
 from bert_keras.names import INPUT_NAMES
 
@@ -63,7 +64,7 @@ def kl_per_token(teacher_logits, student_logits, temperature):
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
-class DistillationPretrainer(keras.Model):
+class DistillationPretrainer(ObjectiveModel):
     """A student masked LM distilled from a teacher `BertPretrainer` (encoder + MLM head).
 
     Inputs as `ElectraPretrainer`'s (the encoder inputs, masked, + `masked_lm_positions`,
@@ -88,6 +89,7 @@ class DistillationPretrainer(keras.Model):
     """
 
     default_learning_rate = 5e-4  # DistilBERT's
+    loss_term_names = ("distillation_loss", "masked_lm_loss", "cosine_loss")
 
     def __init__(self, teacher, student=None, temperature=2.0, alpha_ce=5.0, alpha_mlm=2.0,
                  alpha_cos=1.0, **kwargs):
@@ -106,9 +108,8 @@ class DistillationPretrainer(keras.Model):
         self.temperature = temperature
         self.alphas = dict(ce=alpha_ce, mlm=alpha_mlm, cos=alpha_cos)
         self._masked_lm_loss = TokenCrossEntropy(epsilon=1e-5)
-        self.trackers = {name: keras.metrics.Mean(name=name) for name in
-                         ("distillation_loss", "masked_lm_loss", "cosine_loss")}
-        self.ratios = {name: Ratio(name=name) for name in ("masked_lm_accuracy", "agreement")}
+        self.masked_lm_accuracy = TokenAccuracy(name="masked_lm_accuracy")
+        self.agreement = Ratio(name="agreement")
         self.compile(optimizer=default_optimizer(self.default_learning_rate))
 
     def call(self, inputs, training=False):
@@ -118,9 +119,12 @@ class DistillationPretrainer(keras.Model):
                                           ops.shape(ids))  # (B, T)
         teacher = self.teacher.encoder(encoder_inputs, training=False)["sequence_output"]
         student = self.encoder(encoder_inputs, training=training)["sequence_output"]
+        student_logits = self.student_pretrainer.masked_lm_head(student, every_position)
+        positions = ops.cast(inputs["masked_lm_positions"], "int32")[:, :, None]  # (B, P, 1)
         return {
             "teacher_logits": ops.stop_gradient(self.teacher.masked_lm_head(teacher, every_position)),
-            "student_logits": self.student_pretrainer.masked_lm_head(student, every_position),
+            "student_logits": student_logits,  # (B, T, V)
+            "masked_logits": ops.take_along_axis(student_logits, positions, axis=1),  # (B, P, V)
             "teacher_hidden": ops.stop_gradient(ops.cast(teacher, "float32")),
             "student_hidden": ops.cast(student, "float32"),
         }
@@ -133,9 +137,7 @@ class DistillationPretrainer(keras.Model):
         t = self.temperature
         kl = kl_per_token(y_pred["teacher_logits"], y_pred["student_logits"], t)  # (B, T)
         distillation = ops.sum(kl * mask) / tokens * t * t
-        positions = ops.cast(x["masked_lm_positions"], "int32")[:, :, None]
-        masked_logits = ops.take_along_axis(y_pred["student_logits"], positions, axis=1)
-        masked_lm = self._masked_lm_loss.unscaled(x["masked_lm_ids"], masked_logits,
+        masked_lm = self._masked_lm_loss.unscaled(x["masked_lm_ids"], y_pred["masked_logits"],
                                                   x["masked_lm_weights"])
         cosine = ops.sum((1.0 - _cosine(y_pred["student_hidden"], y_pred["teacher_hidden"]))
                          * mask) / tokens
@@ -144,24 +146,13 @@ class DistillationPretrainer(keras.Model):
         return {"distillation_loss": distillation, "masked_lm_loss": masked_lm,
                 "cosine_loss": cosine, "loss": loss}
 
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        return scale_for_replicas(self.loss_terms(x, y_pred)["loss"])
-
-    def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        terms = self.loss_terms(x, y_pred)
-        for name, tracker in self.trackers.items():
-            tracker.update_state(terms[name])
+    def update_metrics(self, x, y_pred):
         mask = ops.cast(x["input_mask"], "float32")
-        student_top = ops.argmax(y_pred["student_logits"], axis=-1)
-        agree = ops.cast(ops.equal(student_top, ops.argmax(y_pred["teacher_logits"], axis=-1)),
-                         "float32")
-        self.ratios["agreement"].update_state(ops.sum(agree * mask), ops.sum(mask))
-        positions = ops.cast(x["masked_lm_positions"], "int32")
-        guessed = ops.cast(ops.take_along_axis(student_top, positions, axis=1), "int32")
-        weights = ops.cast(x["masked_lm_weights"], "float32")
-        hits = ops.cast(ops.equal(guessed, ops.cast(x["masked_lm_ids"], "int32")), "float32")
-        self.ratios["masked_lm_accuracy"].update_state(ops.sum(hits * weights), ops.sum(weights))
-        return self.get_metrics_result()
+        agree = ops.cast(ops.equal(ops.argmax(y_pred["student_logits"], axis=-1),
+                                   ops.argmax(y_pred["teacher_logits"], axis=-1)), "float32")
+        self.agreement.update_state(ops.sum(agree * mask), ops.sum(mask))
+        self.masked_lm_accuracy.update_state(x["masked_lm_ids"], y_pred["masked_logits"],
+                                             x["masked_lm_weights"])
 
     def get_config(self):
         return dict(name=self.name, teacher=keras.saving.serialize_keras_object(self.teacher),

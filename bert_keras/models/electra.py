@@ -16,7 +16,8 @@ from keras import ops
 from bert_keras.models import heads
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.encoder_config import EncoderConfig
-from bert_keras.models.losses import Ratio, TokenCrossEntropy, scale_for_replicas
+from bert_keras.models.losses import Ratio, TokenAccuracy, TokenCrossEntropy
+from bert_keras.models.objective_model import ObjectiveModel
 from bert_keras.models.task_models import default_optimizer
 from bert_keras.names import INPUT_NAMES
 
@@ -67,14 +68,14 @@ def scatter_positions(ids, positions, values, weights):
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
-class ElectraPretrainer(keras.Model):
+class ElectraPretrainer(ObjectiveModel):
     """ELECTRA's replaced-token detection over a discriminator `BertEncoder`.
 
     Inputs (a dict): the encoder inputs (input_word_ids with the masked positions already
     masked, as the pretraining data makes them) + `masked_lm_positions`, `masked_lm_ids`
     (the original tokens), `masked_lm_weights` (B, P). Outputs: {"generator_logits" (B, P, V),
     "discriminator_logits" (B, T), "replaced" (B, T) 0/1, "corrupted_ids" (B, T)}. The loss
-    is computed from these (`loss_terms`); `fit` needs no y.
+    is computed from these (`loss_terms`, see `ObjectiveModel`); `fit` needs no y.
 
     Args:
         discriminator: the `BertEncoder` to pretrain (`.encoder`; saved and fine-tuned).
@@ -97,6 +98,7 @@ class ElectraPretrainer(keras.Model):
     """
 
     default_learning_rate = 5e-4  # ELECTRA-Small's
+    loss_term_names = ("generator_loss", "discriminator_loss")
 
     def __init__(self, discriminator, generator_size=0.25, rtd_weight=50.0, temperature=1.0,
                  seed=None, **kwargs):
@@ -120,11 +122,10 @@ class ElectraPretrainer(keras.Model):
         self.generator_size, self.rtd_weight, self.temperature = generator_size, rtd_weight, temperature
         self.seed = seed
         self._masked_lm_loss = TokenCrossEntropy(epsilon=1e-5)
-        self.trackers = {name: keras.metrics.Mean(name=name) for name in
-                         ("generator_loss", "discriminator_loss")}
+        self.generator_accuracy = TokenAccuracy(name="generator_accuracy")
         self.ratios = {name: Ratio(name=name) for name in (
-            "generator_accuracy", "discriminator_accuracy", "all_original_accuracy",
-            "replaced_precision", "replaced_recall")}
+            "discriminator_accuracy", "all_original_accuracy", "replaced_precision",
+            "replaced_recall")}
         self.built = True
         self.compile(optimizer=default_optimizer(self.default_learning_rate))
 
@@ -159,17 +160,9 @@ class ElectraPretrainer(keras.Model):
         return {"generator_loss": generator_loss, "discriminator_loss": discriminator_loss,
                 "loss": generator_loss + self.rtd_weight * discriminator_loss}
 
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        return scale_for_replicas(self.loss_terms(x, y_pred)["loss"])
-
-    def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        terms = self.loss_terms(x, y_pred)
-        for name, tracker in self.trackers.items():
-            tracker.update_state(terms[name])
-        weights = ops.cast(x["masked_lm_weights"], "float32")
-        guessed = ops.cast(ops.argmax(y_pred["generator_logits"], axis=-1), "int32")
-        hits = ops.cast(ops.equal(guessed, ops.cast(x["masked_lm_ids"], "int32")), "float32")
-        self.ratios["generator_accuracy"].update_state(ops.sum(hits * weights), ops.sum(weights))
+    def update_metrics(self, x, y_pred):
+        self.generator_accuracy.update_state(x["masked_lm_ids"], y_pred["generator_logits"],
+                                             x["masked_lm_weights"])
         mask = ops.cast(x["input_mask"], "float32")
         replaced = ops.cast(y_pred["replaced"], "float32")
         predicted = ops.cast(y_pred["discriminator_logits"] > 0, "float32") * mask
@@ -180,7 +173,6 @@ class ElectraPretrainer(keras.Model):
         true_positives = ops.sum(predicted * replaced)
         self.ratios["replaced_precision"].update_state(true_positives, ops.sum(predicted))
         self.ratios["replaced_recall"].update_state(true_positives, ops.sum(replaced))
-        return self.get_metrics_result()  # "loss" itself: Keras' train_step tracks it
 
     def get_config(self):
         return dict(name=self.name, discriminator=keras.saving.serialize_keras_object(self.encoder),
