@@ -318,3 +318,17 @@ def test_fine_tuning_builds_the_family_head_and_loads_a_fitting_one():
     two = task.build_model(bk.BertEncoder.from_pretrained(path), bk.LabelMap(["x", "y"]),
                            checkpoint=path)  # another label set: a new head, same family
     assert two.hidden_activation == "tanh" and two.num_classes == 2
+
+
+@pytest.mark.parametrize("name", ["distilbert", "albert", "roberta"])
+def test_whole_word_masking_finds_the_family_word_starts(name):
+    """Pretraining data marks a word's first piece: "##" continues a WordPiece word; "▁"
+    (SentencePiece) and "Ġ" (byte-level BPE) start a word."""
+    from bert_keras.data.pretraining import stages
+    tokenizer = load_tokenizer(str(FAMILIES / name))
+    lines = tf.constant(["unbelievably tokenized words", "words again"])
+    pieces, starts, *_ = stages._flat_tokens(tokenizer, stages._suffix_table(tokenizer), lines,
+                                             tf.constant([0, 0]), "none")
+    pieces = [tokenizer.vocab[i] for i in pieces.numpy()]
+    assert starts.numpy().sum() == 5, list(zip(pieces, starts.numpy()))
+    assert starts[0] == 1

@@ -177,6 +177,43 @@ def test_masking_statistics(tokenizer, token_docs, whole_word):
         assert multi_piece > 100  # multi-piece words were masked as units
 
 
+def test_ngram_units_have_albert_length_distribution():
+    starts = tf.constant(np.ones((400, 128), bool))
+    units = stages.masking.ngram_starts(starts, tf.constant([7, 8], tf.int64), 3).numpy()
+    gaps = np.concatenate([np.diff(np.where(row)[0]) for row in units])  # complete units
+    frequency = np.bincount(gaps, minlength=4)[1:] / gaps.size
+    expected = np.array([1, 1 / 2, 1 / 3]) / (1 + 1 / 2 + 1 / 3)  # p(n) proportional to 1/n
+    np.testing.assert_allclose(frequency, expected, atol=0.01)
+    assert units[:, 0].all()  # the first word always starts a unit
+
+
+def test_ngram_masking_masks_runs_of_whole_words(tokenizer, token_docs):
+    inst = _builder(tokenizer).build(token_docs, np.random.default_rng(3))
+    seed = tf.constant([5, 6], tf.int64)
+    out = {k: v.numpy() for k, v in
+           pd.make_masker(tokenizer, P, 0.15, True, ngram=3)(inst, seed).items()}
+    ids, real = inst["input_ids"], inst["input_mask"] == 1
+    cand = real & ~np.isin(ids, [tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id])
+    w, pos = out["masked_lm_weights"], out["masked_lm_positions"]
+    selected = np.zeros_like(real)
+    selected[np.broadcast_to(np.arange(len(ids))[:, None], pos.shape)[w > 0], pos[w > 0]] = True
+    assert np.all(cand[selected])
+    rate = selected.sum() / cand.sum()
+    assert 0.12 < rate < 0.16, rate  # units that overflow the budget end the row's selection
+    word = np.cumsum(inst["word_starts"].astype(bool) | ~cand, axis=1)
+    words_in_runs = []
+    for r in range(len(ids)):
+        for k in np.unique(word[r][selected[r]]):  # whole words only
+            assert selected[r][(word[r] == k) & cand[r]].all()
+        starts = np.flatnonzero(np.diff(np.concatenate([[0], selected[r], [0]])) == 1)
+        ends = np.flatnonzero(np.diff(np.concatenate([[0], selected[r], [0]])) == -1)
+        words_in_runs += [len(np.unique(word[r][a:b])) for a, b in zip(starts, ends)]
+    runs = np.bincount(words_in_runs)
+    single = pd.make_masker(tokenizer, P, 0.15, True)(inst, seed)["masked_lm_positions"].numpy()
+    assert runs[2:].sum() / runs[1:].sum() > 0.35  # about half the units are 2- or 3-grams
+    assert not np.array_equal(single, pos)
+
+
 def test_masking_eager_matches_tf_data(tokenizer, token_docs):
     inst = _builder(tokenizer).build(token_docs[:40], np.random.default_rng(4))
     inst = {k: v[:64] for k, v in inst.items() if k != "source"}

@@ -40,6 +40,8 @@ flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens to mask.")
 flags.DEFINE_integer("dupe_factor", 10, "Times to duplicate the input with different masks.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter-than-maximum sequence.")
 flags.DEFINE_bool("do_whole_word_mask", False, "Mask all WordPieces of a word together.")
+flags.DEFINE_integer("ngram", 1, "Mask spans of up to N words (WordPieces without "
+                     "--do_whole_word_mask), n drawn with p proportional to 1/n; ALBERT: 3.")
 flags.DEFINE_enum("pair_mode", "nsp", ["nsp", "sop", "none"], "nsp: BERT next sentence; sop: "
                   "ALBERT sentence order; none: RoBERTa FULL-SENTENCES packing (label 0).")
 flags.DEFINE_integer("random_seed", 12345, "Random seed.")
@@ -68,7 +70,7 @@ def main(argv):
             max_seq_length=FLAGS.max_seq_length,
             max_predictions_per_seq=FLAGS.max_predictions_per_seq,
             masked_lm_prob=FLAGS.masked_lm_prob, dupe_factor=FLAGS.dupe_factor,
-            short_seq_prob=FLAGS.short_seq_prob, whole_word_mask=FLAGS.do_whole_word_mask,
+            short_seq_prob=FLAGS.short_seq_prob, whole_word_mask=FLAGS.do_whole_word_mask, ngram=FLAGS.ngram,
             pair_mode=FLAGS.pair_mode, random_seed=FLAGS.random_seed,
             num_output_shards=FLAGS.num_output_shards, num_workers=FLAGS.num_workers,
             documents_per_chunk=FLAGS.documents_per_chunk, log_every=FLAGS.log_every)

@@ -89,6 +89,7 @@ class SentencePieceTokenizer(tf.Module):
         return {MODEL_FILE: self.vocab_file}
 
     separators_between = 1  # [CLS] A [SEP] B [SEP]
+    word_start_marker = "\u2581"  # "▁the": pieces that start a word (whole-word masking)
 
     def save(self, directory):
         """Writes spiece.model and the casing (tokenizer_config.json) to `directory`."""

@@ -54,7 +54,8 @@ def _dataset_fn(config, tokenizer, *, train_data, train_text, max_seq_length,
                 train_text, tokenizer, batch_size, max_seq_length=max_seq_length,
                 max_predictions_per_seq=max_predictions_per_seq,
                 masked_lm_prob=config.masked_lm_prob, whole_word_mask=config.whole_word_mask,
-                pair_mode=config.pair_mode, seed=config.seed, input_context=input_context)
+                ngram=config.ngram, pair_mode=config.pair_mode, seed=config.seed,
+                input_context=input_context)
         return pretraining_models.model_inputs(config, dataset)
 
     return dataset_fn

@@ -63,6 +63,9 @@ class PretrainConfig(Config):
     max_predictions_per_seq: int = option(20, "Masked positions per sequence.", advanced=True)
     masked_lm_prob: float = option(0.15, "Fraction of tokens masked (--train_text).", advanced=True)
     whole_word_mask: bool = option(False, "Mask whole words (--train_text).", advanced=True)
+    ngram: int = option(1, "Mask spans of up to N words (WordPieces without "
+                        "--whole_word_mask), n drawn with p proportional to 1/n; ALBERT: 3 "
+                        "(--train_text).", advanced=True)
     pair_mode: str = option("nsp", "Sentence-pair task: next sentence, sentence order, or none "
                             "(MLM only; full sentences packed across documents, RoBERTa). "
                             "--objective=electra / distill train none.", choices=PAIR_MODES,
@@ -156,7 +159,7 @@ class PretrainConfig(Config):
               f"--init_checkpoint={self.init_checkpoint!r} is not a directory.")
         for name in ("train_steps", "global_batch_size", "checkpoint_every", "keep_checkpoints",
                      "log_every", "gradient_accumulation_steps", "steps_per_execution",
-                     "max_seq_length", "max_predictions_per_seq"):
+                     "max_seq_length", "max_predictions_per_seq", "ngram"):
             value = getattr(self, name)
             check(isinstance(value, int) and value >= 1, f"--{name} must be >= 1, got {value}.")
         check(0 <= self.warmup_steps <= self.train_steps,

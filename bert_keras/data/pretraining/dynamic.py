@@ -64,8 +64,8 @@ def _document_chunks(path, documents_per_chunk, block_lines=4096):
 
 def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_length=128,
                                 max_predictions_per_seq=20, masked_lm_prob=0.15,
-                                short_seq_prob=0.1, whole_word_mask=False, pair_mode="nsp",
-                                seed=0, input_context=None, shuffle_buffer=10000,
+                                short_seq_prob=0.1, whole_word_mask=False, ngram=1,
+                                pair_mode="nsp", seed=0, input_context=None, shuffle_buffer=10000,
                                 documents_per_chunk=1000, repeat=True, drop_remainder=True,
                                 as_dict=False):
     """Raw text files -> batches with fresh pairs and masks every epoch (dynamic masking).
@@ -87,7 +87,8 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
     files = expand_patterns(input_files)
     if pair_mode not in documents.PAIR_MODES:
         raise ValueError(f"pair_mode must be one of {documents.PAIR_MODES}, got {pair_mode!r}")
-    mask_batch = make_masker(tokenizer, max_predictions_per_seq, masked_lm_prob, whole_word_mask)
+    mask_batch = make_masker(tokenizer, max_predictions_per_seq, masked_lm_prob, whole_word_mask,
+                             ngram)
     signature = _instance_signature(max_seq_length)
     pair_kwargs = dict(cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id,
                        max_seq_length=max_seq_length, short_seq_prob=short_seq_prob,

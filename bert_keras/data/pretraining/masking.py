@@ -30,16 +30,46 @@ def replacement_token_ids(vocab):
     return ids
 
 
+def ngram_starts(starts, seed, max_ngram):
+    """The first tokens of n-gram units: `starts` (bool [B, T], word starts) regrouped into
+    runs of n consecutive words from left to right, each n drawn from 1..`max_ngram` with
+    p proportional to 1/n (ALBERT's n-gram masking). Returns bool [B, T], a subset of `starts`.
+
+    >>> starts = tf.constant([[True] * 6])
+    >>> bool(tf.reduce_all(ngram_starts(starts, [1, 2], 1) == starts))  # n = 1: every word
+    True
+    """
+    batch, length = tf.shape(starts)[0], tf.shape(starts)[1]
+    word_id = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # (B, T) word of each token
+    num_words = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)  # (B,)
+    logits = tf.math.log([[1.0 / n for n in range(1, max_ngram + 1)]])
+    span = tf.random.stateless_categorical(tf.tile(logits, [batch * length, 1]), 1,
+                                           tf.cast(seed, tf.int64), dtype=tf.int32)
+    span = tf.reshape(span, [batch, length]) + 1  # (B, T) unit length if a unit starts there
+
+    def next_unit(word, is_first):  # word (B,): the word index where the current unit starts
+        is_first = is_first | (tf.range(length)[None, :] == word[:, None])
+        return word + tf.gather(span, tf.minimum(word, length - 1), batch_dims=1), is_first
+
+    _, first_word = tf.while_loop(
+        lambda word, _: tf.reduce_any(word < num_words), next_unit,
+        (tf.zeros([batch], tf.int32), tf.zeros([batch, length], tf.bool)),
+        maximum_iterations=length)  # (B, T) indexed by word
+    return starts & tf.gather(first_word, tf.maximum(word_id, 0), batch_dims=1)
+
+
 def mask_tokens(input_ids, input_mask, seed, *, mask_id, special_ids, replacement_ids,
                 word_starts=None, masked_lm_prob=0.15, max_predictions_per_seq=20,
-                mask_token_prob=0.8, random_token_prob=0.1):
+                mask_token_prob=0.8, random_token_prob=0.1, max_ngram=1):
     """Chooses and corrupts masked-LM targets for a padded batch, BERT style.
 
     Per row: `num_to_predict = min(P, max(1, round(n * masked_lm_prob)))` where n counts the
     maskable tokens (input_mask == 1 and not in `special_ids`: [CLS], [SEP] and padding are
     never chosen). Whole words (a token with `word_starts` 1 and the following tokens with 0)
     are taken in random order while the running total stays <= num_to_predict, so a word is
-    never partly masked. Each chosen token becomes [MASK] with `mask_token_prob`, a random
+    never partly masked. With `max_ngram` N > 1 the units are n-grams of consecutive words
+    (of WordPieces without `word_starts`), n drawn from 1..N with p proportional to 1/n, as
+    ALBERT's n-gram masking (N = 3). Each chosen token becomes [MASK] with `mask_token_prob`, a random
     token from `replacement_ids` with `random_token_prob`, and stays unchanged otherwise.
 
     Args:
@@ -49,6 +79,7 @@ def mask_tokens(input_ids, input_mask, seed, *, mask_id, special_ids, replacemen
       replacement_ids: int [R] ids for the random-token branch (see `replacement_token_ids`).
       word_starts: optional int/bool [B, T], 1 at the first WordPiece of each word (whole-word
         masking); None masks single WordPieces.
+      max_ngram: the longest span of units masked together (1: none; ALBERT: 3).
 
     Returns:
       dict with `input_word_ids` int32 [B, T] (corrupted ids), `masked_lm_positions` int32
@@ -77,6 +108,8 @@ def mask_tokens(input_ids, input_mask, seed, *, mask_id, special_ids, replacemen
     budget = tf.minimum(tf.minimum(tf.maximum(budget, 1), P), tf.cast(num_cand, tf.int32))  # (B,)
     scores = tf.random.stateless_uniform([batch, length], seeds[0])  # (B, T)
 
+    if max_ngram > 1 and word_starts is None:  # n-grams of single WordPieces
+        word_starts = tf.ones_like(ids)
     if word_starts is None:  # single WordPieces: the `budget` best random scores among cand
         k = tf.minimum(length, P)
         _, top = tf.math.top_k(tf.where(cand, scores, -1.0), k=k, sorted=True)  # (B, k)
@@ -86,6 +119,9 @@ def mask_tokens(input_ids, input_mask, seed, *, mask_id, special_ids, replacemen
         prev_cand = tf.pad(cand[:, :-1], [[0, 0], [1, 0]])
         # a maskable token after a non-maskable one always starts a word (e.g. after [SEP])
         starts = cand & ((tf.cast(word_starts, tf.int32) > 0) | ~prev_cand)
+        if max_ngram > 1:  # n-gram units never run across [SEP]
+            ngram_seed = tf.random.experimental.stateless_fold_in(tf.cast(seed, tf.int64), 3)
+            starts = cand & (ngram_starts(starts, ngram_seed, max_ngram) | ~prev_cand)
         word_id = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # (B, T) word per token
         num_words = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)  # (B,)
         # Word lengths in WordPieces, (B, T) indexed by word id (columns >= num_words are 0).

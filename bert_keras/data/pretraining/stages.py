@@ -19,7 +19,7 @@ def default_vocab_file():
 
 
 def make_masker(tokenizer, max_predictions_per_seq=20, masked_lm_prob=0.15,
-                whole_word_mask=False):
+                whole_word_mask=False, ngram=1):
     """(instances dict of [B, T] arrays, seed [2]) -> model-named dict, masked; a tf.function.
 
     The same function masks for the static tool and the dynamic pipeline.
@@ -27,7 +27,8 @@ def make_masker(tokenizer, max_predictions_per_seq=20, masked_lm_prob=0.15,
     kwargs = dict(mask_id=tokenizer.mask_id,
                   special_ids=[tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id],
                   replacement_ids=masking.replacement_token_ids(tokenizer.vocab),
-                  masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq)
+                  masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
+                  max_ngram=ngram)
 
     @tf.function(autograph=False)
     def mask_batch(batch, seed):
@@ -52,7 +53,11 @@ def _flat_tokens(tokenizer, is_suffix, lines, doc_ids, pair_mode):
     document splits [D + 1] (lines and documents without tokens dropped) and the counts
     (empty-token lines, dropped documents) for the statistics. doc_ids: int [L], ascending."""
     pieces, splits = _tokenize_flat(tokenizer, lines)  # (P,), (L + 1,)
-    word_starts = tf.cast(tf.logical_not(tf.gather(is_suffix, pieces)), tf.int32)  # (P,)
+    word_starts = tf.logical_not(tf.gather(is_suffix, pieces))  # (P,)
+    # A line's first piece starts a word even unmarked (byte-level BPE: no "Ġ" at line start).
+    line_starts = tf.scatter_nd(splits[:-1, None], tf.ones_like(splits[:-1], tf.bool),
+                                tf.shape(pieces))
+    word_starts = tf.cast(word_starts | line_starts, tf.int32)
     nonempty = splits[1:] > splits[:-1]  # lines with no tokens are dropped
     splits = tf.concat([[0], tf.boolean_mask(splits[1:], nonempty)], 0)
     kept = tf.boolean_mask(doc_ids, nonempty)  # (S,) document of each kept sentence
@@ -69,7 +74,12 @@ def _flat_tokens(tokenizer, is_suffix, lines, doc_ids, pair_mode):
 
 
 def _suffix_flags(tokenizer):
-    return [is_suffix_token(t) for t in tokenizer.vocab]
+    """Per vocab entry: whether it continues a word. WordPiece marks continuations ("##ing");
+    SentencePiece and byte-level BPE mark word starts instead ("\u2581the", "\u0120the")."""
+    marker = getattr(tokenizer, "word_start_marker", None)
+    if marker is None:
+        return [is_suffix_token(t) for t in tokenizer.vocab]
+    return [not t.startswith(marker) for t in tokenizer.vocab]
 
 
 def _suffix_table(tokenizer):

@@ -52,7 +52,7 @@ def _static_functions(tokenizer, c):
     """The two tf.functions of the static tool: tokenize a chunk; pair + mask + serialize."""
     is_suffix = _suffix_table(tokenizer)
     mask_batch = make_masker(tokenizer, c["max_predictions_per_seq"], c["masked_lm_prob"],
-                             c["whole_word_mask"])
+                             c["whole_word_mask"], c["ngram"])
     pair_kwargs = dict(cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id,
                        max_seq_length=c["max_seq_length"], short_seq_prob=c["short_seq_prob"],
                        pair_mode=c["pair_mode"])
@@ -155,8 +155,8 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
                                  lower_case=True, tfds_name=None, tfds_split="train",
                                  tfds_text_key="text", tfds_data_dir=None, max_seq_length=128,
                                  max_predictions_per_seq=20, masked_lm_prob=0.15, dupe_factor=10,
-                                 short_seq_prob=0.1, whole_word_mask=False, pair_mode="nsp",
-                                 random_seed=12345, num_output_shards=1, num_workers=1,
+                                 short_seq_prob=0.1, whole_word_mask=False, ngram=1,
+                                 pair_mode="nsp", random_seed=12345, num_output_shards=1, num_workers=1,
                                  documents_per_chunk=1000, log_every=10000):
     """Writes masked pretraining examples as TFRecords with Google's feature names and shapes.
 
@@ -164,8 +164,9 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
       output_file: path; with num_output_shards > 1, `{output_file}-0000k-of-0000n`.
       input_files: comma-separated globs or a list (text, `.gz` ok); or tfds_name instead.
       vocab_file: defaults to the bundled vocab. Other args as in Google's script, plus
-      pair_mode ("nsp", "sop", "none"), num_workers (processes; each writes whole shards) and
-      documents_per_chunk (memory bound and random-next-document pool).
+      pair_mode ("nsp", "sop", "none"), ngram (ALBERT's n-gram masking: spans of up to ngram
+      words, or WordPieces without whole_word_mask), num_workers (processes; each writes whole
+      shards) and documents_per_chunk (memory bound and random-next-document pool).
 
     Returns:
       dict of counts (files, empty_files, documents, lines, invalid_utf8_lines,
@@ -184,7 +185,7 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
         raise ValueError(f"pair_mode must be one of {documents.PAIR_MODES}, got {pair_mode!r}")
     for name, value in [("num_output_shards", num_output_shards), ("num_workers", num_workers),
                         ("dupe_factor", dupe_factor), ("documents_per_chunk", documents_per_chunk),
-                        ("max_predictions_per_seq", max_predictions_per_seq)]:
+                        ("max_predictions_per_seq", max_predictions_per_seq), ("ngram", ngram)]:
         if value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
     if not 0.0 < masked_lm_prob < 1.0:
@@ -198,7 +199,7 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
                   max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
                   masked_lm_prob=masked_lm_prob, dupe_factor=dupe_factor,
                   short_seq_prob=short_seq_prob, whole_word_mask=whole_word_mask,
-                  pair_mode=pair_mode, random_seed=random_seed,
+                  ngram=ngram, pair_mode=pair_mode, random_seed=random_seed,
                   documents_per_chunk=documents_per_chunk, log_every=log_every,
                   verbosity=logging.get_verbosity())
     paths = shard_file_names(output_file, num_output_shards)
