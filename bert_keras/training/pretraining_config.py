@@ -56,6 +56,10 @@ class PretrainConfig(Config):
     hidden_size: int = option(None, "Override the preset's hidden size.", advanced=True)
     num_heads: int = option(None, "Override the preset's number of attention heads.", advanced=True)
     intermediate_size: int = option(None, "Override the preset's feed-forward size.", advanced=True)
+    embedding_size: int = option(None, "Override the preset's embedding width (ALBERT's "
+                                 "factorization: E < hidden size).", advanced=True)
+    num_layer_groups: int = option(None, "Override the preset's number of distinct layer "
+                                   "weight sets (ALBERT: 1, shared by all layers).", advanced=True)
     dropout: float = option(None, "Override hidden and attention dropout (preset: 0.1).",
                             advanced=True)
     max_seq_length: int = option(128, "Sequence length (of the data, for --train_data).",
@@ -202,7 +206,8 @@ class PretrainConfig(Config):
     def encoder_overrides(self):
         """The preset settings this config overrides (sizes, dropout)."""
         overrides = {name: getattr(self, name) for name in
-                     ("num_layers", "hidden_size", "num_heads", "intermediate_size")
+                     ("num_layers", "hidden_size", "num_heads", "intermediate_size",
+                      "embedding_size", "num_layer_groups")
                      if getattr(self, name) is not None}
         if self.dropout is not None:
             overrides.update(dropout=self.dropout, attention_dropout=self.dropout)
