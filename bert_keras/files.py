@@ -1,7 +1,9 @@
 """File helpers every layer uses: glob expansion and atomic writes.
 
 A final output is written to a temporary name beside it and renamed when complete, so a
-reader (or a rerun after a crash) never sees half a file at the final path.
+reader (or a rerun after a crash) never sees half a file at the final path. A directory
+(a task directory, an encoder) is built in a temporary sibling and swapped in the same way
+(`write_directory`).
 
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "out.json")
@@ -12,6 +14,8 @@ True
 
 import json
 import os
+import re
+import shutil
 
 import tensorflow as tf
 
@@ -60,3 +64,97 @@ def write_jsonl(path, rows):
     """One JSON object per line at `path`, atomically."""
     write_text(path, "".join(json.dumps(row, ensure_ascii=False, default=float) + "\n"
                              for row in rows))
+
+
+def _siblings(path):
+    """The temporary siblings `write_directory(path)` makes: {kind: [paths]}, kind "tmp"
+    (being built) or "old" (the previous directory while the new one is moved in)."""
+    parent, name = os.path.split(path)
+    pattern = re.compile(rf"\.{re.escape(name)}\.(tmp|old)-\d+")
+    found = {"tmp": [], "old": []}
+    for entry in sorted(os.listdir(parent)) if os.path.isdir(parent) else []:
+        match = pattern.fullmatch(entry)
+        if match:
+            found[match.group(1)].append(os.path.join(parent, entry))
+    return found
+
+
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    else:
+        os.remove(path)
+
+
+def recover_directory(path):
+    """Cleans up after a `write_directory(path, ...)` that was killed: puts the previous
+    directory back if the kill fell between the swap's two renames, and removes temporary
+    siblings. Returns the paths removed or restored."""
+    path = os.path.realpath(path)  # through a symlink: the directory it names
+    found = _siblings(path)
+    touched = []
+    if found["old"] and not os.path.lexists(path):
+        os.rename(found["old"].pop(), path)  # the previous complete directory
+        touched.append(path)
+    for leftover in found["tmp"] + found["old"]:
+        _remove(leftover)
+        touched.append(leftover)
+    return touched
+
+
+def _check_replaceable(path, marker):
+    """FileExistsError unless `path` is absent, an empty directory or a directory this
+    writer made before (it holds `marker`): never swap away a directory of other files."""
+    if not os.path.lexists(path):
+        return
+    cwd = os.getcwd()
+    if os.path.commonpath([path, cwd]) == path:
+        raise FileExistsError(f"{path} is the working directory or holds it; write to another "
+                              "directory.")
+    if not os.path.isdir(path):
+        raise FileExistsError(f"{path} exists and is not a directory; refusing to replace it.")
+    if os.listdir(path) and not os.path.exists(os.path.join(path, marker)):
+        raise FileExistsError(
+            f"{path} exists and holds files but no {marker}, so it was not written here; refusing "
+            "to replace it: write to a new or empty directory.")
+
+
+def write_directory(path, write, marker):
+    """Calls `write(tmp)` to fill a new temporary sibling of directory `path`, then swaps it in
+    for `path`, replacing any earlier directory there (and so its old files).
+
+    A kill or an error (a full disk) at any moment leaves at `path` either the previous complete
+    directory or the new one, never a mix; the next call (or `recover_directory`) removes
+    the leftovers. An existing non-empty `path` is replaced only if it holds `marker` (the file
+    this writer puts in every directory it makes), so a directory of other files is never lost.
+    One writer per path at a time. Returns the real path written.
+
+    >>> import tempfile
+    >>> target = os.path.join(tempfile.mkdtemp(), "model")
+    >>> def write(directory, text="v1"):
+    ...     write_text(os.path.join(directory, "info.txt"), text)
+    >>> path = write_directory(target, write, marker="info.txt")
+    >>> path = write_directory(target, lambda d: write(d, "v2"), marker="info.txt")
+    >>> sorted(os.listdir(os.path.dirname(target))), open(os.path.join(target, "info.txt")).read()
+    (['model'], 'v2')
+    """
+    path = os.path.realpath(path)  # through a symlink: the directory it names
+    recover_directory(path)
+    _check_replaceable(path, marker)
+    parent, name = os.path.split(path)
+    os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f".{name}.tmp-{os.getpid()}")
+    os.makedirs(tmp)
+    try:
+        write(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if os.path.lexists(path):
+        old = os.path.join(parent, f".{name}.old-{os.getpid()}")
+        os.rename(path, old)
+        os.rename(tmp, path)  # killed before this line: recover_directory puts `old` back
+        _remove(old)
+    else:
+        os.rename(tmp, path)
+    return path

@@ -13,10 +13,21 @@ the longest row of each batch), then evaluates on the eval data; the best epoch 
 
 OUTPUT_DIR/
   flags.json               the resolved flags
-  metrics.json             per-epoch eval metrics, the best epoch's, test metrics, baselines
+  metrics.json             per-epoch eval metrics, the best epoch's, test metrics, baselines;
+                           "complete": true once the run has finished
   eval_predictions.jsonl   the best epoch's predictions on the eval data (JSON lines)
   test_predictions.jsonl   the best model's predictions on --test_file
-  best/                    task_io.save_task: model.keras, vocab.txt, task.json (labels) -> export
+  best/                    task_io.save_task: model.keras, vocab.txt, task.json (labels) -> export;
+                           replaced atomically, so it is always a complete directory
+  checkpoints/             the last completed epoch (model, optimizer, state) until the run ends
+
+Crash-safe: after a crash or kill -9, rerun the same command: it resumes from the last
+completed epoch ("Resuming from checkpoint ...") and ends with the same metrics as an
+uninterrupted run. Rerunning a finished run says so and trains nothing; to train again,
+delete OUTPUT_DIR or pass another one. An OUTPUT_DIR holding a run with other flags (or other
+data) is refused with the differing flags named (--verbose may differ). A new run into an
+OUTPUT_DIR with outputs of an earlier, unrecognised run (e.g. of an older version) removes
+them first and logs which.
 
 Example (2 minutes on 2 CPU cores):
   python tools/finetune.py --flagfile=flags/finetune_bible_paraphrase.flags \
@@ -25,11 +36,13 @@ Example (2 minutes on 2 CPU cores):
 """
 
 import json
+import sys
 
 from absl import app, flags
 
 from bert_keras import configs
 from bert_keras.training.finetuning import run_finetuning
+from bert_keras.training.finetuning_state import ResumeError
 from bert_keras.training.finetuning_config import FinetuneConfig
 
 FLAGS = flags.FLAGS
@@ -50,7 +63,10 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     config = check_flags()
-    record = run_finetuning(config)
+    try:
+        record = run_finetuning(config)
+    except (ResumeError, OSError) as e:  # another run in --output_dir, a full disk
+        sys.exit(f"finetune: {e}")
     summary = {k: record[k] for k in ("best_epoch", "eval", "test", "baselines") if k in record}
     print(json.dumps(summary, indent=1, default=float), flush=True)
 

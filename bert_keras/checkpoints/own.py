@@ -8,6 +8,7 @@ import numpy as np
 
 from bert_keras.checkpoints.assign import identity
 from bert_keras.checkpoints.safetensors import read_safetensors, write_safetensors
+from bert_keras.files import write_directory, write_json
 
 CONFIG_FILE = "bert_keras.json"
 
@@ -30,13 +31,17 @@ def encoder_name_map(variable_paths):
 
 
 def save_encoder(encoder, path, tokenizer=None):
-    """Writes bert_keras.json, model.safetensors and (with a tokenizer) vocab.txt."""
-    os.makedirs(path, exist_ok=True)
+    """Writes bert_keras.json, model.safetensors and (with a tokenizer) vocab.txt, atomically
+    (`files.write_directory`): a re-save into `path` replaces the directory, old files included."""
     config = {"format": "bert_keras", "encoder": encoder.architecture}
     if tokenizer is not None:
         config["lower_case"] = bool(tokenizer.lower_case)
-        tokenizer.save(path)
-    with open(os.path.join(path, CONFIG_FILE), "w") as f:
-        json.dump(config, f, indent=2)
-    write_safetensors(os.path.join(path, "model.safetensors"),
-                      {v.path: np.asarray(v.numpy()) for v in encoder.weights})
+
+    def write(directory):
+        if tokenizer is not None:
+            tokenizer.save(directory)
+        write_safetensors(os.path.join(directory, "model.safetensors"),
+                          {v.path: np.asarray(v.numpy()) for v in encoder.weights})
+        write_json(os.path.join(directory, CONFIG_FILE), config)
+
+    write_directory(path, write, marker=CONFIG_FILE)

@@ -20,6 +20,8 @@ import os
 
 import keras
 
+from bert_keras.files import write_directory, write_json
+
 # Imported for their side effect of registering the Keras classes that model.keras names.
 from bert_keras.models import encoder, heads, task_models  # noqa: F401
 from bert_keras.tasks.registry import TASKS
@@ -28,18 +30,21 @@ from bert_keras.text.tokenizers import load_tokenizer
 
 def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_fields=("text",),
               metrics=None):
-    """Writes `model`, its tokenizer's vocab and the task metadata to `directory`."""
+    """Writes `model`, its tokenizer's vocab and the task metadata to `directory`, atomically:
+    built in a temporary sibling and swapped in when complete (`files.write_directory`), so a
+    kill or a full disk leaves the previous complete directory, and a re-save drops old files."""
     if task not in TASKS:
         raise ValueError(f"Unknown task {task!r}; expected one of {TASKS}.")
-    os.makedirs(directory, exist_ok=True)
     info = dict(task=task, labels=None if labels is None else [str(l) for l in labels],
                 seq_length=int(seq_length), lower_case=bool(tokenizer.lower_case),
                 text_fields=list(text_fields), metrics=metrics or {})
-    model.save(os.path.join(directory, "model.keras"))
-    tokenizer.save(directory)
-    # task.json last: its presence marks a complete directory.
-    with open(os.path.join(directory, "task.json"), "w") as f:
-        json.dump(info, f, indent=2)
+
+    def write(path):
+        model.save(os.path.join(path, "model.keras"))
+        tokenizer.save(path)
+        write_json(os.path.join(path, "task.json"), info)
+
+    write_directory(directory, write, marker="task.json")
 
 
 def load_task(directory):

@@ -8,8 +8,13 @@ batches, then evaluates; the best epoch by the main metric is kept. tools/finetu
 command line over it.
 
 OUTPUT_DIR/ flags.json (the config), metrics.json (per-epoch eval metrics, the best epoch's,
-test metrics, baselines), eval_predictions.jsonl, test_predictions.jsonl, and best/
-(task_io.save_task: model.keras, vocab.txt, task.json).
+test metrics, baselines; `"complete": true` once finished), eval_predictions.jsonl,
+test_predictions.jsonl, best/ (task_io.save_task: model.keras, vocab.txt, task.json; replaced
+atomically) and, until the run finishes, checkpoints/ (the last completed epoch).
+
+Crash safety (`finetuning_state`): each epoch ends with a checkpoint, so rerunning the same
+call after a crash (even `kill -9`) resumes from the last completed epoch and ends with the
+same figures as an uninterrupted run; rerunning a complete run trains nothing.
 
 Example:
     >>> import bert_keras as bk
@@ -23,17 +28,19 @@ Example:
 """
 
 import os
+import shutil
 import time
 
 import keras
 from absl import logging
 
 from bert_keras.data.finetuning import batching, tfds
-from bert_keras.files import write_json, write_jsonl
+from bert_keras.files import recover_directory, write_json, write_jsonl
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.tasks import task_io
 from bert_keras.tasks.registry import get_task
 from bert_keras.text.tokenizers import load_tokenizer
+from bert_keras.training import finetuning_state as state_lib
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.finetuning_config import FinetuneConfig
 from bert_keras.optimization import create_optimizer
@@ -61,41 +68,8 @@ def read_files(config, name, labeled=True):
                                             **config.reader_options())
 
 
-class _EpochEnd(keras.callbacks.Callback):
-    """After each epoch: evaluate, keep the best epoch's weights and write best/ and metrics."""
-
-    def __init__(self, run):
-        super().__init__()
-        self.run, self.best, self.best_weights, self.best_rows = run, None, None, None
-
-    def on_epoch_end(self, epoch, logs=None):
-        run = self.run
-        entry = {"epoch": epoch + 1, "train_loss": float((logs or {}).get("loss", float("nan"))),
-                 "seconds": round(time.time() - run.started, 1)}
-        better = True
-        if run.evaluation:
-            rows, predicted = run.task.predict(self.model, run.evaluation, run.eval_features,
-                                               run.label_map, run.config)
-            result = run.task.score(run.evaluation, predicted, run.label_map, run.glue_task)
-            if run.main_metric not in result:
-                raise ValueError(f"main_metric={run.main_metric!r} is not among the eval metrics "
-                                 f"{sorted(result)}")
-            entry["eval"] = result
-            better = self.best is None or result[run.main_metric] > self.best
-            print(f"epoch {epoch + 1}: eval {run.main_metric} = {result[run.main_metric]:.4f} "
-                  f"(train loss {entry['train_loss']:.4f})", flush=True)
-            if better:
-                self.best, self.best_rows = result[run.main_metric], rows
-        run.record["epochs"].append(entry)
-        if better:
-            run.record["best_epoch"] = epoch + 1
-            self.best_weights = self.model.get_weights()
-            run.save_best(self.model, entry.get("eval", {}))
-        write_json(os.path.join(run.config.output_dir, "metrics.json"), run.record)
-
-
 class _Run:
-    """The data, task and record of one fine-tuning run (what the epoch callback needs)."""
+    """The data, task and record of one fine-tuning run (what the epochs need)."""
 
     def __init__(self, config, train, evaluation, test, label_map):
         self.config, self.started = config, time.time()
@@ -131,6 +105,9 @@ class _Run:
         if evaluation:
             self.record["eval_examples"] = len(evaluation)
             self.record["baselines"] = self.task.baselines(train, evaluation, label_map)
+        self.record["data_fingerprint"] = state_lib.data_fingerprint(
+            self.train_features, self.eval_features, self.test_features)
+        self.best_dir = os.path.join(config.output_dir, "best")
 
     def featurize(self, examples):
         c = self.config
@@ -140,9 +117,66 @@ class _Run:
 
     def save_best(self, model, metrics):
         labels = None if self.label_map is None else self.label_map.labels
-        task_io.save_task(os.path.join(self.config.output_dir, "best"), model, self.tokenizer,
-                          self.config.task, self.config.max_seq_length, labels=labels,
+        task_io.save_task(self.best_dir, model, self.tokenizer, self.config.task,
+                          self.config.max_seq_length, labels=labels,
                           text_fields=self.task.text_fields(self.train), metrics=metrics)
+
+
+class _Epochs:
+    """The epochs of a run: evaluation after each, the best one on disk, the resumable state."""
+
+    def __init__(self, run, model, checkpoint):
+        self.run, self.model, self.checkpoint = run, model, checkpoint
+        self.done, self.best, self.best_rows = 0, None, None
+
+    def resume(self, saved):
+        """Takes up the state of `EpochCheckpoint.restore` (model and optimizer are restored)."""
+        run, record = self.run, self.run.record
+        state_lib.check_same_data(run.config.output_dir, "an unfinished run",
+                                  saved["data_fingerprint"], record["data_fingerprint"])
+        self.done = saved["epoch"]
+        record["epochs"], record["best_epoch"] = saved["epochs"], saved["best_epoch"]
+        best = record["epochs"][record["best_epoch"] - 1]
+        self.best = best["eval"][run.main_metric] if "eval" in best else None
+        run.started = time.time() - saved["seconds"]
+        print(f"Resuming from checkpoint {saved['path']}: epoch {self.done} of "
+              f"{run.config.num_train_epochs} done, training from epoch {self.done + 1}.",
+              flush=True)
+        if record["best_epoch"] == self.done:
+            # The kill may have cut this epoch's best/ save, which follows its checkpoint.
+            run.save_best(self.model, best.get("eval", {}))
+
+    def end(self, epoch, train_loss):
+        """After `epoch` (1-based): evaluate, checkpoint, then write best/ (if better) and
+        metrics.json."""
+        run, record = self.run, self.run.record
+        entry = {"epoch": epoch, "train_loss": float(train_loss),
+                 "seconds": round(time.time() - run.started, 1)}
+        better, rows = True, None
+        if run.evaluation:
+            rows, predicted = run.task.predict(self.model, run.evaluation, run.eval_features,
+                                               run.label_map, run.config)
+            result = run.task.score(run.evaluation, predicted, run.label_map, run.glue_task)
+            if run.main_metric not in result:
+                raise ValueError(f"main_metric={run.main_metric!r} is not among the eval metrics "
+                                 f"{sorted(result)}")
+            entry["eval"] = result
+            better = self.best is None or result[run.main_metric] > self.best
+            print(f"epoch {epoch}: eval {run.main_metric} = {result[run.main_metric]:.4f} "
+                  f"(train loss {entry['train_loss']:.4f})", flush=True)
+            if better:
+                self.best = result[run.main_metric]
+        record["epochs"].append(entry)
+        if better:
+            record["best_epoch"], self.best_rows = epoch, rows
+        self.done = epoch
+        # The checkpoint first: a kill during the best/ save is then redone by `resume`.
+        self.checkpoint.save(epoch, dict(
+            epoch=epoch, epochs=record["epochs"], best_epoch=record["best_epoch"],
+            seconds=time.time() - run.started, data_fingerprint=record["data_fingerprint"]))
+        if better:
+            run.save_best(self.model, entry.get("eval", {}))
+        write_json(os.path.join(run.config.output_dir, "metrics.json"), record)
 
 
 def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test_examples=None,
@@ -154,21 +188,60 @@ def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test
     flags of tools/finetune.py). Data, exactly one of: `train_examples` (and `eval_examples`,
     `test_examples`, optional `label_map`; default from the training examples),
     `config.train_file` (and eval/test files) or `config.tfds_name`.
+
+    Rerunning the same call resumes an unfinished run from its last completed epoch, and
+    returns a complete run's record without training; other flags or data for an output dir
+    holding a run raise `finetuning_state.ResumeError`. A new run first removes an earlier
+    run's outputs from the output dir.
     """
     config = config or FinetuneConfig(**options)
     config.validate_data_source(has_examples=train_examples is not None)
-    os.makedirs(config.output_dir, exist_ok=True)
-    write_json(os.path.join(config.output_dir, "flags.json"), config.to_dict())
+    output_dir = config.output_dir
+    os.makedirs(output_dir, exist_ok=True)
+    recover_directory(os.path.join(output_dir, "best"))  # a kill mid-swap: the previous best/
+    complete = state_lib.completed_record(output_dir)
+    resuming = complete is None and state_lib.has_checkpoint(output_dir)
+    what = "a complete run" if complete else "an unfinished run"
+    if complete or resuming:  # before any work
+        state_lib.check_same_flags(output_dir, config, what)
     keras.utils.set_random_seed(config.seed)
 
     # Data, label map and features first: bad data fails before the model is built.
     run = _Run(config, train_examples, eval_examples, test_examples, label_map)
     config, task = run.config, run.task
+    if complete:
+        state_lib.check_same_data(output_dir, what, complete.get("data_fingerprint"),
+                                  run.record["data_fingerprint"])
+        shutil.rmtree(os.path.join(output_dir, state_lib.CHECKPOINT_SUBDIR), ignore_errors=True)
+        print(f"{output_dir} holds the complete run of these flags (best epoch "
+              f"{complete['best_epoch']}): nothing to train. Delete it, or pass another "
+              "--output_dir, to train again.", flush=True)
+        return complete
+    if not resuming:
+        state_lib.remove_earlier_outputs(output_dir)
+        write_json(os.path.join(output_dir, "flags.json"), config.to_dict())
     logging.info("%d train examples -> %d features; %s eval; %s test", len(run.train),
                  run.record["train_features"], len(run.evaluation or []), len(run.test or []))
+    model = _build_model(run)
+    epochs = _Epochs(run, model, state_lib.EpochCheckpoint(output_dir, model))
+    saved = epochs.checkpoint.restore()
+    if saved:
+        epochs.resume(saved)
+    for epoch in range(epochs.done, config.num_train_epochs):
+        # A dataset per epoch, shuffled by (seed, epoch): a resumed run sees the same batches.
+        train_ds = task.dataset(run.train_features, config.train_batch_size, shuffle=True,
+                                seed=state_lib.epoch_seed(config.seed, epoch),
+                                pad_id=run.tokenizer.pad_id)
+        history = model.fit(train_ds, initial_epoch=epoch, epochs=epoch + 1,
+                            verbose=config.verbose, shuffle=False)
+        epochs.end(epoch + 1, history.history["loss"][-1])
+    return _finish(run, model, epochs)
+
+
+def _build_model(run):
+    """The compiled task model over the encoder of `init_checkpoint`, its optimizer built."""
+    config, task = run.config, run.task
     strategy = strategy_lib.create_strategy(config.distribution_strategy)
-    train_ds = task.dataset(run.train_features, config.train_batch_size, shuffle=True,
-                            seed=config.seed, pad_id=run.tokenizer.pad_id)
     lengths = [len(r) for r in run.train_features["input_word_ids"]]
     steps_per_epoch = len(batching.batch_indices(lengths, config.train_batch_size, shuffle=True))
     run.record["steps_per_epoch"] = steps_per_epoch
@@ -183,22 +256,29 @@ def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test
             weight_decay=config.weight_decay, layerwise_lr_decay=config.layerwise_lr_decay,
             num_layers=encoder.num_layers if config.layerwise_lr_decay else None)
         model.compile(optimizer=optimizer, jit_compile=config.jit_compile)
+        model.optimizer.build(model.trainable_variables)  # its slots exist before a restore
+    return model
 
-    epoch_end = _EpochEnd(run)
-    model.fit(train_ds, epochs=config.num_train_epochs, callbacks=[epoch_end],
-              verbose=config.verbose, shuffle=False)  # the dataset reshuffles itself every epoch
 
-    record = run.record
-    if epoch_end.best_weights is not None and record["best_epoch"] != config.num_train_epochs:
-        model.set_weights(epoch_end.best_weights)
+def _finish(run, model, epochs):
+    """Eval and test predictions of the best epoch's model, the final metrics.json; the
+    checkpoints go (the run is complete)."""
+    config, task, record = run.config, run.task, run.record
+    if record["best_epoch"] != epochs.done:
+        model.load_weights(os.path.join(run.best_dir, "model.keras"))
     if run.evaluation:
         record["eval"] = record["epochs"][record["best_epoch"] - 1]["eval"]
-        write_jsonl(os.path.join(config.output_dir, "eval_predictions.jsonl"), epoch_end.best_rows)
+        rows = epochs.best_rows
+        if rows is None:  # the best epoch ran before a resume
+            rows, _ = task.predict(model, run.evaluation, run.eval_features, run.label_map, config)
+        write_jsonl(os.path.join(config.output_dir, "eval_predictions.jsonl"), rows)
     if run.test:
         rows, predicted = task.predict(model, run.test, run.test_features, run.label_map, config)
         write_jsonl(os.path.join(config.output_dir, "test_predictions.jsonl"), rows)
         if task.is_labeled(run.test):
             record["test"] = task.score(run.test, predicted, run.label_map)
     record["seconds"] = round(time.time() - run.started, 1)
+    record["complete"] = True
     write_json(os.path.join(config.output_dir, "metrics.json"), record)
+    epochs.checkpoint.delete()
     return record
