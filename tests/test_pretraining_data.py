@@ -278,7 +278,9 @@ def test_bad_inputs_are_skipped_and_counted(tmp_path, raw_docs):
     long_line = " ".join(["word"] * 400)  # far longer than max_seq_length
     text = ("\n".join(raw_docs[0]) + "\n\nOne lonely sentence.\n\n" + long_line + "\n"
             + "\n".join(raw_docs[1][:3]) + "\n\n\x01\x02\n\n").encode()
-    (d / "b.txt").write_bytes(text + b"bad \xff\xfe bytes\n" + "\n".join(raw_docs[2]).encode())
+    # One bad line in over 100: under the 1% of bad lines the policy skips (text_files).
+    last_doc = "\n".join(raw_docs[2] * (100 // len(raw_docs[2]) + 1)).encode()
+    (d / "b.txt").write_bytes(text + b"bad \xff\xfe bytes\n" + last_doc)
     out = pd.create_pretraining_tfrecords(str(tmp_path / "out.tfrecord"),
                                           input_files=str(d / "*.txt"), dupe_factor=3,
                                           max_seq_length=64, max_predictions_per_seq=10)

@@ -6,6 +6,10 @@ documents; globs, comma-separated, `.gz` ok) or a TFDS text dataset (--tfds_name
 `bert_keras.data.pretraining.records.read_pretraining_tfrecords`. Workers (--num_workers processes)
 each write whole shards; output bytes depend only on the flags, not on the number of workers.
 A summary (documents, skipped, instances written, examples/s) is logged at the end.
+Input that cannot be used (a binary or mis-named compressed file, more than 1% of lines not
+valid UTF-8, no text, too few documents for --pair_mode, no instance at all) fails with a
+one-line message naming the files, and no output file is left (shards are renamed into place
+only when all are complete).
 
 Example (the default mini run):
   python tools/create_pretraining_data.py --flagfile=flags/create_pretraining_data_mini.flags
@@ -16,11 +20,14 @@ Example (custom):
       --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=5 --do_whole_word_mask
 """
 
+from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
+
 import json
 
 from absl import app, flags, logging
 
 from bert_keras.data.pretraining import pipeline as pretraining_data
+from bert_keras.errors import InputError
 
 flags.DEFINE_string("input_file", None, "Input text files: comma-separated globs (.gz ok).")
 flags.DEFINE_string("tfds_name", None, "TFDS text dataset instead of --input_file, e.g. "
@@ -74,6 +81,8 @@ def main(argv):
             pair_mode=FLAGS.pair_mode, random_seed=FLAGS.random_seed,
             num_output_shards=FLAGS.num_output_shards, num_workers=FLAGS.num_workers,
             documents_per_chunk=FLAGS.documents_per_chunk, log_every=FLAGS.log_every)
+    except InputError:
+        raise  # bad input text (no output written): startup.run prints it in one line
     except (FileNotFoundError, ValueError) as e:
         raise app.UsageError(str(e)) from e
     print(json.dumps(summary, indent=1))
@@ -82,7 +91,7 @@ def main(argv):
 
 def run():
     flags.mark_flag_as_required("output_file")
-    app.run(main)
+    startup.run(main)
 
 
 if __name__ == "__main__":

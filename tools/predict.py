@@ -1,20 +1,31 @@
 r"""Runs an exported SavedModel on lines of text and writes one JSON object per line.
 
-Works on any export of tools/export.py and needs only TensorFlow and tensorflow-text (nothing
-from bert_keras is imported). Input lines: the text for single-text models; "text_a<TAB>text_b"
-for pair classifiers; "question<TAB>context" for span QA; text with [MASK] for pretrainers.
-Output: {"line": N, "inputs": {...}, "outputs": {name: value}} per input line, in order.
+Works on any export of tools/export.py; the model needs only TensorFlow and tensorflow-text.
+Input lines: the text for single-text models; "text_a<TAB>text_b" for pair classifiers;
+"question<TAB>context" for span QA; text with [MASK] for pretrainers. Output: {"line": N,
+"inputs": {...}, "outputs": {name: value}} per input line, in order.
+
+Bad input (stdin and --input alike, `bert_keras.text_files`): a binary file, no text, more
+than 1% of lines not valid UTF-8, or a line with the wrong number of fields fails with a
+one-line message and exit status 1, and --output is not written (it is renamed into place
+only when every line succeeded). Fewer bad lines get their bad bytes replaced, with one
+warning.
 
 Examples:
   python tools/predict.py --model_dir=saved_models/paraphrase --input=pairs.tsv
   echo "Who wrote it?	Paul wrote it." | python tools/predict.py --model_dir=saved_models/qa/1
 """
 
+from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
+
+import contextlib
 import json
 import os
 import sys
 
 from absl import app, flags
+
+from bert_keras import text_files
 
 flags.DEFINE_string("model_dir", None, "An export version directory, or the model directory "
                     "(its highest version is used).")
@@ -44,16 +55,18 @@ def to_json(value):
     return value
 
 
-def predict_lines(fn, fields, lines, first_line=1):
-    """[(line number, {field: text})] -> JSON-able dicts, one per line."""
+def predict_lines(fn, fields, lines, name="input"):
+    """[(line number, text)] -> JSON-able dicts, one per line; TextFileError naming `name`
+    and the line if a line has the wrong number of tab-separated fields."""
     import tensorflow as tf
 
     rows = []
-    for n, line in enumerate(lines, start=first_line):
-        parts = line.rstrip("\r\n").split("\t") if len(fields) > 1 else [line.rstrip("\r\n")]
+    for n, line in lines:
+        parts = line.split("\t") if len(fields) > 1 else [line]
         if len(parts) != len(fields):
-            raise ValueError(f"Line {n} has {len(parts)} tab-separated fields; this model takes "
-                             f"{len(fields)}: {'<TAB>'.join(fields)}.")
+            raise text_files.TextFileError(
+                f"{name}: Line {n} has {len(parts)} tab-separated fields; this model takes "
+                f"{len(fields)}: {'<TAB>'.join(fields)}")
         rows.append((n, dict(zip(fields, parts))))
     if not rows:
         return []
@@ -61,6 +74,41 @@ def predict_lines(fn, fields, lines, first_line=1):
     out = {k: v.numpy().tolist() for k, v in out.items()}
     return [{"line": n, "inputs": r, "outputs": {k: to_json(v[i]) for k, v in out.items()}}
             for i, (n, r) in enumerate(rows)]
+
+
+@contextlib.contextmanager
+def output_sink(path):
+    """stdout for '-'; else a temporary file beside `path`, renamed to `path` only if the
+    block completes, so a failed run leaves no partial output."""
+    if path == "-":
+        yield sys.stdout
+        return
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as sink:
+            yield sink
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def predict_input(fn, fields, path, sink, batch_size):
+    """Predicts every line of `path` ('-': stdin) in batches, writing JSON lines to `sink`."""
+    name = "stdin" if path == "-" else path
+    counts = text_files.TextCounts(name)
+    lines = text_files.read_lines(name, stream=sys.stdin.buffer if path == "-" else None,
+                                  counts=counts, on_bad="replace")
+    batch = []
+    for item in lines:
+        batch.append(item)
+        if len(batch) == batch_size:
+            for row in predict_lines(fn, fields, batch, name):
+                sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+            batch = []
+    for row in predict_lines(fn, fields, batch, name):
+        sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+    text_files.require_text([counts])
 
 
 def main(argv):
@@ -82,30 +130,12 @@ def main(argv):
         fields = ["question", "context"]
     elif len(fields) != 1 and fields != ["text_a", "text_b"]:
         raise app.UsageError(f"Signature {FLAGS.signature!r} takes {fields}, not text lines.")
-    source = sys.stdin if FLAGS.input == "-" else open(FLAGS.input, encoding="utf-8", errors="replace")
-    sink = sys.stdout if FLAGS.output == "-" else open(FLAGS.output, "w", encoding="utf-8")
-    try:
-        batch, first = [], 1
-        for n, line in enumerate(source, start=1):
-            if not batch:
-                first = n
-            batch.append(line)
-            if len(batch) == FLAGS.batch_size:
-                for row in predict_lines(fn, fields, batch, first):
-                    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-                batch = []
-        for row in predict_lines(fn, fields, batch, first):
-            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-    finally:
-        if source is not sys.stdin:
-            source.close()
-        if sink is not sys.stdout:
-            sink.close()
-
+    with output_sink(FLAGS.output) as sink:
+        predict_input(fn, fields, FLAGS.input, sink, FLAGS.batch_size)
 
 
 def run():
-    app.run(main)
+    startup.run(main)
 
 
 if __name__ == "__main__":

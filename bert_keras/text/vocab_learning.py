@@ -1,20 +1,26 @@
 """Learning a WordPiece vocab from text with tensorflow-text's learner (tools/build_vocab.py)."""
 
-import glob
 import os
 
 import tensorflow as tf
 
+from bert_keras import text_files
+from bert_keras.files import expand_patterns
 from bert_keras.text.tokenizer import SPECIAL_TOKENS, normalize
 
 
 def text_files_dataset(patterns):
     """Lines of the text files matching `patterns` (a glob or list of globs; .gz is
-    decompressed) as a tf.data.Dataset of strings. ValueError if nothing matches."""
-    patterns = [patterns] if isinstance(patterns, (str, os.PathLike)) else list(patterns)
-    files = sorted(f for p in patterns for f in glob.glob(os.fspath(p)))
-    if not files:
-        raise ValueError(f"No files match {patterns!r}.")
+    decompressed) as a tf.data.Dataset of strings. FileNotFoundError if a glob matches nothing.
+
+    The files are read once first under the text-file policy (`bert_keras.text_files.scan`):
+    TextFileError for a binary or mis-named compressed file, more than 1% of lines not valid
+    UTF-8, or no text at all; fewer bad lines are left out of the dataset (one warning per file).
+
+    Example: `text_files_dataset("bert_keras/assets/web_bible_corpus.txt.gz")`
+    """
+    files = expand_patterns(patterns)
+    counts = text_files.scan(files)
     gz = [f for f in files if f.endswith(".gz")]
     plain = [f for f in files if not f.endswith(".gz")]
     parts = []
@@ -25,6 +31,8 @@ def text_files_dataset(patterns):
     ds = parts[0]
     for p in parts[1:]:
         ds = ds.concatenate(p)
+    if any(c.bad_lines for c in counts):  # drop what the scan warned about
+        ds = ds.filter(lambda line: text_files.good_lines_mask(line[None])[0])
     return ds
 
 

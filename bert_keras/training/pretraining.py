@@ -28,8 +28,8 @@ import os
 
 from absl import logging
 
-from bert_keras.data.pretraining import pipeline, records
-from bert_keras.files import write_json
+from bert_keras.data.pretraining import documents, pipeline, records
+from bert_keras.files import expand_patterns, write_json
 from bert_keras.tasks import task_io
 from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.text.tokenizers import load_tokenizer
@@ -55,7 +55,7 @@ def _dataset_fn(config, tokenizer, *, train_data, train_text, max_seq_length,
                 max_predictions_per_seq=max_predictions_per_seq,
                 masked_lm_prob=config.masked_lm_prob, whole_word_mask=config.whole_word_mask,
                 ngram=config.ngram, pair_mode=config.pair_mode, seed=config.seed,
-                input_context=input_context)
+                input_context=input_context, check_text=False)  # run_pretraining checked it
         return pretraining_models.model_inputs(config, dataset)
 
     return dataset_fn
@@ -84,6 +84,8 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
     of both phases), encoder_dir.
     """
     config = config or PretrainConfig(**options)
+    if config.train_text:  # bad text fails here, once, before the model directory is made
+        documents.check_corpus(expand_patterns(config.train_text), config.pair_mode)
     if strategy is None:
         strategy = strategy_lib.create_strategy(config.distribution_strategy, tpu=config.tpu)
     tokenizer = _tokenizer(config)

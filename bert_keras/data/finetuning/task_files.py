@@ -15,6 +15,9 @@ from typing import Iterator
 
 import tensorflow as tf
 
+from bert_keras import text_files
+from bert_keras.text_files import TextFileError
+
 _ROW_REPR_CHARS = 200
 
 
@@ -24,25 +27,29 @@ def _row_repr(row) -> str:
 
 
 def read_text(path: str) -> str:
-    """A whole UTF-8 file (gzip or plain) as str; ValueError naming file and line on bad bytes."""
+    """A whole UTF-8 file (gzip or plain) as str, under the text-file policy of
+    `bert_keras.text_files` with no bad line allowed (every row of a task file is a labeled
+    example: skipping one would change the task): TextFileError (a ValueError) naming the file
+    for binary data and no text, and the file and line for bad bytes."""
     with tf.io.gfile.GFile(path, "rb") as f:
         data = f.read()
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as e:
-            raise ValueError(f"{path}: corrupt gzip data ({e})") from e
+            raise TextFileError(f"{path}: corrupt gzip data ({e})") from e
+    text_files.sniff(path, data)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise ValueError(
+        raise TextFileError(
             f"{path}:{line}: invalid UTF-8 ({e.reason}) at byte {e.start}: "
             f"{data[max(0, e.start - 20):e.start + 20]!r}"
         ) from e
     text = text.removeprefix("\ufeff")
     if not text.strip():
-        raise ValueError(f"{path} is empty")
+        raise TextFileError(f"{path} is empty")
     return text
 
 

@@ -4,16 +4,24 @@ Input text is BERT's original format: one sentence per line, a blank line betwee
 Pairing (NSP, SOP or packed FULL-SENTENCES) happens later, in-graph
 (`bert_keras.data.pretraining.pairing`), and so does masking (`masking`).
 
-Skips (counted in `DocumentStats`, never silent): empty files, lines that are not valid UTF-8,
-lines that tokenize to nothing, documents with no tokens; in SOP mode, a document of a single
-one-token sentence. Lines longer than max_seq_length are kept and truncated like Google's script.
+Files are read under the text-file policy of `bert_keras.text_files` (a binary or
+mis-named compressed file, or more than 1% of lines not valid UTF-8, is an error naming the
+file; fewer bad lines are skipped with one warning per file). `check_corpus` reads the files
+once up front, so both pipelines fail before any work on a corpus that cannot give pairs:
+no text at all, NSP with fewer than two documents, SOP with fewer than two sentences.
+
+Skips (counted in `DocumentStats`, never silent): files without text (when others have some),
+bad lines (`invalid_utf8_lines`), lines that tokenize to nothing, documents with no tokens; in
+SOP mode, a document of a single one-token sentence. Lines longer than max_seq_length are kept
+and truncated like Google's script.
 """
 
 import dataclasses
-import gzip
 import os
 
 from absl import logging
+
+from bert_keras import text_files
 
 PAIR_MODES = ("nsp", "sop", "none")
 
@@ -36,38 +44,67 @@ class DocumentStats:
         return self
 
 
-def read_documents(files, stats=None):
+def read_documents(files, stats=None, warn=True):
     """Yields documents (lists of non-empty lines) from text files, `.gz` decompressed.
 
-    Blank lines separate documents, and each file ends its last document. Lines that are not
-    valid UTF-8 are skipped and counted (the first few are logged with file and line number).
+    Blank lines separate documents, and each file ends its last document. Bad lines (not
+    valid UTF-8, NUL bytes) are skipped without ending a document, counted, and reported in
+    one warning per file (unless `warn` is False); TextFileError if a file is not text or has
+    more than 1% bad lines, or if no file holds any text.
+
+    Example: `for doc in read_documents(["corpus.txt.gz"]): ...`
     """
     stats = stats if stats is not None else DocumentStats()
+    counts_list = []
     for path in files:
         stats.files += 1
-        opener = gzip.open if os.fsdecode(path).endswith(".gz") else open
-        doc, any_line = [], False
-        with opener(path, "rb") as f:
-            for lineno, raw in enumerate(f, 1):
-                any_line = True
-                try:
-                    line = raw.decode("utf-8").strip()
-                except UnicodeDecodeError as e:
-                    stats.invalid_utf8_lines += 1
-                    if stats.invalid_utf8_lines <= 5:
-                        logging.warning("skipping line %d of %s: invalid UTF-8 (%s)",
-                                        lineno, path, e)
-                    continue
-                if line:
-                    doc.append(line)
-                elif doc:
-                    yield doc
-                    doc = []
+        counts = text_files.TextCounts(os.fsdecode(path))
+        counts_list.append(counts)
+        doc = []
+        for _, line in text_files.read_lines(path, counts=counts, warn=warn):
+            line = line.strip()
+            if line:
+                doc.append(line)
+            elif doc:
+                yield doc
+                doc = []
         if doc:
             yield doc
-        if not any_line:
-            stats.empty_files += 1
-            logging.warning("input file %s is empty; skipped", path)
+        stats.invalid_utf8_lines += counts.bad_lines
+    text_files.require_text(counts_list)
+    empty = [c.name for c in counts_list if not c.text_lines]
+    stats.empty_files += len(empty)
+    if empty and warn:
+        logging.warning("skipped %d input file(s) without text: %s", len(empty),
+                        text_files.describe_files(empty))
+
+
+def check_corpus(files, pair_mode):
+    """Reads text files once (streaming) and fails unless they can give `pair_mode` pairs.
+
+    TextFileError (naming the files and the counts) for a file that is not text, no text at
+    all, NSP with fewer than two documents (its random next sentence comes from another
+    document) or SOP with fewer than two sentences. Warns once per file with bad lines.
+    Returns the DocumentStats (files, empty_files, documents, lines, invalid_utf8_lines).
+
+    Example: `check_corpus(["corpus.txt"], "nsp")` before building a dataset of it.
+    """
+    if pair_mode not in PAIR_MODES:
+        raise ValueError(f"pair_mode must be one of {PAIR_MODES}, got {pair_mode!r}")
+    stats = DocumentStats()
+    for doc in read_documents(files, stats):
+        stats.documents += 1
+        stats.lines += len(doc)
+    found = (f"{text_files.describe_files(files)}: {stats.documents} document(s), "
+             f"{stats.lines} sentence line(s)")
+    if pair_mode == "nsp" and stats.documents < 2:
+        raise text_files.TextFileError(
+            f"{found}; NSP needs at least 2 documents (a blank line between documents), "
+            "or use --pair_mode=sop or --pair_mode=none")
+    if pair_mode == "sop" and stats.lines < 2:
+        raise text_files.TextFileError(
+            f"{found}; SOP needs at least 2 sentences (one per line), or use --pair_mode=none")
+    return stats
 
 
 def read_tfds_documents(name, split="train", text_key="text", data_dir=None, stats=None):

@@ -10,6 +10,7 @@ from bert_keras.files import expand_patterns
 from bert_keras.data.pretraining import documents, pairing
 from bert_keras.data.pretraining.records import shard_input, to_model_format
 from bert_keras.data.pretraining.stages import _flat_tokens, _suffix_table, make_masker
+from bert_keras.text_files import good_lines_mask
 
 
 def _instance_signature(max_seq_length):
@@ -34,16 +35,17 @@ def _document_chunks(path, documents_per_chunk, block_lines=4096):
 
     def step(carry, block):  # carry: lines of the unfinished chunk, blank lines between docs
         last = tf.reduce_any(block == _END_OF_FILE)
-        valid = tf.strings.unicode_transcode(block, "UTF-8", "UTF-8", errors="replace",
-                                             replacement_char=0xFFFD) == block
+        valid = good_lines_mask(block)  # the bad lines documents.read_documents skips
         block = tf.boolean_mask(tf.strings.strip(block), valid & (block != _END_OF_FILE))
         x = tf.concat([carry, block], 0)  # (L,)
         text = x != ""
         prev = tf.concat([[False], text[:-1]], 0)
         ends = tf.where(~text & prev)[:, 0]  # blank lines that end a document
         full = tf.shape(ends, out_type=tf.int64)[0] // n * n  # documents of complete chunks
-        cut = tf.where(last, tf.size(x, out_type=tf.int64),
-                       tf.where(full > 0, tf.gather(ends, tf.maximum(full - 1, 0)) + 1, 0))
+        # starts[k]: where the line after k complete documents starts (0 for k = 0); a gather
+        # on `ends` itself would fail on a file without blank lines, even in the unused branch.
+        starts = tf.concat([[0], ends + 1], 0)
+        cut = tf.where(last, tf.size(x, out_type=tf.int64), tf.gather(starts, full))
         return x[cut:], x[:cut]
 
     def split(x):  # complete chunks -> one element per chunk
@@ -67,7 +69,7 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
                                 short_seq_prob=0.1, whole_word_mask=False, ngram=1,
                                 pair_mode="nsp", seed=0, input_context=None, shuffle_buffer=10000,
                                 documents_per_chunk=1000, repeat=True, drop_remainder=True,
-                                as_dict=False):
+                                as_dict=False, check_text=True):
     """Raw text files -> batches with fresh pairs and masks every epoch (dynamic masking).
 
     Deterministic for a seed: epoch k of a run equals epoch k of any other run. Pure tf.data
@@ -80,6 +82,11 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
     `model.fit` with outputs "masked_lm" and "next_sentence" (the latter absent for
     pair_mode="none"), or with as_dict=True one dict with all seven model names.
 
+    With check_text (the default) the files are first read once in Python
+    (`documents.check_corpus`): a file that is not text, no text, or too few documents /
+    sentences for pair_mode raise TextFileError here, not later inside tf.data. Pass False
+    when the caller has checked them already.
+
     Example:
       tok = BertTokenizer(default_vocab_file())
       ds = dynamic_pretraining_dataset("bert_keras/assets/web_bible_corpus.txt.gz", tok, 32)
@@ -87,6 +94,8 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
     files = expand_patterns(input_files)
     if pair_mode not in documents.PAIR_MODES:
         raise ValueError(f"pair_mode must be one of {documents.PAIR_MODES}, got {pair_mode!r}")
+    if check_text:
+        documents.check_corpus(files, pair_mode)
     mask_batch = make_masker(tokenizer, max_predictions_per_seq, masked_lm_prob, whole_word_mask,
                              ngram)
     signature = _instance_signature(max_seq_length)

@@ -21,6 +21,7 @@ from bert_keras.data.pretraining.records import serialize_examples
 from bert_keras.data.pretraining.stages import _flat_tokens, _suffix_table, default_vocab_file, make_masker
 from bert_keras.files import expand_patterns
 from bert_keras.text.tokenizer import BertTokenizer
+from bert_keras.text_files import TextFileError, describe_files
 
 
 def shard_file_names(output_file, num_output_shards):
@@ -34,7 +35,8 @@ def _documents(source, stats):
     if source["tfds_name"]:
         return documents.read_tfds_documents(source["tfds_name"], source["tfds_split"],
                                            source["tfds_text_key"], source["tfds_data_dir"], stats)
-    return documents.read_documents(source["input_files"], stats)
+    # The parent checked the files up front (and warned once): workers read them quietly.
+    return documents.read_documents(source["input_files"], stats, warn=False)
 
 
 def _chunks(documents, size):
@@ -151,6 +153,37 @@ def _write_shard(job):
     return stats
 
 
+def _write_shards(paths, config, num_workers):
+    """Writes the shards under temporary names and renames them to `paths` only when all are
+    complete and hold at least one instance, so a failed run leaves no (partial) output."""
+    tmp_paths = [f"{p}.tmp{os.getpid()}" for p in paths]
+    jobs = [dict(shard=k, num_shards=len(paths), path=p, config=config)
+            for k, p in enumerate(tmp_paths)]
+    try:
+        workers = min(num_workers, len(jobs))
+        if workers == 1:
+            results = [_write_shard(job) for job in jobs]
+        else:  # spawn: TF is not fork-safe
+            with multiprocessing.get_context("spawn").Pool(workers) as pool:
+                results = pool.map(_write_shard, jobs, chunksize=1)
+        stats = documents.DocumentStats()
+        for r in results:
+            stats.add(r)
+        if not stats.instances:
+            source = config["tfds_name"] or describe_files(config["input_files"])
+            raise TextFileError(
+                f"{source}: no pretraining instance from {stats.documents} document(s) of "
+                f"{stats.lines} line(s) ({stats.empty_token_lines} line(s) without tokens, "
+                f"{stats.skipped_documents} document(s) skipped)")
+        for tmp, path in zip(tmp_paths, paths):
+            os.replace(tmp, path)
+    finally:
+        for tmp in tmp_paths:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    return stats
+
+
 def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=None,
                                  lower_case=True, tfds_name=None, tfds_split="train",
                                  tfds_text_key="text", tfds_data_dir=None, max_seq_length=128,
@@ -172,6 +205,10 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
       dict of counts (files, empty_files, documents, lines, invalid_utf8_lines,
       empty_token_lines, skipped_documents, instances) plus `output_files` and
       `examples_per_second`.
+
+    Raises:
+      TextFileError (before any output) for input files that are not text or cannot give
+      pairs (`documents.check_corpus`), and (leaving no output) when no instance was made.
 
     Example:
       create_pretraining_tfrecords("/tmp/pt.tfrecord",
@@ -202,20 +239,12 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
                   ngram=ngram, pair_mode=pair_mode, random_seed=random_seed,
                   documents_per_chunk=documents_per_chunk, log_every=log_every,
                   verbosity=logging.get_verbosity())
+    if config["input_files"]:  # bad text fails here, before any output file exists
+        documents.check_corpus(config["input_files"], pair_mode)
     paths = shard_file_names(output_file, num_output_shards)
     os.makedirs(os.path.dirname(os.path.abspath(output_file)), exist_ok=True)
-    jobs = [dict(shard=k, num_shards=num_output_shards, path=p, config=config)
-            for k, p in enumerate(paths)]
     start = time.time()
-    workers = min(num_workers, len(jobs))
-    if workers == 1:
-        results = [_write_shard(job) for job in jobs]
-    else:  # spawn: TF is not fork-safe
-        with multiprocessing.get_context("spawn").Pool(workers) as pool:
-            results = pool.map(_write_shard, jobs, chunksize=1)
-    stats = documents.DocumentStats()
-    for r in results:
-        stats.add(r)
+    stats = _write_shards(paths, config, num_workers)
     seconds = time.time() - start
     summary = dict(vars(stats), output_files=paths,
                    examples_per_second=stats.instances / max(seconds, 1e-9))
