@@ -29,8 +29,10 @@ import typing
 
 from absl import flags as absl_flags
 
+from bert_keras.errors import InputError
 
-class ConfigError(ValueError):
+
+class ConfigError(InputError):
     """An option value, or a combination of them, is invalid; the message names the options."""
 
 

@@ -97,6 +97,20 @@ def test_tiny_flagfile_run_writes_everything_fine_tuning_needs(tmp_path):
     assert BertEncoder.from_pretrained(str(encoder_dir)).hidden_size == 128
 
 
+def test_one_seed_gives_the_same_loss_curve_and_another_seed_does_not(tmp_path):
+    """--seed seeds the weights and dropout too, not just the data (CPU, float32)."""
+    def losses(name, seed):
+        model_dir = tmp_path / name
+        proc = _run(TINY, f"--model_dir={model_dir}", f"--seed={seed}", "--log_every=1")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return [values["loss"] for _, values in json.loads((model_dir / "history.json").read_text())]
+
+    first = losses("a", 3)
+    assert len(first) == 6
+    assert losses("b", 3) == first
+    assert losses("c", 4) != first
+
+
 def _tiny_teacher(directory):
     """A bert_tiny masked LM over the bundled vocab, saved as a pretraining task directory."""
     import bert_keras as bk

@@ -10,6 +10,8 @@ Example:
       --output_dir=checkpoints/minilm
 """
 
+from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
+
 import pathlib
 
 from absl import app, flags, logging
@@ -35,6 +37,7 @@ def main(argv):
 
     encoder = bk.BertEncoder.from_pretrained(FLAGS.input_dir)
     tokenizer = load_tokenizer(FLAGS.input_dir)
+    encoder.check_tokenizer(tokenizer, FLAGS.input_dir)
     if FLAGS.output_format == "google":
         save_google_checkpoint(encoder, FLAGS.output_dir, tokenizer)
     else:
@@ -46,7 +49,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    startup.run(main)
 
 
 if __name__ == "__main__":

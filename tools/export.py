@@ -13,6 +13,8 @@ Examples:
   python tools/export.py --encoder_dir=checkpoints/minilm --model_name=minilm --seq_length=256
 """
 
+from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
+
 import json
 
 from absl import app, flags
@@ -40,7 +42,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    startup.run(main)
 
 
 if __name__ == "__main__":

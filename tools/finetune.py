@@ -35,6 +35,8 @@ Example (2 minutes on 2 CPU cores):
       --max_train_examples=2000 --num_train_epochs=1 --dtype=mixed_bfloat16
 """
 
+from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
+
 import json
 import sys
 
@@ -72,7 +74,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    startup.run(main)
 
 
 if __name__ == "__main__":

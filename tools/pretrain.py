@@ -21,6 +21,8 @@ two-phase sequence length, checkpoints). The flags are the fields of
 `bert_keras.training.pretraining_config.PretrainConfig`, where each is documented and checked.
 """
 
+from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
+
 import sys
 
 from absl import app, flags
@@ -71,7 +73,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    startup.run(main)
 
 
 if __name__ == "__main__":

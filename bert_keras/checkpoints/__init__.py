@@ -16,6 +16,7 @@ import os
 
 from bert_keras.checkpoints import google, huggingface, own
 from bert_keras.checkpoints.assign import CheckpointError, assign_weights
+from bert_keras.errors import InputError
 
 LAYOUTS = {"bert_keras": own, "huggingface": huggingface, "google": google}
 
@@ -29,15 +30,15 @@ def detect_format(path):
         if layout.is_layout(files):
             return name
     if "config.json" in files and "pytorch_model.bin" in files:
-        raise ValueError(
+        raise InputError(
             f"{path} holds a PyTorch pickle (pytorch_model.bin); bert_keras reads only "
             "model.safetensors (no torch needed). Convert it once with transformers: "
             "`AutoModel.from_pretrained(path).save_pretrained(path, safe_serialization=True)`."
         )
-    raise ValueError(
+    raise InputError(
         f"{path} is not a BERT checkpoint directory: expected bert_keras.json, "
         f"config.json + model.safetensors, or a Google TF1 checkpoint (*.index + *.data-*); "
-        f"found {sorted(files)}."
+        f"found {sorted(files)[:10]}" + (f" and {len(files) - 10} more." if len(files) > 10 else ".")
     )
 
 

@@ -9,8 +9,10 @@ import re
 
 import numpy as np
 
+from bert_keras.errors import InputError
 
-class CheckpointError(ValueError):
+
+class CheckpointError(InputError):
     """A checkpoint does not match the model: names the tensors at fault."""
 
 

@@ -12,6 +12,7 @@ import tensorflow as tf
 from bert_keras.checkpoints import google_albert, google_bert, google_electra
 from bert_keras.checkpoints.assign import concat_columns, identity, transpose
 from bert_keras.text.vocab import save_vocab
+from bert_keras.errors import InputError
 
 
 def is_layout(files):
@@ -43,7 +44,7 @@ def _dialect(path):
     shapes = _variable_shapes(path)
     if google_electra.MARKER in shapes:
         return google_electra, shapes
-    raise ValueError(
+    raise InputError(
         f"{path} holds a TensorFlow checkpoint but is not one of Google's BERT, ALBERT or "
         f"ELECTRA checkpoints: no {google_bert.CONFIG_FILE}, no {google_albert.CONFIG_FILE}, and "
         f"no {google_electra.MARKER} variable. (A bert_keras pretraining model_dir is exported "
@@ -100,14 +101,14 @@ def save_google_checkpoint(encoder, path, tokenizer=None):
     os.makedirs(path, exist_ok=True)
     arch = encoder.architecture
     if arch["activation"] == "gelu":
-        raise ValueError(
+        raise InputError(
             "Google's TF1 BERT has only the tanh-approximate GELU; this encoder uses the exact "
             "GELU, so its outputs would change. Keep it in bert_keras or Hugging Face format."
         )
     bert_only = dict(embedding_size=None, num_layer_groups=None, position_offset=0, use_pooler=True)
     other = {k: arch.get(k) for k, v in bert_only.items() if arch.get(k, v) != v}
     if other or arch["type_vocab_size"] < 1:
-        raise ValueError(f"Google's TF1 BERT layout holds BERT encoders only; this one has "
+        raise InputError(f"Google's TF1 BERT layout holds BERT encoders only; this one has "
                          f"{other or dict(type_vocab_size=arch['type_vocab_size'])}.")
     variables = {v.path: v for v in encoder.weights}
     tensors = {}

@@ -5,6 +5,7 @@ each group under `transformer/group_G/inner_group_0` (TF Hub exports prefix `mod
 
 from bert_keras.checkpoints.config_arguments import encoder_arguments
 from bert_keras.checkpoints.google_bert import activation, block_names, embedding_names
+from bert_keras.errors import InputError
 
 CONFIG_FILE = "albert_config.json"
 
@@ -14,7 +15,7 @@ def encoder_config(c, path):
     for key, supported in (("inner_group_num", 1), ("net_structure_type", 0),
                            ("down_scale_factor", 1), ("gap_size", 0), ("num_memory_blocks", 0)):
         if c.get(key, supported) != supported:
-            raise ValueError(f"{path}: {key} {c[key]} is not supported (only {supported}, as in "
+            raise InputError(f"{path}: {key} {c[key]} is not supported (only {supported}, as in "
                              "every published ALBERT).")
     return dict(encoder_arguments(c, activation(c, path), default_dropout=0.0),
                 embedding_size=c["embedding_size"], num_layer_groups=c.get("num_hidden_groups", 1))

@@ -2,6 +2,7 @@
 discriminator uses the same layer names under its own scope."""
 
 from bert_keras.checkpoints.config_arguments import encoder_arguments
+from bert_keras.errors import InputError
 
 # Google's TF1 modeling.py calls its tanh approximation "gelu".
 ACTIVATIONS = {"gelu": "gelu_approximate", "relu": "relu"}
@@ -10,7 +11,7 @@ CONFIG_FILE = "bert_config.json"
 
 def activation(c, path):
     if c["hidden_act"] not in ACTIVATIONS:
-        raise ValueError(f"{path}: hidden_act {c['hidden_act']!r} is not one of {sorted(ACTIVATIONS)}.")
+        raise InputError(f"{path}: hidden_act {c['hidden_act']!r} is not one of {sorted(ACTIVATIONS)}.")
     return ACTIVATIONS[c["hidden_act"]]
 
 

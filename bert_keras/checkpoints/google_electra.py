@@ -11,6 +11,7 @@ import os
 import re
 
 from bert_keras.checkpoints.google_bert import embedding_names, layer_names
+from bert_keras.errors import InputError
 
 MARKER = "electra/embeddings/word_embeddings"
 HEAD_SIZE = 64
@@ -21,7 +22,7 @@ def encoder_config(shapes, path, scope="electra"):
     vocab_size, embedding_size = shapes[MARKER]
     layers = {int(m.group(1)) for n in shapes if (m := re.match(rf"{scope}/encoder/layer_(\d+)/", n))}
     if not layers:
-        raise ValueError(f"{path}: an ELECTRA checkpoint without {scope}/encoder/layer_* variables.")
+        raise InputError(f"{path}: an ELECTRA checkpoint without {scope}/encoder/layer_* variables.")
     layer = f"{scope}/encoder/layer_0"
     hidden_size, intermediate_size = shapes[f"{layer}/intermediate/dense/kernel"]
     config = {}

@@ -5,11 +5,12 @@ groups; a pooler only in some files (a bare `albert.pooler` Linear)."""
 from bert_keras.checkpoints.assign import identity, transpose
 from bert_keras.checkpoints.hf_bert import (
     bert_style_arguments, block_names, embedding_names, prefix)
+from bert_keras.errors import InputError
 
 
 def encoder_config(c, path):
     if c.get("inner_group_num", 1) != 1:
-        raise ValueError(f"{path}: inner_group_num {c['inner_group_num']} is not supported "
+        raise InputError(f"{path}: inner_group_num {c['inner_group_num']} is not supported "
                          "(only 1, as in every published ALBERT).")
     return dict(bert_style_arguments(c, path, default_dropout=0.0),  # ALBERT's dropout: 0
                 embedding_size=c["embedding_size"], num_layer_groups=c.get("num_hidden_groups", 1))

@@ -4,6 +4,7 @@ its task files, and byte-level BPE instead of WordPiece (the tokenizer's busines
 
 from bert_keras.checkpoints.assign import concat_columns, identity, transpose, transpose_concat
 from bert_keras.checkpoints.config_arguments import encoder_arguments
+from bert_keras.errors import InputError
 
 ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_approximate",
                "gelu_pytorch_tanh": "gelu_approximate", "relu": "relu"}
@@ -12,14 +13,14 @@ ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_approximate",
 def activation(config, path, key="hidden_act"):
     name = config[key]
     if name not in ACTIVATIONS:
-        raise ValueError(f"{path}: {key} {name!r} is not one of {sorted(ACTIVATIONS)}.")
+        raise InputError(f"{path}: {key} {name!r} is not one of {sorted(ACTIVATIONS)}.")
     return ACTIVATIONS[name]
 
 
 def bert_style_arguments(c, path, default_dropout=0.1):
     """The BertEncoder arguments that BERT, RoBERTa, ELECTRA and ALBERT configs name alike."""
     if c.get("position_embedding_type", "absolute") != "absolute":
-        raise ValueError(f"{path}: position_embedding_type {c['position_embedding_type']!r} "
+        raise InputError(f"{path}: position_embedding_type {c['position_embedding_type']!r} "
                          "is not supported (only 'absolute').")
     return encoder_arguments(c, activation(c, path), default_dropout)
 

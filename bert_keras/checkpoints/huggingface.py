@@ -13,6 +13,7 @@ import re
 from bert_keras.checkpoints import hf_albert, hf_bert, hf_distilbert, hf_electra
 from bert_keras.checkpoints.assign import identity, transpose
 from bert_keras.checkpoints.safetensors import read_safetensors, tensor_names
+from bert_keras.errors import InputError
 
 FAMILIES = {"bert": hf_bert, "roberta": hf_bert, "albert": hf_albert,
             "distilbert": hf_distilbert, "electra": hf_electra}
@@ -29,7 +30,7 @@ def read_config(path):
         config = json.load(f)
     model_type = config.get("model_type", "bert")
     if model_type not in FAMILIES:
-        raise ValueError(f"{path}: model_type {model_type!r} is not one of {sorted(FAMILIES)}.")
+        raise InputError(f"{path}: model_type {model_type!r} is not one of {sorted(FAMILIES)}.")
     return model_type, config
 
 

@@ -10,6 +10,8 @@ import struct
 
 import numpy as np
 
+from bert_keras.errors import InputError
+
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64,
            "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
 
@@ -22,14 +24,39 @@ def _bfloat16_to_float32(raw):
 def _read_header(f, path, file_size):
     head = f.read(8)
     if len(head) < 8:
-        raise ValueError(f"{path} is not a safetensors file: only {len(head)} bytes.")
+        raise InputError(f"{path} is not a safetensors file: only {len(head)} bytes.")
     (header_size,) = struct.unpack("<Q", head)
     if header_size > file_size - 8:
-        raise ValueError(f"{path} is not a safetensors file: header size {header_size} "
+        raise InputError(f"{path} is not a safetensors file: header size {header_size} "
                          f"exceeds the file size {file_size}.")
-    header = json.loads(f.read(header_size))
+    try:
+        header = json.loads(f.read(header_size))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{path} is not a safetensors file: its header is not JSON ({e}).") from None
+    if not isinstance(header, dict):
+        raise InputError(f"{path} is not a safetensors file: its header is not a JSON object.")
     header.pop("__metadata__", None)
     return header, 8 + header_size
+
+
+def _check_entry(path, name, info, body_size):
+    """A header entry's byte range fits the file and matches its dtype and shape."""
+    try:
+        start, end = (int(v) for v in info["data_offsets"])
+        dtype, shape = info["dtype"], [int(d) for d in info["shape"]]
+    except (KeyError, TypeError, ValueError):
+        raise InputError(f"{path}: the header entry of tensor {name} is malformed: {info!r}.") from None
+    if dtype != "BF16" and dtype not in _DTYPES:
+        raise InputError(f"{path}: tensor {name} has unsupported dtype {dtype}.")
+    if end > body_size:
+        raise InputError(f"{path} is truncated: tensor {name} ends at byte {end} of the data "
+                         f"but the file holds {body_size} bytes of data (an interrupted "
+                         "download or copy?).")
+    width = 2 if dtype == "BF16" else np.dtype(_DTYPES[dtype]).itemsize
+    if not 0 <= start <= end or end - start != width * int(np.prod(shape)):
+        raise InputError(f"{path} is corrupt: tensor {name} ({dtype}, shape {shape}) has "
+                         f"{end - start} bytes at [{start}, {end}).")
+    return start, end, dtype, shape
 
 
 def tensor_names(path):
@@ -50,15 +77,13 @@ def read_safetensors(path):
     body = memoryview(data)[body_start:]
     tensors = {}
     for name, info in header.items():
-        start, end = info["data_offsets"]
+        start, end, dtype, shape = _check_entry(path, name, info, len(body))
         raw = body[start:end]
-        if info["dtype"] == "BF16":
+        if dtype == "BF16":
             array = _bfloat16_to_float32(raw)
-        elif info["dtype"] in _DTYPES:
-            array = np.frombuffer(raw, np.dtype(_DTYPES[info["dtype"]]).newbyteorder("<"))
         else:
-            raise ValueError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}.")
-        tensors[name] = array.reshape(info["shape"])
+            array = np.frombuffer(raw, np.dtype(_DTYPES[dtype]).newbyteorder("<"))
+        tensors[name] = array.reshape(shape)
     return tensors
 
 
@@ -74,7 +99,7 @@ def write_safetensors(path, tensors):
     for name in sorted(tensors):
         array = np.ascontiguousarray(tensors[name])
         if array.dtype.name not in _DTYPE_NAMES:
-            raise ValueError(f"{path}: tensor {name} has unsupported dtype {array.dtype}.")
+            raise InputError(f"{path}: tensor {name} has unsupported dtype {array.dtype}.")
         raw = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
         header[name] = {"dtype": _DTYPE_NAMES[array.dtype.name], "shape": list(array.shape),
                         "data_offsets": [offset, offset + len(raw)]}

@@ -10,6 +10,7 @@ from keras import ops
 
 from bert_keras import checkpoints
 from bert_keras.checkpoints import own
+from bert_keras.errors import InputError
 from bert_keras.models import layers
 from bert_keras.models.encoder_config import DEFAULT_VOCAB_SIZE, PRESETS, EncoderConfig
 from bert_keras.names import INPUT_NAMES
@@ -245,6 +246,27 @@ class BertEncoder(keras.Model):
         name_map = checkpoints.encoder_name_map(fmt, tensors, encoder, path)
         checkpoints.assign_weights(encoder, name_map, tensors, path)
         return encoder
+
+    def check_tokenizer(self, tokenizer, source):
+        """InputError naming both sizes unless `tokenizer`'s ids fit this encoder's embedding
+        rows: a wrong vocab file otherwise trains on garbage ids (fewer entries than rows) or
+        fails mid-fit in a gather (more). A few extra rows (< 1%, padding) are accepted.
+
+        >>> import bert_keras as bk
+        >>> encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=5000)
+        >>> encoder.check_tokenizer(bk.BertTokenizer("bert_keras/assets/vocab.txt"), "ckpt")
+        Traceback (most recent call last):
+        ...
+        bert_keras.errors.InputError: ckpt: the vocab (bert_keras/assets/vocab.txt) has 7,887 \
+entries but the encoder's token embedding has 5,000 rows: the vocab does not belong to this \
+checkpoint.
+        """
+        rows, entries = self.vocab_size, tokenizer.vocab_size
+        if entries > rows or rows - entries > rows // 100:
+            raise InputError(
+                f"{source}: the vocab ({tokenizer.vocab_file}) has {entries:,} entries but the "
+                f"encoder's token embedding has {rows:,} rows: the vocab does not belong to "
+                "this checkpoint.")
 
     def save_pretrained(self, path, tokenizer=None):
         """Writes `bert_keras.json`, `model.safetensors` and (with a tokenizer) `vocab.txt`.

@@ -227,6 +227,7 @@ def run_export(config):
     else:
         model = BertEncoder.from_pretrained(config.encoder_dir)
         tokenizer = load_tokenizer(config.encoder_dir)
+        model.check_tokenizer(tokenizer, config.encoder_dir)
         info = dict(task="encoder", labels=None, seq_length=128,
                     lower_case=tokenizer.lower_case, text_fields=["text"])
     if config.seq_length:

@@ -20,6 +20,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_keras.text.packing import without_ids
+from bert_keras.errors import InputError
 
 VOCAB_FILE, MERGES_FILE = "vocab.json", "merges.txt"
 _WS = r"\t\n\x{0b}\f\r\x{1c}-\x{1f}\x{85}\p{Z}"  # Python's \s
@@ -74,7 +75,7 @@ class ByteBpeTokenizer(tf.Module):
         self.vocab_size = len(self._vocab)
         missing = [t for t in ("<s>", "</s>", "<pad>", "<unk>", "<mask>") if t not in index]
         if missing:
-            raise ValueError(f"{self.vocab_file} lacks RoBERTa's special tokens {missing}.")
+            raise InputError(f"{self.vocab_file} lacks RoBERTa's special tokens {missing}.")
         self.cls_id, self.sep_id, self.pad_id = index["<s>"], index["</s>"], index["<pad>"]
         self.unk_id, self.mask_id = index["<unk>"], index["<mask>"]
         byte_strings = tf.constant([bytes([b]) for b in range(256)])

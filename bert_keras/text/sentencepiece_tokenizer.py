@@ -25,6 +25,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_keras.text.packing import without_ids
+from bert_keras.errors import InputError
 
 MODEL_FILE = "spiece.model"
 _SPACES = r"[\s\p{Z}\x{1c}-\x{1f}\x{85}]+"  # what Python's str.split() splits on
@@ -60,7 +61,7 @@ class SentencePieceTokenizer(tf.Module):
         index = {token: i for i, token in reversed(list(enumerate(self._vocab)))}
         missing = [t for t in ("[CLS]", "[SEP]", "[MASK]", "<pad>", "<unk>") if t not in index]
         if missing:
-            raise ValueError(f"SentencePiece model {self.vocab_file!r} lacks ALBERT's special "
+            raise InputError(f"SentencePiece model {self.vocab_file!r} lacks ALBERT's special "
                              f"tokens {missing}.")
         self.cls_id, self.sep_id, self.mask_id = index["[CLS]"], index["[SEP]"], index["[MASK]"]
         self.pad_id, self.unk_id = index["<pad>"], index["<unk>"]

@@ -49,6 +49,7 @@ import tensorflow_text as tf_text
 
 from bert_keras.text.packing import without_ids
 from bert_keras.text.vocab import load_vocab, save_vocab
+from bert_keras.errors import InputError
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)  # the order of a learned vocab's first ids
@@ -135,7 +136,7 @@ class BertTokenizer(tf.Module):
             index.setdefault(token, i)
         missing = [t for t in SPECIAL_TOKENS if t not in index]
         if missing:
-            raise ValueError(f"Vocab file {vocab_file!r} lacks the special tokens {missing}.")
+            raise InputError(f"Vocab file {vocab_file!r} lacks the special tokens {missing}.")
         if max_chars_per_word < 1:
             raise ValueError(f"max_chars_per_word must be >= 1, got {max_chars_per_word}.")
         self.vocab_file = vocab_file

@@ -8,6 +8,7 @@
 """
 
 import tensorflow as tf
+from bert_keras.errors import InputError
 
 
 def load_vocab(path):
@@ -17,7 +18,7 @@ def load_vocab(path):
     while vocab and not vocab[-1]:
         vocab.pop()
     if not vocab:
-        raise ValueError(f"Vocab file {path!r} is empty.")
+        raise InputError(f"Vocab file {path!r} is empty.")
     return vocab
 
 

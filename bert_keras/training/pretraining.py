@@ -26,6 +26,7 @@ Example:
 import json
 import os
 
+import keras
 from absl import logging
 
 from bert_keras.data.pretraining import documents, pipeline, records
@@ -86,6 +87,8 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
     config = config or PretrainConfig(**options)
     if config.train_text:  # bad text fails here, once, before the model directory is made
         documents.check_corpus(expand_patterns(config.train_text), config.pair_mode)
+    # One seed for everything random: initial weights, dropout, data, ELECTRA's sampling.
+    keras.utils.set_random_seed(config.seed)
     if strategy is None:
         strategy = strategy_lib.create_strategy(config.distribution_strategy, tpu=config.tpu)
     tokenizer = _tokenizer(config)

@@ -127,7 +127,8 @@ class PretrainConfig(Config):
     keep_checkpoints: int = option(5, "Recent checkpoints to keep.", advanced=True)
     log_every: int = option(100, "Steps between TensorBoard points and progress lines.",
                             advanced=True)
-    seed: int = option(0, "Data seed (shuffling, pairs, masks) and the generator's sampling.",
+    seed: int = option(0, "Seeds everything random: initial weights, dropout, the data "
+                       "(shuffling, pairs, masks) and ELECTRA's sampling.",
                        advanced=True)
 
     def validate(self):

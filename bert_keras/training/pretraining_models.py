@@ -50,11 +50,7 @@ def _encoder(config, tokenizer):
     overrides = config.encoder_overrides()
     if config.init_checkpoint:
         encoder = BertEncoder.from_pretrained(config.init_checkpoint, **overrides)
-        if encoder.vocab_size != tokenizer.vocab_size:
-            raise ValueError(
-                f"init_checkpoint {config.init_checkpoint!r} has vocab_size "
-                f"{encoder.vocab_size} but the vocab {tokenizer.vocab_file!r} has "
-                f"{tokenizer.vocab_size} tokens.")
+        encoder.check_tokenizer(tokenizer, f"--init_checkpoint={config.init_checkpoint}")
         return encoder
     return BertEncoder.from_preset(config.preset, vocab_size=tokenizer.vocab_size, **overrides)
 
