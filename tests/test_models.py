@@ -120,6 +120,7 @@ def test_pretrainer_without_next_sentence(tiny_encoder):
     # An element that still carries next_sentence labels trains the MLM alone.
     results = pretrainer.evaluate(dataset(x, y, w), verbose=0, return_dict=True)
     assert "next_sentence_loss" not in results
+    assert "masked_lm_accuracy" in results  # named as with NSP, not a bare "accuracy"
     logits = run(pretrainer, x)["masked_lm"]
     np.testing.assert_allclose(results["loss"], google_mlm_loss(logits, y["masked_lm"], w["masked_lm"]),
                                rtol=1e-5)

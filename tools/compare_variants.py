@@ -173,7 +173,8 @@ def random_encoder(run_dir):
 
 def finetune(encoder_dir, name, task, run_dir):
     output_dir = run_dir / "finetune" / name / task
-    if not (output_dir / "metrics.json").exists():
+    finished = output_dir / "metrics.json"
+    if not (finished.exists() and read_json(finished).get("complete")):
         args = [f"--flagfile={TASKS[task][0]}", *FINETUNE,
                 *(REDUCED_FINETUNE if FLAGS.reduced else []),
                 f"--init_checkpoint={encoder_dir}", f"--output_dir={output_dir}"]

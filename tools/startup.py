@@ -62,7 +62,7 @@ def run(main):
     def guarded(argv):
         try:
             return main(argv)
-        except (InputError, FileNotFoundError) as e:  # a user's file or flag, not a bug
+        except (InputError, FileNotFoundError, FileExistsError) as e:  # a user's path or flag
             sys.exit(f"{os.path.basename(sys.argv[0])}: {e}")
 
     app.run(guarded)

@@ -241,7 +241,10 @@ class BertPretrainer(_BertTask):
         return loss
 
     def _default_weighted_metrics(self):
-        metrics = {"masked_lm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+        # Keras prefixes a metric with its output's name only when there are several outputs:
+        # without NSP the masked-LM accuracy would be logged as a bare "accuracy".
+        name = "accuracy" if self.next_sentence else "masked_lm_accuracy"
+        metrics = {"masked_lm": [keras.metrics.SparseCategoricalAccuracy(name=name)]}
         if self.next_sentence:
             metrics["next_sentence"] = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
         return metrics

@@ -26,6 +26,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras.files import recover_directory
+from bert_keras.errors import InputError
 
 CHECKPOINT_SUBDIR = "checkpoints"
 # What a run writes to OUTPUT_DIR besides flags.json; a fresh run removes an earlier run's.
@@ -35,7 +36,7 @@ OUTPUTS = ("metrics.json", "eval_predictions.jsonl", "test_predictions.jsonl", "
 FREE_OPTIONS = ("output_dir", "verbose")
 
 
-class ResumeError(ValueError):
+class ResumeError(InputError):
     """OUTPUT_DIR holds a run with other flags or data than the one asked for."""
 
 
