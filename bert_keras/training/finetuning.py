@@ -248,6 +248,7 @@ def _build_model(run):
     total_steps = steps_per_epoch * config.num_train_epochs
     with dtype_policy(config.dtype), strategy.scope():
         encoder = BertEncoder.from_pretrained(config.init_checkpoint)
+        encoder.check_tokenizer(run.tokenizer, f"--init_checkpoint={config.init_checkpoint}")
         model = task.build_model(encoder, run.label_map, config.dropout,
                                  checkpoint=config.init_checkpoint)
         optimizer = create_optimizer(
