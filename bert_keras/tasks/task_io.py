@@ -17,9 +17,12 @@ Example:
 
 import json
 import os
+import warnings
+import zipfile
 
 import keras
 
+from bert_keras.errors import InputError
 from bert_keras.files import write_directory, write_json
 
 # Imported for their side effect of registering the Keras classes that model.keras names.
@@ -55,8 +58,22 @@ def load_task(directory):
             f"{directory} is not a trained task directory: no task.json (written last by "
             "tools/finetune.py and tools/pretrain.py, so the run may not have finished)."
         )
-    with open(info_path) as f:
-        info = json.load(f)
-    model = keras.saving.load_model(os.path.join(directory, "model.keras"), compile=False)
+    try:
+        with open(info_path, encoding="utf-8") as f:
+            info = json.load(f)
+        info["lower_case"]
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as e:
+        raise InputError(f"{info_path} is corrupt ({type(e).__name__}: {e}); rerun the "
+                         "fine-tuning or pretraining that wrote it.") from None
+    model_path = os.path.join(directory, "model.keras")
+    if not zipfile.is_zipfile(model_path):  # Keras says "File not found" for a truncated one
+        raise InputError(f"{model_path} is missing or corrupt (not a complete .keras archive); "
+                         "rerun the fine-tuning or pretraining that wrote it.")
+    with warnings.catch_warnings():  # the optimizer state is not needed to predict or export
+        warnings.filterwarnings("ignore", message=".*Skipping variable loading for optimizer")
+        model = keras.saving.load_model(model_path, compile=False)
     tokenizer = load_tokenizer(directory, lower_case=info["lower_case"])
+    encoder_of = getattr(model, "encoder", None)
+    if encoder_of is not None:
+        encoder_of.check_tokenizer(tokenizer, directory)
     return model, tokenizer, info
