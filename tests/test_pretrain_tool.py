@@ -111,6 +111,16 @@ def test_one_seed_gives_the_same_loss_curve_and_another_seed_does_not(tmp_path):
     assert losses("c", 4) != first
 
 
+def test_resuming_with_another_model_size_names_the_changed_settings(tmp_path):
+    model_dir = tmp_path / "run"
+    assert _run(TINY, f"--model_dir={model_dir}").returncode == 0
+    proc = _run(TINY, f"--model_dir={model_dir}", "--preset=bert_mini", "--train_steps=9")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "'preset': ('bert_tiny', 'bert_mini')" in proc.stderr
+    assert str(model_dir) in proc.stderr and "another --model_dir" in proc.stderr
+    assert json.loads((model_dir / "run_config.json").read_text())["preset"] == "bert_tiny"
+
+
 def _tiny_teacher(directory):
     """A bert_tiny masked LM over the bundled vocab, saved as a pretraining task directory."""
     import bert_keras as bk

@@ -117,6 +117,15 @@ class FinetuneConfig(Config):
                      "doc_stride", "max_query_length"):
             value = getattr(self, name)
             check(value >= 1, f"--{name} must be >= 1, got {value}.")
+        # [CLS] text [SEP] (+ text_b [SEP]) with at least one token of each text; the export
+        # refuses shorter models too.
+        shortest = 5 if (self.text_b_column or self.text_b_field) else 3
+        check(self.max_seq_length >= shortest,
+              f"--max_seq_length={self.max_seq_length} leaves no room for the text: at least "
+              f"{shortest} ([CLS], [SEP]{', text b and its [SEP]' if shortest == 5 else ''}).")
+        for name in ("max_train_examples", "max_eval_examples"):  # 0 would silently mean all
+            value = getattr(self, name)
+            check(value is None or value >= 1, f"--{name} must be >= 1 when given, got {value}.")
         check(self.task != "span_qa" or self.max_seq_length > self.max_query_length + 3,
               f"--max_seq_length={self.max_seq_length} leaves no room for the context after "
               f"--max_query_length={self.max_query_length}.")

@@ -27,6 +27,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from bert_keras.errors import InputError
 from bert_keras.files import write_json
 from bert_keras.training import callbacks as callbacks_lib
 from bert_keras.training import strategy as strategy_lib
@@ -68,16 +69,16 @@ def checkpoint_step(path):
     return int(tf.train.load_variable(path, _STEP_KEY))
 
 
-def _warn_on_changed_config(path, config):
+def _changed_config(path, config):
+    """{setting: (old, new)} between the run_config.json at `path` and `config` ({} if none)."""
     try:
         with open(path) as f:
             old = json.load(f)
     except (OSError, ValueError):
-        return
+        return {}
     new = json.loads(json.dumps(config, default=str))
-    changed = {k: (old.get(k), new.get(k)) for k in set(old) | set(new) if old.get(k) != new.get(k)}
-    if changed:
-        logging.warning("Resuming with changed settings (old, new): %s", changed)
+    return {k: (old.get(k), new.get(k)) for k in sorted(set(old) | set(new))
+            if old.get(k) != new.get(k)}
 
 
 def train(model_fn, dataset_fn, *, model_dir, train_steps, global_batch_size, strategy=None,
@@ -143,11 +144,8 @@ def train(model_fn, dataset_fn, *, model_dir, train_steps, global_batch_size, st
             f"by steps_per_execution={steps_per_execution}."
         )
     workdir = strategy_lib.WorkerDirectory(model_dir, strategy)
-    if workdir.chief:
-        os.makedirs(model_dir, exist_ok=True)
-        if config is not None:
-            _warn_on_changed_config(os.path.join(model_dir, "run_config.json"), config)
-            write_json(os.path.join(model_dir, "run_config.json"), config)
+    config_path = os.path.join(model_dir, "run_config.json")
+    changed = _changed_config(config_path, config) if config is not None else {}
 
     with strategy.scope(), dtype_policy(dtype):
         model = model_fn()
@@ -171,9 +169,22 @@ def train(model_fn, dataset_fn, *, model_dir, train_steps, global_batch_size, st
     latest = latest_checkpoint(model_dir)
     initial_step = 0
     if latest:
-        checkpoint.restore(latest).assert_existing_objects_matched()
+        try:
+            checkpoint.restore(latest).assert_existing_objects_matched()
+        except (ValueError, AssertionError, tf.errors.OpError) as e:
+            raise InputError(
+                f"{model_dir} holds checkpoints of another model ({latest}), which this run "
+                f"cannot resume: settings changed since (old, new): {changed or 'unknown'}. "
+                f"Use another --model_dir, or the old settings. ({str(e).splitlines()[0][:200]})"
+            ) from None
+        if changed:
+            logging.warning("Resuming with changed settings (old, new): %s", changed)
         initial_step = int(step_variable.numpy())
         print(f"Resuming from checkpoint {latest} at step {initial_step} of {train_steps}.", flush=True)
+    if workdir.chief:  # written once the checkpoint (if any) restored: it describes the run
+        os.makedirs(model_dir, exist_ok=True)
+        if config is not None:
+            write_json(config_path, config)
     history = []
     try:
         if initial_step < train_steps:
