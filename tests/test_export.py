@@ -114,6 +114,18 @@ def test_export_fails_and_leaves_nothing_on_unservable_op(tmp_path, tokenizer, e
     assert os.listdir(tmp_path / "enc") == []
 
 
+def test_export_removes_what_a_killed_export_left_and_keeps_a_running_one(tmp_path, tokenizer,
+                                                                           encoder, monkeypatch):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a process id that no longer runs
+    (tmp_path / "enc" / f".tmp-1-{dead.pid}").mkdir(parents=True)
+    (tmp_path / "enc" / f".tmp-1-{os.getppid()}").mkdir()  # a live process, still exporting
+    monkeypatch.setattr(op_audit, "TF_SERVING_TEXT_OPS", frozenset())  # fail after the cleanup
+    with pytest.raises(op_audit.OpAuditError):
+        export.export_model(encoder, tokenizer, _info("encoder"), tmp_path, "enc")
+    assert os.listdir(tmp_path / "enc") == [f".tmp-1-{os.getppid()}"]
+
+
 # -- end to end: classifier -------------------------------------------------------------------
 
 BAD_REQUESTS = {

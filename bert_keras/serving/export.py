@@ -31,11 +31,13 @@ Example:
 
 import json
 import os
+import re
 import shutil
 import tempfile
 
 import keras
 import tensorflow as tf
+from absl import logging
 
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.inference import cast_for_inference
@@ -129,6 +131,27 @@ def describe_signatures(signatures):
     return out
 
 
+def _remove_abandoned_exports(model_dir):
+    """Deletes `.tmp-VERSION-PID` directories of exports whose process is gone (killed
+    mid-export: TF Serving ignores them, but they hold a whole model each). Local paths only:
+    a process id means nothing on another machine's file system."""
+    if "://" in model_dir:
+        return
+    for name in os.listdir(model_dir):
+        match = re.fullmatch(r"\.tmp-\d+-(\d+)", name)
+        if not match:
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+            continue  # still exporting
+        except ProcessLookupError:
+            pass
+        except PermissionError:  # alive, another user's
+            continue
+        logging.info("Removing %s, left by an export that did not finish.", name)
+        shutil.rmtree(os.path.join(model_dir, name), ignore_errors=True)
+
+
 def export_model(model, tokenizer, info, base_dir, model_name, version=None, dtype="float32",
                  top_k=5, max_answer_tokens=30, extra_allowed_ops=(), examples=None):
     """Exports a Keras task model (or bare encoder) to BASE_DIR/MODEL_NAME/VERSION/.
@@ -172,6 +195,7 @@ def export_model(model, tokenizer, info, base_dir, model_name, version=None, dty
     )
     metadata.update(functions.task.export_metadata(functions))
     tf.io.gfile.makedirs(model_dir)
+    _remove_abandoned_exports(model_dir)
     tmp = os.path.join(model_dir, f".tmp-{version}-{os.getpid()}")
     staging = tempfile.mkdtemp(prefix="bert_export_assets_")
     try:
