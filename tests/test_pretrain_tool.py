@@ -1,6 +1,7 @@
 """Tests for tools/pretrain.py: help, usage errors before any work, a tiny run, kill -9 + resume."""
 
 import glob
+import gzip
 import json
 import os
 import pathlib
@@ -119,6 +120,23 @@ def test_resuming_with_another_model_size_names_the_changed_settings(tmp_path):
     assert "'preset': ('bert_tiny', 'bert_mini')" in proc.stderr
     assert str(model_dir) in proc.stderr and "another --model_dir" in proc.stderr
     assert json.loads((model_dir / "run_config.json").read_text())["preset"] == "bert_tiny"
+
+
+def test_a_truncated_tfrecord_file_is_named(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    with gzip.open(REPO / "bert_keras" / "assets" / "web_bible_corpus.txt.gz", "rt") as f:
+        corpus.write_text("".join(line for _, line in zip(range(3000), f)))
+    data = tmp_path / "data.tfrecord"
+    made = subprocess.run([sys.executable, str(REPO / "tools" / "create_pretraining_data.py"),
+                           f"--input_file={corpus}", f"--output_file={data}", "--dupe_factor=2",
+                           "--max_seq_length=32", "--max_predictions_per_seq=5"],
+                          capture_output=True, text=True, cwd=REPO, env=ENV, timeout=300)
+    assert made.returncode == 0, made.stderr[-2000:]
+    data.write_bytes(data.read_bytes()[: data.stat().st_size * 2 // 3])
+    proc = _run(TINY, "--train_text=", f"--train_data={data}", "--train_steps=400",
+                "--checkpoint_every=100", f"--model_dir={tmp_path / 'run'}")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"{data}: truncated record" in proc.stderr and "truncated or corrupt" in proc.stderr
 
 
 def _tiny_teacher(directory):

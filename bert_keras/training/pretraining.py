@@ -27,9 +27,11 @@ import json
 import os
 
 import keras
+import tensorflow as tf
 from absl import logging
 
 from bert_keras.data.pretraining import documents, pipeline, records
+from bert_keras.errors import InputError
 from bert_keras.files import expand_patterns, write_json
 from bert_keras.tasks import task_io
 from bert_keras.text.tokenizer import BertTokenizer
@@ -76,6 +78,21 @@ def _model_fn(config, tokenizer):
     return lambda: pretraining_models.build_model(config, tokenizer)
 
 
+def _train_naming_a_corrupt_file(config, train_phase):
+    """train_phase(), with a truncated or corrupt --train_data file named (TF's DataLossError
+    names only a byte offset); the checkpoints up to that point stay for a resume."""
+    try:
+        return train_phase()
+    except tf.errors.DataLossError as e:
+        paths = (config.files("train_data") + (config.files("phase2_train_data")
+                                                if config.phase2_train_data else [])
+                 if config.train_data else [])
+        found = records.corrupt_file(paths)
+        raise InputError(f"{found or e.message.splitlines()[0]}: a TFRecord file is truncated "
+                         "or corrupt; recreate it (tools/create_pretraining_data.py) or leave it "
+                         "out of --train_data.") from None
+
+
 def run_pretraining(config=None, *, strategy=None, progress=True, **options):
     """Pretrains an encoder and saves it to model_dir/encoder; rerunning resumes.
 
@@ -111,14 +128,14 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
         if start_step:
             print(f"Phase 2: sequence length {config.phase2_seq_length} from step {start_step}.",
                   flush=True)
-        results.append(train(
+        results.append(_train_naming_a_corrupt_file(config, lambda: train(
             model_fn, dataset_fn, model_dir=config.model_dir, train_steps=phase_steps,
             global_batch_size=config.global_batch_size, strategy=strategy, dtype=config.dtype,
             jit_compile=config.jit_compile, checkpoint_every=config.checkpoint_every,
             keep_checkpoints=config.keep_checkpoints,
             gradient_accumulation_steps=config.gradient_accumulation_steps,
             steps_per_execution=config.steps_per_execution, log_every=config.log_every,
-            dataset_start_step=start_step, config=config.to_dict(), progress=progress))
+            dataset_start_step=start_step, config=config.to_dict(), progress=progress)))
     result = results[-1]
     history = [entry for r in results for entry in r.history]
     encoder_dir = os.path.join(config.model_dir, "encoder")

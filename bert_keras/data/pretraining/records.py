@@ -5,6 +5,8 @@ output); `read_pretraining_tfrecords` reads our files and those of Google's
 `create_pretraining_data.py` into the model's input names.
 """
 
+import re
+
 import tensorflow as tf
 from absl import logging
 
@@ -77,6 +79,24 @@ def _validate_first_record(path, lengths):
                                  f"{want} of length {length}")
         return True
     return False
+
+
+def corrupt_file(paths):
+    """The first of `paths` that does not read to its end as TFRecords, with TF's reason, as
+    "PATH: REASON"; None if all read. TF's own error ("truncated record at 39886") does not
+    name the file, so a failed run calls this to find it.
+
+    >>> corrupt_file([])
+    """
+    for path in paths:
+        try:
+            for _ in tf.data.TFRecordDataset(path).batch(4096):
+                pass
+        except tf.errors.OpError as e:
+            reason = re.sub(r"\{\{function_node [^}]*\}\}\s*|\s*\[Op:\w+\].*", "",
+                            e.message.splitlines()[0])
+            return f"{path}: {reason}"
+    return None
 
 
 def read_pretraining_tfrecords(file_pattern, batch_size, max_seq_length, max_predictions_per_seq,
