@@ -76,7 +76,6 @@ TASKS = {  # name: (flagfile, metric name in the table)
     "topics": ("flags/finetune_wordnet_topics.flags", "accuracy"),
     "ner": ("flags/finetune_bible_ner.flags", "entity F1"),
 }
-REDUCED_PRETRAIN = ["--log_every=2"]
 REDUCED_FINETUNE = ["--max_train_examples=64", "--max_eval_examples=64", "--num_train_epochs=1"]
 CALIBRATION_STEPS = 45  # three windows of 15; the first (graph building) is not counted
 INFERENCE_SHAPE = (32, 64)
@@ -112,12 +111,14 @@ def write_json(path, value):
     temporary.replace(path)
 
 
-def pretrain_args(name, run_dir, steps):
+def pretrain_args(name, stage_dir, steps, log_every, checkpoint_every):
+    """tools/pretrain.py's flags for variant `name` in STAGE_DIR/NAME (a DistilBERT student's
+    teacher is STAGE_DIR/bert)."""
     args = PRETRAIN + VARIANTS[name][1] + [
         f"--train_steps={steps}", f"--warmup_steps={max(steps // 10, 1)}",
-        f"--checkpoint_every={max(steps // 4, 1)}", f"--log_every={max(steps // 20, 1)}"]
-    args = [a.format(bert=run_dir / "pretrain" / "bert") for a in args]
-    return args + (REDUCED_PRETRAIN if FLAGS.reduced else [])
+        f"--log_every={log_every}", f"--checkpoint_every={checkpoint_every}",
+        f"--model_dir={stage_dir / name}"]
+    return [a.format(bert=stage_dir / "bert") for a in args]
 
 
 def calibrate(names, run_dir):
@@ -130,12 +131,8 @@ def calibrate(names, run_dir):
         model_dir = run_dir / "calibrate" / name
         shutil.rmtree(model_dir, ignore_errors=True)
         steps = 6 if FLAGS.reduced else CALIBRATION_STEPS
-        args = pretrain_args(name, run_dir, steps)
-        args = [a for a in args if not a.startswith(("--log_every", "--checkpoint_every"))]
-        args = [a.replace(str(run_dir / "pretrain" / "bert"), str(run_dir / "calibrate" / "bert"))
-                for a in args]
-        run_tool("pretrain", args + [f"--log_every={steps // 3}", f"--checkpoint_every={steps}",
-                                     f"--model_dir={model_dir}"],
+        run_tool("pretrain", pretrain_args(name, run_dir / "calibrate", steps,
+                                           log_every=steps // 3, checkpoint_every=steps),
                  run_dir / "logs" / f"calibrate_{name}.log")
         windows = [values["examples_per_second"] for _, values in
                    read_json(model_dir / "history.json")][1:]
@@ -150,8 +147,10 @@ def pretrain(name, run_dir, steps):
     done = run_dir / "pretrain" / f"{name}.json"
     if done.exists():
         return read_json(done)
-    seconds = run_tool("pretrain", pretrain_args(name, run_dir, steps) + [
-        f"--model_dir={model_dir}"], run_dir / "logs" / f"pretrain_{name}.log")
+    log_every = 2 if FLAGS.reduced else max(steps // 20, 1)
+    seconds = run_tool("pretrain", pretrain_args(
+        name, run_dir / "pretrain", steps, log_every, checkpoint_every=max(steps // 4, 1)),
+        run_dir / "logs" / f"pretrain_{name}.log")
     history = read_json(model_dir / "history.json")
     record = dict(steps=steps, seconds=round(seconds, 1), first=history[0][1],
                   last=history[-1][1])
