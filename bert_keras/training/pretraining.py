@@ -84,10 +84,8 @@ def _train_naming_a_corrupt_file(config, train_phase):
     try:
         return train_phase()
     except tf.errors.DataLossError as e:
-        paths = (config.files("train_data") + (config.files("phase2_train_data")
-                                                if config.phase2_train_data else [])
-                 if config.train_data else [])
-        found = records.corrupt_file(paths)
+        options = [name for name in ("train_data", "phase2_train_data") if getattr(config, name)]
+        found = records.corrupt_file([path for name in options for path in config.files(name)])
         raise InputError(f"{found or e.message.splitlines()[0]}: a TFRecord file is truncated "
                          "or corrupt; recreate it (tools/create_pretraining_data.py) or leave it "
                          "out of --train_data.") from None
