@@ -10,7 +10,7 @@ last hidden state on padded batches of single texts and pairs.
 
     python -m venv /tmp/ref && /tmp/ref/bin/pip install torch==2.13.0 transformers==5.23.0 \
         tokenizers==0.23.3 sentencepiece==0.2.3 numpy
-    /tmp/ref/bin/python tests/make_family_references.py [classifiers]
+    /tmp/ref/bin/python tests/make_family_references.py [classifiers | heads]
 
 Made with torch 2.13.0, transformers 5.23.0, tokenizers 0.23.3, sentencepiece 0.2.3.
 """
@@ -182,6 +182,30 @@ def classifiers():
     make_classifier("albert", "albert", transformers.AlbertForSequenceClassification, keep)
 
 
+# The pretraining heads of the masked-LM / pretraining fixtures: the class each was saved as.
+HEAD_CLASSES = {"distilbert": "DistilBertForMaskedLM", "roberta": "RobertaForMaskedLM",
+                "albert": "AlbertForMaskedLM", "electra_generator": "ElectraForMaskedLM",
+                "electra_discriminator": "ElectraForPreTraining"}
+
+
+def head_references():
+    """heads.npz beside each masked-LM fixture: transformers' logits of its pretraining head on
+    the padded batch of pairs (masked-LM logits (B, T, V), or ELECTRA's discriminator logits
+    (B, T)), from the saved files as they are (nothing re-randomised)."""
+    for name, class_name in HEAD_CLASSES.items():
+        directory = OUT / name
+        model = getattr(transformers, class_name).from_pretrained(directory).eval()
+        ref = np.load(directory / "reference.npz")
+        kwargs = dict(input_ids=torch.from_numpy(ref["pairs_input_ids"]).long(),
+                      attention_mask=torch.from_numpy(ref["pairs_input_mask"]).long())
+        if name not in ("distilbert", "roberta"):
+            kwargs["token_type_ids"] = torch.from_numpy(ref["pairs_input_type_ids"]).long()
+        with torch.no_grad():
+            logits = model(**kwargs).logits.numpy().astype(np.float32)
+        np.savez_compressed(directory / "heads.npz", pairs_logits=logits)
+        print(name, class_name, logits.shape)
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "texts.json").write_text(json.dumps(dict(texts=TEXTS, singles=SINGLES, pairs=PAIRS),
@@ -211,4 +235,9 @@ def main():
 if __name__ == "__main__":
     import sys
 
-    classifiers() if sys.argv[1:] == ["classifiers"] else (main(), classifiers())
+    if sys.argv[1:] == ["classifiers"]:
+        classifiers()
+    elif sys.argv[1:] == ["heads"]:
+        head_references()
+    else:
+        main(), classifiers(), head_references()

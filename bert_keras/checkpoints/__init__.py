@@ -63,10 +63,11 @@ def encoder_name_map(fmt, tensors, encoder, path):
 
 
 def pretraining_head_name_map(fmt, mlm_head="masked_lm_head", nsp_head="next_sentence_head",
-                              next_sentence=True):
+                              next_sentence=True, family="bert"):
     """Our pretraining-head variable paths -> (checkpoint tensor names, convert) for a "google"
-    or "huggingface" checkpoint. The decoder matrix is the tied word-embedding table, which
-    the encoder import sets.
+    or "huggingface" checkpoint (of `family`, Hugging Face's model_type: "bert", "roberta",
+    "albert", "distilbert" or "electra"). The decoder matrix is the tied word-embedding table,
+    which the encoder import sets.
 
     >>> pretraining_head_name_map("google")["masked_lm_head/decoder/output_bias"][0]
     ['cls/predictions/output_bias']
@@ -74,7 +75,9 @@ def pretraining_head_name_map(fmt, mlm_head="masked_lm_head", nsp_head="next_sen
     if fmt not in ("google", "huggingface"):
         raise ValueError(f"pretraining_head_name_map: fmt must be 'google' or 'huggingface', "
                          f"got {fmt!r}.")
-    return LAYOUTS[fmt].pretraining_head_name_map(mlm_head, nsp_head, next_sentence)
+    if fmt == "google":
+        return google.pretraining_head_name_map(mlm_head, nsp_head, next_sentence)
+    return huggingface.pretraining_head_name_map(mlm_head, nsp_head, next_sentence, family)
 
 
 __all__ = ["CheckpointError", "assign_weights", "detect_format", "encoder_name_map",

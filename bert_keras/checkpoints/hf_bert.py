@@ -91,19 +91,39 @@ def encoder_name_map(arch, tensors, family="bert"):
     return names
 
 
-def pretraining_head_name_map(mlm_head, nsp_head, next_sentence=True):
-    """Our pretraining-head variable paths -> `BertForPreTraining` head tensor names."""
-    p, m, n = "cls.predictions", mlm_head, nsp_head
+# The pretraining heads of each family's *ForMaskedLM / *ForPreTraining files: the masked-LM
+# transform's activation (None: the encoder's `hidden_act`), its dense, its layer norm, the
+# output bias of the decoder (tied to the word embeddings), and the NSP / SOP classifier.
+MASKED_LM_HEADS = {
+    "bert": (None, "cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
+             "cls.predictions.bias", "cls.seq_relationship"),
+    "roberta": ("gelu", "lm_head.dense", "lm_head.layer_norm", "lm_head.bias", None),
+    "albert": (None, "predictions.dense", "predictions.LayerNorm", "predictions.bias",
+               "sop_classifier.classifier"),
+    "distilbert": (None, "vocab_transform", "vocab_layer_norm", "vocab_projector.bias", None),
+    # ElectraForMaskedLM, the generator; its head's activation is fixed to the exact GELU.
+    "electra": ("gelu", "generator_predictions.dense", "generator_predictions.LayerNorm",
+                "generator_lm_head.bias", None),
+}
+
+
+def pretraining_head_name_map(mlm_head, nsp_head, next_sentence=True, family="bert"):
+    """Our pretraining-head variable paths -> the head tensor names of `family`'s
+    `*ForPreTraining` / `*ForMaskedLM` files (ValueError: the family has no pair-task head)."""
+    _, dense, layer_norm, bias, pair = MASKED_LM_HEADS[family]
+    m, n = mlm_head, nsp_head
     names = {
-        f"{m}/transform/kernel": ([f"{p}.transform.dense.weight"], transpose),
-        f"{m}/transform/bias": ([f"{p}.transform.dense.bias"], identity),
-        f"{m}/transform_layer_norm/gamma": ([f"{p}.transform.LayerNorm.weight"], identity),
-        f"{m}/transform_layer_norm/beta": ([f"{p}.transform.LayerNorm.bias"], identity),
-        f"{m}/decoder/output_bias": ([f"{p}.bias"], identity),
+        f"{m}/transform/kernel": ([f"{dense}.weight"], transpose),
+        f"{m}/transform/bias": ([f"{dense}.bias"], identity),
+        f"{m}/transform_layer_norm/gamma": ([f"{layer_norm}.weight"], identity),
+        f"{m}/transform_layer_norm/beta": ([f"{layer_norm}.bias"], identity),
+        f"{m}/decoder/output_bias": ([bias], identity),
     }
     if next_sentence:
+        if pair is None:
+            raise ValueError(f"Hugging Face {family} checkpoints have no next-sentence head.")
         names.update({
-            f"{n}/logits/kernel": (["cls.seq_relationship.weight"], transpose),
-            f"{n}/logits/bias": (["cls.seq_relationship.bias"], identity),
+            f"{n}/logits/kernel": ([f"{pair}.weight"], transpose),
+            f"{n}/logits/bias": ([f"{pair}.bias"], identity),
         })
     return names

@@ -89,5 +89,20 @@ def classifier_head(path):
     return activation, name_map
 
 
-def pretraining_head_name_map(mlm_head, nsp_head, next_sentence=True):
-    return hf_bert.pretraining_head_name_map(mlm_head, nsp_head, next_sentence)
+def pretraining_head_name_map(mlm_head, nsp_head, next_sentence=True, family="bert"):
+    return hf_bert.pretraining_head_name_map(mlm_head, nsp_head, next_sentence, family)
+
+
+def masked_lm_activation(path):
+    """The activation of the masked-LM head of checkpoint `path`'s family when it is not the
+    encoder's (RoBERTa and ELECTRA's generator: the exact GELU), else None."""
+    return hf_bert.MASKED_LM_HEADS[read_config(path)[0]][0]
+
+
+def replaced_token_head_name_map(head):
+    """A ReplacedTokenHead named `head` -> `ElectraForPreTraining`'s discriminator head."""
+    p = "discriminator_predictions"
+    return {f"{head}/hidden/kernel": ([f"{p}.dense.weight"], transpose),
+            f"{head}/hidden/bias": ([f"{p}.dense.bias"], identity),
+            f"{head}/logits/kernel": ([f"{p}.dense_prediction.weight"], transpose),
+            f"{head}/logits/bias": ([f"{p}.dense_prediction.bias"], identity)}

@@ -9,25 +9,50 @@ from bert_keras import checkpoints
 from bert_keras.checkpoints import huggingface
 
 
-def load_pretraining_heads(pretrainer, checkpoint, fmt=None):
-    """Sets a BertPretrainer's MLM (and NSP) head weights from a Google or HF checkpoint.
+def load_pretraining_heads(pretrainer, checkpoint, fmt=None, family="bert"):
+    """Sets a BertPretrainer's MLM (and NSP / SOP) head weights from a Google or HF checkpoint.
 
-    `checkpoint`: a checkpoint directory (read with `bert_keras.checkpoints.read_tensors`),
-    or a dict {tensor name: array} with `fmt` "google" / "huggingface". Missing head
-    tensors or wrong shapes raise `CheckpointError` naming them. The encoder weights are
-    loaded separately (`BertEncoder.from_pretrained`); the tied decoder needs nothing more.
+    `checkpoint`: a checkpoint directory (read with `bert_keras.checkpoints.read_tensors`; a
+    Hugging Face directory names its family in config.json), or a dict {tensor name: array}
+    with `fmt` "google" / "huggingface" and the Hugging Face `family`. Missing head tensors or
+    wrong shapes raise `CheckpointError` naming them. The encoder weights are loaded
+    separately (`BertEncoder.from_pretrained`); the tied decoder needs nothing more. Build
+    the pretrainer with `mlm_activation=masked_lm_activation(path)`: RoBERTa's and ELECTRA's
+    heads do not use the encoder's activation.
 
     >>> load_pretraining_heads(pretrainer, "uncased_L-12_H-768_A-12/")  # doctest: +SKIP
     """
     source = "the given tensors"
     if isinstance(checkpoint, str):
         source = checkpoint
-        fmt, checkpoint = checkpoints.read_tensors(checkpoint)
+        fmt, tensors = checkpoints.read_tensors(checkpoint)
+        if fmt == "huggingface":
+            family = huggingface.read_config(checkpoint)[0]
+        checkpoint = tensors
     name_map = checkpoints.pretraining_head_name_map(
         fmt, pretrainer.masked_lm_head.name, getattr(pretrainer.next_sentence_head, "name", None),
-        next_sentence=pretrainer.next_sentence,
+        next_sentence=pretrainer.next_sentence, family=family,
     )
     checkpoints.assign_weights(pretrainer, name_map, checkpoint, source, partial=True)
+
+
+def masked_lm_activation(path):
+    """The activation of checkpoint `path`'s masked-LM head where it is not its encoder's
+    (Hugging Face RoBERTa and ELECTRA's generator: "gelu"), else None."""
+    if checkpoints.detect_format(path) != "huggingface":
+        return None
+    return huggingface.masked_lm_activation(path)
+
+
+def load_replaced_token_head(electra, path):
+    """Sets an ElectraPretrainer's discriminator head from a Hugging Face
+    `ElectraForPreTraining` directory; CheckpointError naming what is missing or mis-shaped.
+
+    >>> load_replaced_token_head(model, "electra-small-discriminator/")  # doctest: +SKIP
+    """
+    _, tensors = checkpoints.read_tensors(path)
+    name_map = huggingface.replaced_token_head_name_map(electra.discriminator_head.name)
+    checkpoints.assign_weights(electra, name_map, tensors, path, partial=True)
 
 
 def load_classification_head(classifier, path):

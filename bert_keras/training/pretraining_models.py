@@ -37,7 +37,8 @@ def load_teacher(path):
             raise ValueError(f"--teacher_checkpoint={path!r} holds a {type(model).__name__}, not "
                              "a masked LM (a pretraining run's final/).")
         return model
-    teacher = BertPretrainer(BertEncoder.from_pretrained(path), next_sentence=False)
+    teacher = BertPretrainer(BertEncoder.from_pretrained(path), next_sentence=False,
+                             mlm_activation=head_checkpoints.masked_lm_activation(path))
     try:
         head_checkpoints.load_pretraining_heads(teacher, path)
     except (CheckpointError, ValueError) as e:
@@ -60,6 +61,8 @@ def build_model(config, tokenizer):
     if config.objective == "electra":
         model = ElectraPretrainer(_encoder(config, tokenizer), generator_size=config.generator_size,
                                   rtd_weight=config.rtd_weight, seed=config.seed)
+        if config.init_checkpoint:
+            _try_load_heads(head_checkpoints.load_replaced_token_head, model, config.init_checkpoint)
     elif config.objective == "distill":
         teacher = load_teacher(config.teacher_checkpoint)
         if teacher.encoder.vocab_size != tokenizer.vocab_size:
@@ -70,9 +73,12 @@ def build_model(config, tokenizer):
             teacher, student, temperature=config.distill_temperature, alpha_ce=config.alpha_ce,
             alpha_mlm=config.alpha_mlm, alpha_cos=config.alpha_cos)
     else:
-        model = BertPretrainer(_encoder(config, tokenizer), next_sentence=config.pair_mode != "none")
+        activation = config.init_checkpoint and head_checkpoints.masked_lm_activation(
+            config.init_checkpoint)
+        model = BertPretrainer(_encoder(config, tokenizer), next_sentence=config.pair_mode != "none",
+                               mlm_activation=activation)
         if config.init_checkpoint:
-            _try_load_heads(model, config.init_checkpoint)
+            _try_load_heads(head_checkpoints.load_pretraining_heads, model, config.init_checkpoint)
     model.compile(optimizer=optimization.create_optimizer(
         config.optimizer, learning_rate=config.learning_rate,
         num_train_steps=config.train_steps, num_warmup_steps=config.warmup_steps,
@@ -96,9 +102,10 @@ def masked_lm_model(model):
     return model if isinstance(model, BertPretrainer) else None
 
 
-def _try_load_heads(pretrainer, init_checkpoint):
+def _try_load_heads(load, model, init_checkpoint):
+    """Continued pretraining keeps the checkpoint's heads where it has them."""
     try:
-        head_checkpoints.load_pretraining_heads(pretrainer, init_checkpoint)
+        load(model, init_checkpoint)
         logging.info("Loaded the pretraining heads of %s", init_checkpoint)
     except (CheckpointError, ValueError, OSError) as e:
         logging.info("Pretraining heads start from scratch (%s)", e)
