@@ -244,3 +244,55 @@ def test_finetune_refuses_a_bad_train_file(tmp_path, bad_files, tiny_models, cas
     # matters here is that nothing was written in it.
     assert_refused(proc, output / "metrics.json", train, problem)
     assert not output.exists() or not any(output.iterdir())
+
+
+# -- finetune.py: labels that are mistakes, rows that do not parse -----------------------------
+
+LABEL_CASES = {
+    # case: (file name, content, needles after the path: the row and the value)
+    "empty_label_tsv": ("train.tsv", "yes\ta\tb\nno\tc\td\n\te\tf\nyes\tg\th\n",
+                        [":3: empty label (column 0)"]),
+    "empty_label_csv_eval": ("dev.csv", 'yes,a,b\n"  ",c,d\nno,e,f\n',
+                             [":2: empty label (column 0)"]),
+    "null_label_jsonl": ("train.jsonl",
+                         '{"label": "yes", "text": "a", "text_b": "b"}\n'
+                         '{"label": null, "text": "c", "text_b": "d"}\n',
+                         [":2: label field 'label' is null"]),
+    "header_row_named": ("train.tsv", "label\tsentence1\tsentence2\nyes\ta\tb\nno\tc\td\n",
+                         [":1: label 'label' looks like a column name", "--header"]),
+    "header_row_over_integers": ("train.tsv",
+                                 "is_paraphrase\t#1 String\t#2 String\n1\ta\tb\n0\tc\td\n",
+                                 [":1: label 'is_paraphrase' looks like a column name",
+                                  "--header"]),
+    "malformed_row": ("train.tsv", "yes\ta\tb\nno\tc\n", [":2: expected 3 columns, got 2"]),
+    "unseen_eval_label": ("dev.tsv", "yes\ta\tb\nmaybe\tc\td\n",
+                          ["label 'maybe' in", ":2 is not in the label map"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LABEL_CASES))
+def test_finetune_refuses_bad_labels_and_rows(tmp_path, tiny_models, case):
+    """One line naming the file, the row and the value, exit 1, no traceback, nothing written:
+    an empty label and a header row read without --header would otherwise become classes."""
+    name, content, needles = LABEL_CASES[case]
+    suffix = pathlib.Path(name).suffix
+    good = "yes\ta\tb\nno\tc\td\n" if suffix == ".tsv" else "yes,a,b\nno,c,d\n"
+    if suffix == ".jsonl":
+        good = '{"label": "yes", "text": "a", "text_b": "b"}\n{"label": "no", "text": "c", "text_b": "d"}\n'
+    bad = tmp_path / name
+    bad.write_text(content)
+    other = tmp_path / ("dev" if name.startswith("train") else "train") / f"x{suffix}"
+    other.parent.mkdir()
+    other.write_text(good)
+    train, dev = (bad, other) if name.startswith("train") else (other, bad)
+    columns = (["--text_b_field=text_b"] if suffix == ".jsonl"
+               else ["--text_a_column=1", "--text_b_column=2"])
+    output = tmp_path / "out"
+    proc = run_tool("finetune", "--task=classification", f"--train_file={train}",
+                    f"--eval_file={dev}", *columns, f"--init_checkpoint={tiny_models[1]}",
+                    f"--output_dir={output}", "--max_seq_length=16")
+    needles = [f"{bad}{n}" if n.startswith(":") else n for n in needles]
+    assert_refused(proc, output / "metrics.json", *needles)
+    last = proc.stderr.decode().strip().splitlines()[-1]  # the one line holds it all
+    assert last.startswith("finetune.py: ") and all(n in last for n in needles), last
+    assert not output.exists() or not any(output.iterdir())

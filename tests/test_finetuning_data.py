@@ -248,6 +248,52 @@ def test_wrong_column_count_names_file_line_row(tmp_path):
         fd.read_tsv(str(tmp_path / "bad.tsv"), text_a_column="text")
 
 
+def test_empty_labels_are_refused_except_multi_label(tmp_path):
+    from bert_keras.errors import InputError
+
+    path = _write(tmp_path / "e.tsv", "1\ta\n \tb\n0\tc\n")
+    with pytest.raises(InputError, match=r"e.tsv:2: empty label \(column 0\)"):
+        fd.read_tsv(path)
+    with pytest.raises(InputError, match=r"e.tsv:2: empty label"):
+        fd.read_tsv(path, label_type="regression")
+    assert [ex.label for ex in fd.read_tsv(path, label_type="multi")] == [["1"], [], ["0"]]
+    assert [ex.label for ex in fd.read_tsv(path, label_column=None)] == [None] * 3  # unlabeled
+    path = _write(tmp_path / "e.jsonl", '{"text": "a", "label": "x"}\n{"text": "b", "label": ""}\n')
+    with pytest.raises(InputError, match=r"e.jsonl:2: empty label \(field 'label'\)"):
+        fd.read_jsonl(path)
+    path = _write(tmp_path / "n.jsonl", '{"text": "a", "label": "x"}\n{"text": "b", "label": null}\n')
+    with pytest.raises(InputError, match=r"n.jsonl:2: label field 'label' is null"):
+        fd.read_jsonl(path, label_type="multi")
+    path = _write(tmp_path / "e.conll", "a\tO\nb\t\n", compress=False)
+    with pytest.raises(InputError, match=r"e.conll:2: empty tag"):
+        fd.read_conll(path, delimiter="\t")
+
+
+@pytest.mark.parametrize("content,label_type,value", [
+    ("label\ttext\npos\ta\nneg\tb\npos\tc\n", "single", "label"),  # a label column's name
+    ("Quality\ta\tb\n1\tx\ty\n0\tz\tw\n", "single", "Quality"),  # GLUE MRPC
+    ("is_same\ta\n1\tx\n0\ty\n", "single", "is_same"),  # the only non-number over 0/1
+    ("score\ta\n0.5\tx\n4\ty\n", "regression", "score"),  # GLUE STS-B
+    ("labels\ttext\na,b\tx\nb\ty\n", "multi", "labels"),
+])
+def test_a_header_row_read_as_data_is_refused(tmp_path, content, label_type, value):
+    from bert_keras.errors import InputError
+
+    path = _write(tmp_path / "h.tsv", content)
+    with pytest.raises(InputError, match=rf"h.tsv:1: label '{value}' looks like a column name.*--header"):
+        fd.read_tsv(path, label_type=label_type)
+    examples = fd.read_tsv(path, header=True, label_column=0, label_type=label_type)
+    assert len(examples) == content.count("\n") - 1 and examples[0].source.endswith("h.tsv:2")
+
+
+def test_a_first_row_label_like_the_others_is_data(tmp_path):
+    # A class seen once, first, is data unless it names a column or breaks integer labels.
+    for content in ("rare\ta\npos\tb\nneg\tc\npos\td\n", "7\ta\n1\tb\n0\tc\n",
+                    "pos\ta\nneg\tb\npos\tc\n", "label\ta\nlabel\tb\n"):
+        assert len(fd.read_tsv(_write(tmp_path / "d.tsv", content))) == content.count("\n")
+    assert fd.read_tsv(_write(tmp_path / "r.tsv", "3.5\ta\n1\tb\n"), label_type="regression")[0].label == 3.5
+
+
 def test_invalid_utf8_names_file_and_line(tmp_path):
     path = _write(tmp_path / "latin1.tsv", "1\tok\n0\tcaf\xe9\n".encode("latin-1"))
     with pytest.raises(ValueError, match=r"latin1.tsv:2: invalid UTF-8"):

@@ -2,29 +2,83 @@
 
 Single-label (str), multi-label (list of str) or regression (float) labels; columns or
 fields by index or name; unlabeled data with label_column / label_field None.
+
+Two checks keep a file's mistakes from becoming classes (each a `TaskFileError` naming the
+file, the line and the value):
+
+- an empty (or JSON null) single-label or regression label: a missing value, never a class.
+  A multi-label row may have no labels (its target is all zeros).
+- a header row read as data (no `header=True`): the first row's label occurs in no other
+  row of the file and either names a label column ("label", "quality", "gold_label", ...) or
+  is the only non-number among integer labels (GLUE's "Quality" over 0/1).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from bert_keras.data.finetuning.examples import ClassificationExample
 from bert_keras.files import expand_patterns
-from bert_keras.data.finetuning.task_files import _field, _json_lines, _row_repr, _rows
+from bert_keras.data.finetuning.task_files import TaskFileError, _field, _json_lines, _row_repr, _rows
 
 LABEL_TYPES = ("single", "multi", "regression")
 
+# Names that label columns go by in public datasets (GLUE, SuperGLUE, Kaggle, HF datasets).
+LABEL_COLUMN_NAMES = frozenset({
+    "label", "labels", "class", "classes", "category", "categories", "target", "gold_label",
+    "quality", "is_duplicate", "sentiment", "polarity", "score", "rating", "topic", "intent",
+    "tag", "tags", "y", "answer", "relevance", "stance", "emotion", "language", "lang",
+})
+_INTEGER = re.compile(r"[+-]?\d+")
 
-def _parse_label(value: str, label_type: str, label_delimiter: str, where: str):
+
+def _parse_label(value: str, label_type: str, label_delimiter: str, where: str, column: str):
     value = value.strip()
+    if not value and label_type != "multi":
+        raise TaskFileError(
+            f"{where}: empty label ({column}); every row of a labeled file needs one "
+            "(a missing value?)")
     if label_type == "single":
         return value
-    if label_type == "multi":
+    if label_type == "multi":  # no labels at all is a valid multi-label target
         return [v.strip() for v in value.split(label_delimiter) if v.strip()]
     try:
         return float(value)
     except ValueError:
-        raise ValueError(f"{where}: regression label {value!r} is not a number") from None
+        raise TaskFileError(f"{where}: regression label {value!r} is not a number") from None
+
+
+def _check_header_row(raw_labels: list[tuple[str, str]], label_type: str) -> None:
+    """Refuses a first row that is a header read as data (see the module docstring).
+
+    raw_labels: (where, label text) of every row of one file, in order."""
+    if not raw_labels:
+        return
+    where, first = raw_labels[0]
+    first = first.strip()
+    others = [value.strip() for _, value in raw_labels[1:]]
+    if not first or first in others:
+        return
+    if label_type == "regression":
+        looks_like_header = not _is_number(first)
+    else:
+        looks_like_header = first.lower() in LABEL_COLUMN_NAMES or (
+            bool(others) and not _INTEGER.fullmatch(first)
+            and all(_INTEGER.fullmatch(v) for v in others))
+    if looks_like_header:
+        raise TaskFileError(
+            f"{where}: label {first!r} looks like a column name (no other row has it): a header "
+            "row read as data? Pass --header (header=True) to skip each file's first row, or "
+            "remove the row")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _check_label_type(label_type: str) -> None:
@@ -37,13 +91,13 @@ def _resolve_column(column, header: list[str] | None, num_columns: int, what: st
         return None
     if isinstance(column, str):
         if header is None:
-            raise ValueError(f"{what}={column!r} is a column name, but {path} is read without a header")
+            raise TaskFileError(f"{what}={column!r} is a column name, but {path} is read without a header")
         if column not in header:
-            raise ValueError(f"{what}={column!r} is not in the header of {path}: {header}")
+            raise TaskFileError(f"{what}={column!r} is not in the header of {path}: {header}")
         return header.index(column)
     index = int(column)
     if not -num_columns <= index < num_columns:
-        raise ValueError(f"{what}={column} is out of range for {path}, which has {num_columns} columns")
+        raise TaskFileError(f"{what}={column} is out of range for {path}, which has {num_columns} columns")
     return index % num_columns
 
 
@@ -71,7 +125,8 @@ def read_delimited(
         `label_delimiter`) or "regression" (float).
 
     Every row must have as many columns as the header (or, without a header, as
-    the file's first row); otherwise ValueError names file, line and row.
+    the file's first row); otherwise TaskFileError (a ValueError) names file, line and row.
+    Empty labels and, without a header, a header row are refused (module docstring).
     """
     _check_label_type(label_type)
     examples = []
@@ -81,16 +136,16 @@ def read_delimited(
         if header:
             first = next(rows, None)
             if first is None:
-                raise ValueError(f"{path} is empty")
+                raise TaskFileError(f"{path} is empty")
             names = [n.strip() for n in first[1]]
-        n_before = len(examples)
         columns = None
         num_columns = len(names) if names is not None else None
+        parsed = []  # (where, text_a, text_b, label text or None)
         for line_no, row in rows:
             if num_columns is None:
                 num_columns = len(row)
             if len(row) != num_columns:
-                raise ValueError(
+                raise TaskFileError(
                     f"{path}:{line_no}: expected {num_columns} columns, got {len(row)}: {_row_repr(row)}"
                 )
             if columns is None:
@@ -103,13 +158,20 @@ def read_delimited(
                     )
                 ]
             a, b, lab = columns
-            where = f"{path}:{line_no}"
-            label = None if lab is None else _parse_label(row[lab], label_type, label_delimiter, where)
-            examples.append(
-                ClassificationExample(row[a], None if b is None else row[b], label, source=where)
-            )
-        if len(examples) == n_before:
-            raise ValueError(f"{path} has no data rows")
+            parsed.append((f"{path}:{line_no}", row[a], None if b is None else row[b],
+                           None if lab is None else row[lab]))
+        if not parsed:
+            raise TaskFileError(f"{path} has no data rows")
+        if columns[2] is None:
+            examples.extend(ClassificationExample(a, b, None, source=where) for where, a, b, _ in parsed)
+            continue
+        if names is None:
+            _check_header_row([(where, label) for where, _, _, label in parsed], label_type)
+        column = f"column {columns[2]}"
+        examples.extend(
+            ClassificationExample(a, b, _parse_label(label, label_type, label_delimiter, where, column),
+                                  source=where)
+            for where, a, b, label in parsed)
     return examples
 
 
@@ -154,16 +216,20 @@ def read_jsonl(
             label = None
             if label_field is not None:
                 raw = _field(obj, label_field, where)
+                if raw is None:
+                    raise TaskFileError(f"{where}: label field {label_field!r} is null; every "
+                                        "row of a labeled file needs a label")
                 if label_type == "multi" and isinstance(raw, list):
                     label = [str(v) for v in raw]
                 else:
-                    label = _parse_label(str(raw), label_type, label_delimiter, where)
+                    label = _parse_label(str(raw), label_type, label_delimiter, where,
+                                         f"field {label_field!r}")
             text_b = None if text_b_field is None else str(_field(obj, text_b_field, where))
             examples.append(
                 ClassificationExample(str(_field(obj, text_a_field, where)), text_b, label, source=where)
             )
         if len(examples) == n_before:
-            raise ValueError(f"{path} has no data rows")
+            raise TaskFileError(f"{path} has no data rows")
     return examples
 
 

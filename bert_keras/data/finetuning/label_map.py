@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras.data.finetuning.examples import ClassificationExample, TaggingExample
+from bert_keras.errors import InputError
 
 _INT_RE = re.compile(r"[+-]?\d+")
 
@@ -102,7 +103,7 @@ class LabelMap:
             return self._ids[str(label)]
         except KeyError:
             known = self.labels if len(self.labels) <= 20 else self.labels[:20] + ["..."]
-            raise ValueError(
+            raise InputError(  # the data's mistake: the tools print it in one line
                 f"label {label!r} in {where} is not in the label map (built from the "
                 f"training labels): {known}"
             ) from None

@@ -8,7 +8,7 @@ from typing import Sequence
 
 from bert_keras.data.finetuning.examples import SpanExample
 from bert_keras.files import expand_patterns
-from bert_keras.data.finetuning.task_files import _field, _json_lines, _row_repr, read_text
+from bert_keras.data.finetuning.task_files import TaskFileError, _field, _json_lines, _row_repr, read_text
 
 
 def _parse_answers(answers, where: str) -> list[tuple[str, int]]:
@@ -16,16 +16,16 @@ def _parse_answers(answers, where: str) -> list[tuple[str, int]]:
     if isinstance(answers, dict):  # TFDS / Hugging Face layout.
         texts, starts = answers.get("text", []), answers.get("answer_start", [])
         if len(texts) != len(starts):
-            raise ValueError(f"{where}: {len(texts)} answer texts but {len(starts)} answer starts")
+            raise TaskFileError(f"{where}: {len(texts)} answer texts but {len(starts)} answer starts")
         answers = [{"text": t, "answer_start": s} for t, s in zip(texts, starts)]
     if not isinstance(answers, list):
-        raise ValueError(f"{where}: answers must be a list, got {_row_repr(answers)}")
+        raise TaskFileError(f"{where}: answers must be a list, got {_row_repr(answers)}")
     out = []
     for a in answers:
         if not isinstance(a, dict) or not isinstance(a.get("text"), str) or not isinstance(
             a.get("answer_start"), int
         ):
-            raise ValueError(f"{where}: bad answer {_row_repr(a)}: need {{'text': str, 'answer_start': int}}")
+            raise TaskFileError(f"{where}: bad answer {_row_repr(a)}: need {{'text': str, 'answer_start': int}}")
         out.append((a["text"], a["answer_start"]))
     return out
 
@@ -61,7 +61,7 @@ def read_squad_jsonl(
                 )
             )
         if len(examples) == n_before:
-            raise ValueError(f"{path} has no data rows")
+            raise TaskFileError(f"{path} has no data rows")
     return examples
 
 
@@ -77,9 +77,9 @@ def read_squad_json(pattern: str | Sequence[str]) -> list[SpanExample]:
         try:
             root = json.loads(text)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+            raise TaskFileError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
         if not isinstance(root, dict) or not isinstance(root.get("data"), list):
-            raise ValueError(f"{path}: not SQuAD JSON (needs a top-level 'data' list)")
+            raise TaskFileError(f"{path}: not SQuAD JSON (needs a top-level 'data' list)")
         n_before = len(examples)
         for a, article in enumerate(root["data"]):
             for p, paragraph in enumerate(article.get("paragraphs", [])):
@@ -100,7 +100,7 @@ def read_squad_json(pattern: str | Sequence[str]) -> list[SpanExample]:
                         )
                     )
         if len(examples) == n_before:
-            raise ValueError(f"{path} has no questions")
+            raise TaskFileError(f"{path} has no questions")
     return examples
 
 

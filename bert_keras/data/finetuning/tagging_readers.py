@@ -6,7 +6,7 @@ from typing import Sequence
 
 from bert_keras.data.finetuning.examples import TaggingExample
 from bert_keras.files import expand_patterns
-from bert_keras.data.finetuning.task_files import _lines, _row_repr
+from bert_keras.data.finetuning.task_files import TaskFileError, _lines, _row_repr
 
 
 def read_conll(
@@ -48,22 +48,25 @@ def read_conll(
                 num_columns = len(fields)
                 for c in (word_column, tag_column):
                     if c is not None and not -num_columns <= c < num_columns:
-                        raise ValueError(
+                        raise TaskFileError(
                             f"{path}:{line_no}: column {c} is out of range for a row with "
                             f"{num_columns} columns: {_row_repr(line)}"
                         )
             if len(fields) != num_columns:
-                raise ValueError(
+                raise TaskFileError(
                     f"{path}:{line_no}: expected {num_columns} columns, got {len(fields)}: {_row_repr(line)}"
                 )
             if not words:
                 start = line_no
             words.append(fields[word_column])
             if tag_column is not None:
+                if not fields[tag_column].strip():
+                    raise TaskFileError(f"{path}:{line_no}: empty tag (column {tag_column}); every "
+                                        f"token of a labeled file needs one: {_row_repr(line)}")
                 tags.append(fields[tag_column])
         flush()
         if len(examples) == n_before:
-            raise ValueError(f"{path} has no sentences")
+            raise TaskFileError(f"{path} has no sentences")
     return examples
 
 

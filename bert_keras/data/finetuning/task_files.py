@@ -16,9 +16,16 @@ from typing import Iterator
 import tensorflow as tf
 
 from bert_keras import text_files
+from bert_keras.errors import InputError
 from bert_keras.text_files import TextFileError
 
 _ROW_REPR_CHARS = 200
+
+
+class TaskFileError(InputError):
+    """A fine-tuning task file that cannot be used as it is (a malformed row, a missing field,
+    an empty label, a header row read as data): the message names the file, the line and the
+    value, and the tools print it in one line."""
 
 
 def _row_repr(row) -> str:
@@ -83,7 +90,7 @@ def _rows(path: str, delimiter: str) -> Iterator[tuple[int, list[str]]]:
                 yield start, row
             start = reader.line_num + 1
     except csv.Error as e:
-        raise ValueError(f"{path}:{start}: malformed CSV ({e})") from e
+        raise TaskFileError(f"{path}:{start}: malformed CSV ({e})") from e
 
 
 def _json_lines(path: str) -> Iterator[tuple[int, dict]]:
@@ -93,18 +100,19 @@ def _json_lines(path: str) -> Iterator[tuple[int, dict]]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{line_no}: invalid JSON ({e.msg}): {_row_repr(line)}") from None
+            raise TaskFileError(f"{path}:{line_no}: invalid JSON ({e.msg}): {_row_repr(line)}") from None
         if not isinstance(obj, dict):
-            raise ValueError(f"{path}:{line_no}: expected a JSON object, got {_row_repr(obj)}")
+            raise TaskFileError(f"{path}:{line_no}: expected a JSON object, got {_row_repr(obj)}")
         yield line_no, obj
 
 
 def _field(obj: dict, name: str, where: str):
     if name not in obj:
-        raise ValueError(f"{where}: missing field {name!r} in {_row_repr(obj)}")
+        raise TaskFileError(f"{where}: missing field {name!r} in {_row_repr(obj)}")
     return obj[name]
 
 
 __all__ = [
+    "TaskFileError",
     "read_text",
 ]
