@@ -18,6 +18,7 @@ import re
 import shutil
 
 import tensorflow as tf
+from absl import logging
 
 
 class NoMatchingFiles(FileNotFoundError):
@@ -64,6 +65,34 @@ def write_jsonl(path, rows):
     """One JSON object per line at `path`, atomically."""
     write_text(path, "".join(json.dumps(row, ensure_ascii=False, default=float) + "\n"
                              for row in rows))
+
+
+_CHECKPOINT_TEMP = re.compile(r".+-\d+_temp")
+
+
+def remove_checkpoint_leftovers(directory):
+    """Removes the `PREFIX-N_temp` directories that TensorFlow's checkpoint writer leaves in
+    `directory` when it is killed between writing a checkpoint's shards there and merging them
+    into `PREFIX-N.index` / `.data-*` (that checkpoint never became complete: the `checkpoint`
+    index file still names the previous one). Only directories holding nothing but the
+    writer's `part-*` files are removed.
+
+    Call it when a run takes `directory` over (starts or resumes there): a run owns its
+    directory (one run per directory at a time), so no live process is writing them.
+    Returns the paths removed; logs one warning naming them."""
+    if not os.path.isdir(directory):
+        return []
+    removed = []
+    for entry in sorted(os.listdir(directory)):
+        path = os.path.join(directory, entry)
+        if (_CHECKPOINT_TEMP.fullmatch(entry) and os.path.isdir(path) and not os.path.islink(path)
+                and all(name.startswith("part-") for name in os.listdir(path))):
+            shutil.rmtree(path)
+            removed.append(path)
+    if removed:
+        logging.warning("Removed %d unfinished checkpoint(s) of a killed run: %s", len(removed),
+                        ", ".join(removed))
+    return removed
 
 
 def _siblings(path):

@@ -117,3 +117,49 @@ def assert_round_trip(tmp_path):
         return loaded
 
     return check
+
+
+# --- a kill inside TensorFlow's checkpoint writer ---------------------------------------------
+
+# Runs a tool (argv[1], with the rest of argv) with TensorFlow's checkpoint merge patched so that
+# the N-th checkpoint write (argv: N first) is killed (SIGKILL) after its shards are written to
+# PREFIX-N_temp/ and before they are merged: what a kill -9 at that moment leaves.
+_KILL_IN_CHECKPOINT_WRITE = """
+import os, runpy, signal, sys
+import tensorflow as tf
+from tensorflow.python.ops import gen_io_ops
+
+kill_at, calls = int(sys.argv.pop(1)), [0]
+merge = gen_io_ops.merge_v2_checkpoints
+
+def merge_or_die(prefixes, destination, delete_old_dirs=True, name=None):
+    def maybe_die(*written):  # runs once the shards are written (its inputs)
+        calls[0] += 1
+        if calls[0] == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return 0
+    written = tf.py_function(maybe_die, tf.nest.flatten(prefixes), tf.int32)
+    with tf.control_dependencies([written]):
+        return merge(prefixes, destination, delete_old_dirs=delete_old_dirs, name=name)
+
+gen_io_ops.merge_v2_checkpoints = merge_or_die
+tool = sys.argv[1]
+sys.argv = sys.argv[1:]
+runpy.run_path(tool, run_name="__main__")
+"""
+
+
+@pytest.fixture
+def killed_in_checkpoint_write():
+    """`killed_in_checkpoint_write(tool_args, n, **run_kwargs)`: runs `[python, tool, *args]`
+    (tool_args[0] is sys.executable) killed by SIGKILL in its n-th checkpoint write, between
+    the shards (PREFIX-N_temp/) and their merge; returns the CompletedProcess."""
+    import subprocess
+    import sys
+
+    def run(tool_args, n, **kwargs):
+        assert tool_args[0] == sys.executable
+        return subprocess.run([sys.executable, "-c", _KILL_IN_CHECKPOINT_WRITE, str(n),
+                               *map(str, tool_args[1:])], **kwargs)
+
+    return run

@@ -310,3 +310,23 @@ def test_kill_9_during_the_best_save_keeps_a_complete_best_and_resumes(
     assert_same_results(out, uninterrupted)
     model, _, info = task_io.load_task(str(out / "best"))
     assert info["metrics"] == metrics_of(out)["eval"]
+
+
+@pytest.mark.slow
+def test_kill_9_inside_the_checkpoint_write_leaves_shards_that_the_resume_removes(
+        tiny_checkpoint, uninterrupted, tmp_path, killed_in_checkpoint_write):
+    """Killed between writing epoch 2's checkpoint shards (checkpoints/ckpt-2_temp/) and
+    merging them: the rerun resumes from epoch 1, removes the shards, ends as if uninterrupted."""
+    out = tmp_path / "run"
+    args = tool_args(tiny_checkpoint, out)
+    killed = killed_in_checkpoint_write(args, 2, cwd=ROOT, env=ENV, capture_output=True,
+                                        text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    assert (out / "checkpoints" / "ckpt-2_temp").is_dir() and latest_epoch(out) == 1
+
+    rerun = run_tool(args)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "epoch 1 of 3 done" in rerun.stdout, rerun.stdout
+    removed = out / "checkpoints" / "ckpt-2_temp"
+    assert f"unfinished checkpoint(s) of a killed run: {removed}" in rerun.stderr
+    assert_same_results(out, uninterrupted)

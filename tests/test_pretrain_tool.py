@@ -214,3 +214,26 @@ def test_nan_loss_from_a_huge_learning_rate_stops_with_the_step_and_keeps_checkp
     assert kept and max(kept) == step - 1  # the last good step; nothing written after
     assert f"checkpoint {model_dir / 'checkpoints' / f'ckpt-{step - 1}'} is kept" in message[0]
     assert not (model_dir / "encoder").exists()
+
+
+def test_a_kill_inside_a_checkpoint_write_leaves_shards_that_the_resume_removes(
+        tmp_path, killed_in_checkpoint_write):
+    """TensorFlow writes a checkpoint's shards to ckpt-N_temp/ and then merges them: a kill in
+    between leaves that directory. The run that resumes there removes it (and nothing else)."""
+    model_dir = tmp_path / "run"
+    checkpoints = model_dir / "checkpoints"
+    args = TOOL + [TINY, f"--model_dir={model_dir}"]  # checkpoints at steps 3 and 6
+    killed = killed_in_checkpoint_write(args, 2, cwd=REPO, env=ENV, capture_output=True,
+                                        timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    assert (checkpoints / "ckpt-6_temp").is_dir() and (checkpoints / "ckpt-3.index").exists()
+    assert not (checkpoints / "ckpt-6.index").exists()
+    (checkpoints / "notes-1_temp").mkdir()  # not the writer's: kept
+    (checkpoints / "notes-1_temp" / "mine.txt").write_text("keep")
+
+    rerun = _run(TINY, f"--model_dir={model_dir}")
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "Resuming from checkpoint" in rerun.stdout and "at step 3 of 6" in rerun.stdout
+    assert f"unfinished checkpoint(s) of a killed run: {checkpoints / 'ckpt-6_temp'}" in rerun.stderr
+    assert sorted(p.name for p in checkpoints.iterdir() if p.name.endswith("_temp")) == ["notes-1_temp"]
+    assert (checkpoints / "ckpt-6.index").exists()

@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_keras.files import recover_directory
+from bert_keras.files import recover_directory, remove_checkpoint_leftovers
 from bert_keras.errors import InputError
 
 CHECKPOINT_SUBDIR = "checkpoints"
@@ -136,6 +136,7 @@ class EpochCheckpoint:
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer,
                                               seed_states=_seed_states(model), state=self.state)
         self.manager = tf.train.CheckpointManager(self.checkpoint, self.directory, max_to_keep=1)
+        remove_checkpoint_leftovers(self.directory)  # a save that a kill interrupted
 
     def restore(self):
         """The state dict saved with the latest checkpoint (model and optimizer restored), or

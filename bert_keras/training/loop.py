@@ -5,7 +5,8 @@ restartable: rerunning the same call after a crash (even `kill -9`) restores mod
 and step from the last checkpoint, skips the batches already consumed (the datasets are
 deterministic for a seed) and finishes at the same step. Checkpoints are written every
 `checkpoint_every` steps by a `tf.train.CheckpointManager` (atomic: the `checkpoint` index
-file is replaced only after the files are complete) keeping the last `keep_checkpoints`. A
+file is replaced only after the files are complete; the `ckpt-N_temp` shards of a write that a
+kill interrupted are removed when the next run starts) keeping the last `keep_checkpoints`. A
 non-finite loss stops the run with `TrainingDivergedError` naming the step; the checkpoints
 on disk are the last good ones.
 
@@ -28,7 +29,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras.errors import InputError
-from bert_keras.files import write_json
+from bert_keras.files import remove_checkpoint_leftovers, write_json
 from bert_keras.training import callbacks as callbacks_lib
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.precision import dtype_policy
@@ -166,6 +167,8 @@ def train(model_fn, dataset_fn, *, model_dir, train_steps, global_batch_size, st
     manager = tf.train.CheckpointManager(
         checkpoint, os.path.join(workdir.path, CHECKPOINT_SUBDIR), max_to_keep=keep_checkpoints)
 
+    if workdir.chief:  # the unmerged shards of a checkpoint write that a kill interrupted
+        remove_checkpoint_leftovers(os.path.join(model_dir, CHECKPOINT_SUBDIR))
     latest = latest_checkpoint(model_dir)
     initial_step = 0
     if latest:
