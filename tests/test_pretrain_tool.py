@@ -48,6 +48,10 @@ def test_help_is_short_with_an_example_and_helpfull_lists_everything():
     (["--warmup_steps=100"], "--warmup_steps=100 must be in"),
     (["--phase2_seq_length=64", "--train_data=bert_keras/assets/web_bible_corpus.txt.gz",
       "--train_text="], "needs --phase2_train_data"),
+    (["--vocab_file=bert_keras/assets/vocab.txt", "--tokenizer_dir=tests/fixtures/families/roberta"],
+     "Give one of --vocab_file"),
+    (["--tokenizer_dir=/nonexistent"], "--tokenizer_dir='/nonexistent' is not a directory"),
+    (["--adam_beta_2=1.0"], "--adam_beta_2 must be in (0, 1), got 1.0"),
 ])
 def test_bad_flags_are_usage_errors_before_any_work(tmp_path, args, message):
     model_dir = tmp_path / "run"
@@ -96,6 +100,28 @@ def test_tiny_flagfile_run_writes_everything_fine_tuning_needs(tmp_path):
     from bert_keras.models.encoder import BertEncoder
 
     assert BertEncoder.from_pretrained(str(encoder_dir)).hidden_size == 128
+
+
+def test_roberta_from_scratch_with_its_byte_level_bpe_tokenizer_and_adam_beta_2(tmp_path):
+    """--tokenizer_dir: the data is tokenized with RoBERTa's BPE (vocab.json + merges.txt),
+    the encoder takes its vocab size and ships its files; --adam_beta_2 reaches the optimizer."""
+    model_dir = tmp_path / "run"
+    proc = _run(TINY, f"--model_dir={model_dir}", "--pair_mode=none", "--adam_beta_2=0.98",
+                f"--tokenizer_dir={REPO / 'tests' / 'fixtures' / 'families' / 'roberta'}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    encoder_dir = model_dir / "encoder"
+    assert {"vocab.json", "merges.txt"} <= {p.name for p in encoder_dir.iterdir()}
+    from bert_keras.models.encoder import BertEncoder
+    from bert_keras.text.tokenizers import load_tokenizer
+    from bert_keras.training import pretraining_models
+    from bert_keras.training.pretraining_config import PretrainConfig
+
+    tokenizer = load_tokenizer(str(encoder_dir))
+    assert type(tokenizer).__name__ == "ByteBpeTokenizer"
+    assert BertEncoder.from_pretrained(str(encoder_dir)).vocab_size == 1000
+    config = PretrainConfig(**json.loads((model_dir / "run_config.json").read_text()))
+    optimizer = pretraining_models.build_model(config, tokenizer).optimizer
+    assert (optimizer.beta_2, optimizer.epsilon) == (pytest.approx(0.98), pytest.approx(1e-6))
 
 
 def test_one_seed_gives_the_same_loss_curve_and_another_seed_does_not(tmp_path):

@@ -65,6 +65,8 @@ def _dataset_fn(config, tokenizer, *, train_data, train_text, max_seq_length,
 
 
 def _tokenizer(config):
+    if config.tokenizer_dir:
+        return load_tokenizer(config.tokenizer_dir)
     source = config.init_checkpoint or (
         config.teacher_checkpoint and (pretraining_models.teacher_task_dir(config.teacher_checkpoint)
                                        or config.teacher_checkpoint))

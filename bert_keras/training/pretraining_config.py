@@ -49,6 +49,10 @@ class PretrainConfig(Config):
     vocab_file: str = option(None, "WordPiece vocab; default: the bundled bert_keras/assets/"
                              "vocab.txt, or the vocab of --init_checkpoint.", advanced=True)
     lower_case: bool = option(True, "Uncased vocab (lower-case and strip accents).", advanced=True)
+    tokenizer_dir: str = option(None, "Or: a directory of another family's tokenizer files "
+                                "(RoBERTa's vocab.json + merges.txt, ALBERT's *.model, or a "
+                                "vocab.txt), for pretraining that family from scratch.",
+                                advanced=True)
     init_checkpoint: str = option(None, "Continue pretraining from this encoder: a Hugging Face, "
                                   "Google TF1 or bert_keras directory (its size overrides "
                                   "--preset).", advanced=True)
@@ -108,6 +112,9 @@ class PretrainConfig(Config):
     end_learning_rate: float = option(0.0, "Learning rate at the last step.", advanced=True)
     weight_decay: float = option(0.01, "Decoupled weight decay (not LayerNorm, not biases).",
                                  advanced=True)
+    adam_beta_2: float = option(0.999, "Adam's second-moment decay (RoBERTa: 0.98, for large "
+                                "batches).", advanced=True)
+    adam_epsilon: float = option(1e-6, "Adam's epsilon (BERT and RoBERTa: 1e-6).", advanced=True)
     gradient_accumulation_steps: int = option(1, "Micro-batches per update: each is "
                                               "global_batch_size / this examples.", advanced=True)
     distribution_strategy: str = option(
@@ -160,6 +167,14 @@ class PretrainConfig(Config):
               "TF_CONFIG environment variable, which is not set.")
         check(not self.vocab_file or os.path.isfile(self.vocab_file),
               f"--vocab_file={self.vocab_file!r} does not exist.")
+        check(not (self.vocab_file and self.tokenizer_dir),
+              f"Give one of --vocab_file={self.vocab_file!r} and "
+              f"--tokenizer_dir={self.tokenizer_dir!r}.")
+        check(not self.tokenizer_dir or os.path.isdir(self.tokenizer_dir),
+              f"--tokenizer_dir={self.tokenizer_dir!r} is not a directory.")
+        check(0.0 < self.adam_beta_2 < 1.0, f"--adam_beta_2 must be in (0, 1), got "
+              f"{self.adam_beta_2}.")
+        check(self.adam_epsilon > 0, f"--adam_epsilon must be > 0, got {self.adam_epsilon}.")
         check(not self.init_checkpoint or os.path.isdir(self.init_checkpoint),
               f"--init_checkpoint={self.init_checkpoint!r} is not a directory.")
         for name in ("train_steps", "global_batch_size", "checkpoint_every", "keep_checkpoints",

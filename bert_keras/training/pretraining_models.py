@@ -83,6 +83,7 @@ def build_model(config, tokenizer):
         config.optimizer, learning_rate=config.learning_rate,
         num_train_steps=config.train_steps, num_warmup_steps=config.warmup_steps,
         end_learning_rate=config.end_learning_rate, weight_decay=config.weight_decay,
+        beta_2=config.adam_beta_2, epsilon=config.adam_epsilon,
         gradient_accumulation_steps=config.gradient_accumulation_steps))
     return model
 
