@@ -53,6 +53,18 @@ def test_electra_losses_equal_a_numpy_reference(tiny_encoder):
     np.testing.assert_allclose(terms["loss"], generator + 50 * discriminator, rtol=1e-5)
 
 
+def test_base_rate_loss_is_the_entropy_of_the_replaced_share(tiny_encoder):
+    """The loss of the best constant guess, logged beside the discriminator's loss."""
+    model = ElectraPretrainer(tiny_encoder(), seed=3)
+    x = batch()
+    out = model(x)
+    share = np.asarray(out["replaced"]).sum() / x["input_mask"].sum()
+    assert 0 < share < 1
+    results = model.compute_metrics(x, None, out)
+    np.testing.assert_allclose(float(results["base_rate_loss"]),
+                               -(share * np.log(share) + (1 - share) * np.log(1 - share)), rtol=1e-5)
+
+
 def test_replaced_labels_mark_exactly_the_changed_tokens(tiny_encoder):
     """A generator sure of token 7: positions whose original is 7 get 7 back and are labelled
     original; the others are replaced; nothing changes outside the masked positions."""

@@ -126,6 +126,10 @@ class ElectraPretrainer(ObjectiveModel):
         self.ratios = {name: Ratio(name=name) for name in (
             "discriminator_accuracy", "all_original_accuracy", "replaced_precision",
             "replaced_recall")}
+        # The discriminator loss of the best constant guess (the binary entropy of the batch's
+        # replaced share): a discriminator loss below it is learned from context, even while
+        # no token is yet confidently called replaced (accuracy = all-original).
+        self.base_rate_loss = keras.metrics.Mean(name="base_rate_loss")
         self.built = True
         self.compile(optimizer=default_optimizer(self.default_learning_rate))
 
@@ -170,6 +174,9 @@ class ElectraPretrainer(ObjectiveModel):
         self.ratios["discriminator_accuracy"].update_state(correct, ops.sum(mask))
         self.ratios["all_original_accuracy"].update_state(ops.sum((1 - replaced) * mask),
                                                           ops.sum(mask))
+        share = ops.clip(ops.sum(replaced * mask) / ops.sum(mask), 1e-7, 1 - 1e-7)
+        self.base_rate_loss.update_state(
+            -(share * ops.log(share) + (1 - share) * ops.log(1 - share)))
         true_positives = ops.sum(predicted * replaced)
         self.ratios["replaced_precision"].update_state(true_positives, ops.sum(predicted))
         self.ratios["replaced_recall"].update_state(true_positives, ops.sum(replaced))
