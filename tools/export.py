@@ -16,12 +16,14 @@ Examples:
 from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
 
 import json
+import sys
 
 from absl import app, flags
 
 from bert_keras import configs
 from bert_keras.serving import export
 from bert_keras.serving.export_config import ExportConfig
+from bert_keras.training import precision
 
 FLAGS = flags.FLAGS
 configs.define_flags(ExportConfig)
@@ -34,6 +36,7 @@ def main(argv):
         config = configs.from_flags(ExportConfig)
     except configs.ConfigError as e:
         raise app.UsageError(str(e)) from None
+    print(f"export: {precision.describe(config.dtype, bfloat16='bfloat16')}", file=sys.stderr)
     path = export.run_export(config)
     meta = export.read_metadata(path)
     print(path)

@@ -43,6 +43,7 @@ import sys
 from absl import app, flags
 
 from bert_keras import configs
+from bert_keras.training import precision
 from bert_keras.training.finetuning import run_finetuning
 from bert_keras.training.finetuning_state import ResumeError
 from bert_keras.training.finetuning_config import FinetuneConfig
@@ -65,6 +66,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     config = check_flags()
+    print(f"finetune: {precision.describe(config.dtype)}", file=sys.stderr)
     try:
         record = run_finetuning(config)
     except (ResumeError, OSError) as e:  # another run in --output_dir, a full disk

@@ -29,6 +29,7 @@ from absl import app, flags
 from absl import logging as absl_logging
 
 from bert_keras import configs
+from bert_keras.training import precision
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.loop import TrainingDivergedError
 from bert_keras.training.pretraining import run_pretraining
@@ -54,6 +55,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     config, strategy = check_flags()
+    print(f"pretrain: {precision.describe(config.dtype)}", file=sys.stderr)
     # TF logs "Sharding callback duration" at INFO on every checkpoint: drop that chatter.
     absl_logging.get_absl_handler().addFilter(
         lambda record: "Sharding callback duration" not in record.getMessage())

@@ -44,7 +44,7 @@ from bert_keras.training import finetuning_state as state_lib
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.finetuning_config import FinetuneConfig
 from bert_keras.optimization import create_optimizer
-from bert_keras.training.precision import dtype_policy
+from bert_keras.training.precision import dtype_policy, resolve_dtype
 
 
 def load_tfds_data(config):
@@ -101,7 +101,7 @@ class _Run:
         self.record = {"task": config.task, "main_metric": self.main_metric, "epochs": [],
                        "best_epoch": None, "train_examples": len(train),
                        "train_features": len(self.train_features["input_word_ids"]),
-                       "dtype": config.dtype}
+                       "dtype": resolve_dtype(config.dtype)[0]}
         if evaluation:
             self.record["eval_examples"] = len(evaluation)
             self.record["baselines"] = self.task.baselines(train, evaluation, label_map)

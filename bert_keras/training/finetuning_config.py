@@ -16,7 +16,7 @@ from bert_keras.configs import Config, ConfigError, check, option
 from bert_keras.data.finetuning.tfds import tfds_task_type
 from bert_keras.files import expand_patterns
 from bert_keras.tasks.registry import FINETUNING_TASKS, get_task
-from bert_keras.training.precision import DTYPES
+from bert_keras.training.precision import AUTO, DTYPES
 
 FORMATS = ("auto", "tsv", "csv", "jsonl", "squad_json", "squad_jsonl", "conll")
 GLUE_MAIN_METRICS = {"cola": "mcc", "mrpc": "f1", "qqp": "f1", "stsb": "pearson"}
@@ -94,8 +94,9 @@ class FinetuneConfig(Config):
     main_metric: str = option(None, "Eval metric that picks the best epoch (higher is better); "
                               "default: accuracy / micro_f1 / pearson / entity f1 / squad f1 by "
                               "task, GLUE's for glue/*.")
-    dtype: str = option("float32", "Compute dtype policy; mixed_bfloat16 is faster on CPUs with AMX.",
-                        choices=DTYPES)
+    dtype: str = option(AUTO, "Compute dtype policy; auto: mixed_bfloat16 where the CPU has AMX "
+                        "or AVX512-BF16 (or the GPU bfloat16), float32 elsewhere.",
+                        choices=(AUTO,) + DTYPES)
     distribution_strategy: str = option("one_device", "tf.distribute strategy "
                                         "(bert_keras.training.strategy).",
                                         choices=("one_device", "mirrored"))
@@ -112,7 +113,8 @@ class FinetuneConfig(Config):
               f"--init_checkpoint={self.init_checkpoint!r} is not a directory.")
         check(bool(self.output_dir), "--output_dir is required.")
         check(self.format in FORMATS, f"--format={self.format!r} is not one of {FORMATS}.")
-        check(self.dtype in DTYPES, f"--dtype={self.dtype!r} is not one of {DTYPES}.")
+        check(self.dtype in (AUTO,) + DTYPES,
+              f"--dtype={self.dtype!r} is not one of {(AUTO,) + DTYPES}.")
         for name in ("max_seq_length", "train_batch_size", "eval_batch_size", "num_train_epochs",
                      "doc_stride", "max_query_length"):
             value = getattr(self, name)

@@ -16,7 +16,7 @@ import os
 from bert_keras.configs import Config, ConfigError, check, option
 from bert_keras.data.pretraining.documents import PAIR_MODES
 from bert_keras.files import expand_patterns
-from bert_keras.training.precision import DTYPES
+from bert_keras.training.precision import AUTO, DTYPES
 from bert_keras.training.strategy import STRATEGIES
 
 OBJECTIVES = ("mlm", "electra", "distill")
@@ -123,8 +123,10 @@ class PretrainConfig(Config):
         advanced=True)
     tpu: str = option(None, "TPU address for --distribution_strategy=tpu ('local' on a TPU VM).",
                       advanced=True)
-    dtype: str = option("float32", "Compute dtype policy; variables, layer norm, softmax and "
-                        "logits stay float32.", choices=DTYPES, advanced=True)
+    dtype: str = option(AUTO, "Compute dtype policy (variables, layer norm, softmax and logits "
+                        "stay float32); auto: mixed_bfloat16 where the CPU has AMX or "
+                        "AVX512-BF16 (or the GPU bfloat16), float32 elsewhere.",
+                        choices=(AUTO,) + DTYPES, advanced=True)
     jit_compile: bool = option(False, "XLA-compile the train step (good on GPU/TPU; on CPU it "
                                "loses bfloat16's speed).", advanced=True)
     steps_per_execution: int = option(1, "Batches per compiled call (TPU: e.g. 100).",
@@ -208,7 +210,8 @@ class PretrainConfig(Config):
         check(self.distill_temperature > 0,
               f"--distill_temperature must be > 0, got {self.distill_temperature}.")
         self.student_layer_list()
-        check(self.dtype in DTYPES, f"--dtype={self.dtype!r} is not one of {DTYPES}.")
+        check(self.dtype in (AUTO,) + DTYPES,
+              f"--dtype={self.dtype!r} is not one of {(AUTO,) + DTYPES}.")
 
     def files(self, name):
         """The files of a comma-separated glob option; ConfigError naming it if one matches none."""
