@@ -38,5 +38,15 @@ setuptools.setup(
             # Parses the warmup PredictionLog records with the real serving protos.
             "tensorflow-serving-api>=2.21,<2.22",
         ],
+        # tools/benchmark.py's peers, each at its best configuration: keras-hub, Hugging Face
+        # transformers on PyTorch (install a CPU build of torch first where pip would pick a
+        # CUDA one: pip install torch --index-url https://download.pytorch.org/whl/cpu), and
+        # Google's reference create_pretraining_data.py (bert-tensorflow) for the data section.
+        "bench": [
+            "keras-hub>=0.32",
+            "transformers>=5",
+            "torch>=2.9",
+            "bert-tensorflow==1.0.4",
+        ],
     },
 )

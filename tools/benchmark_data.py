@@ -13,13 +13,14 @@ package code is not modified.
 Settings: both tools' defaults (dupe_factor 10, max_seq_length 128, 20 predictions, 15%), on
 the bundled corpus and on it concatenated 4 times (where process start-up weighs less).
 
-Command (the numbers in BENCHMARKS.md), with GOOGLE_VENV a separate venv that has TensorFlow:
-  GOOGLE_VENV/bin/pip install --no-deps bert-tensorflow==1.0.4
-  python tools/benchmark_data.py --google_python=GOOGLE_VENV/bin/python --repeats=2 \
-      --markdown=/tmp/benchmark_data.md
+Command (the numbers in BENCHMARKS.md), in the benchmark environment (`pip install -e
+".[bench]"` installs bert-tensorflow==1.0.4 next to TensorFlow; --google_python defaults to
+this Python when it can import Google's package):
+  python tools/benchmark_data.py --repeats=2 --markdown=/tmp/benchmark_data.md
 """
 
 import gzip
+import importlib.util
 import json
 import os
 import pathlib
@@ -222,8 +223,8 @@ def markdown(results):
     return "\n".join(lines) + "\n"
 
 
-flags.DEFINE_string("google_python", None, "Python of a venv with bert-tensorflow==1.0.4; "
-                    "without it only our tool runs.")
+flags.DEFINE_string("google_python", None, "Python of a venv with bert-tensorflow==1.0.4 "
+                    "(default: this one if it has it); without one only our tool runs.")
 flags.DEFINE_integer("dupe_factor", 10, "dupe_factor of both tools (10: their default).")
 flags.DEFINE_integer("repeats", 2, "Back-to-back repeats of both tools.")
 flags.DEFINE_integer("num_workers", 1, "--num_workers of our tool.")
@@ -236,6 +237,14 @@ flags.DEFINE_string("markdown", None, "Write the markdown section here.")
 FLAGS = flags.FLAGS
 
 
+def _has_google_bert():
+    """Whether this Python has Google's bert-tensorflow (the `bert` package)."""
+    try:
+        return importlib.util.find_spec("bert.create_pretraining_data") is not None
+    except ModuleNotFoundError:
+        return False
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -244,7 +253,10 @@ def main(argv):
     if FLAGS.repeats < 1 or FLAGS.dupe_factor < 1:
         raise app.UsageError(f"--repeats and --dupe_factor must be >= 1, got {FLAGS.repeats}, "
                              f"{FLAGS.dupe_factor}")
-    results = run_benchmark(FLAGS.google_python, FLAGS.dupe_factor, FLAGS.repeats,
+    google_python = FLAGS.google_python
+    if google_python is None and _has_google_bert():
+        google_python = sys.executable
+    results = run_benchmark(google_python, FLAGS.dupe_factor, FLAGS.repeats,
                             FLAGS.num_workers, FLAGS.work_dir, FLAGS.dynamic, FLAGS.train_step,
                             FLAGS.large_copies)
     print(json.dumps(results, indent=1))
