@@ -9,6 +9,7 @@ new module with a `Task` subclass plus one line in `registry.py`.
 Shape legend (serving functions): B batch, T packed sequence length.
 """
 
+from bert_keras import metrics
 from bert_keras.data.finetuning import batching, readers
 from bert_keras.data.finetuning.label_map import LabelMap
 
@@ -27,6 +28,9 @@ class Task:
     label_keys = "labels"  # target key(s) of the features (see batching.make_dataset)
     needs_label_map = True
     token_outputs = ()  # per-token model outputs, trimmed per feature by batching.predict
+    # Task distillation (--teacher_dir): how the student's logits are compared with the
+    # teacher's, one of models.task_distillation.SOFT_TARGETS; None: not distillable.
+    soft_targets = None
 
     # -- data ---------------------------------------------------------------------------------
 
@@ -73,6 +77,11 @@ class Task:
     def baselines(self, train, examples, label_map):
         """Scores of trivial predictors on `examples`: the floor the model must clear."""
         return {}
+
+    def teacher_metrics(self, predicted, teacher_predicted):
+        """How far a distilled student's predictions (`predict`'s second value) agree with its
+        teacher's on the same examples (task distillation)."""
+        return {"teacher_agreement": metrics.accuracy(teacher_predicted, predicted)}
 
     # -- serving (in-graph; `fns` is the export's serving.signatures.ServingFunctions) ---------
 

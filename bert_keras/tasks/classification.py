@@ -24,6 +24,7 @@ class Classification(SequenceClassificationTask):
 
     name = "classification"
     main_metric = "accuracy"
+    soft_targets = "softmax"
 
     def predict(self, model, examples, features, label_map, options):
         probs = _softmax(self.logits(model, features, options))

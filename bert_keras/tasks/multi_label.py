@@ -14,6 +14,7 @@ class MultiLabel(SequenceClassificationTask):
     main_metric = "micro_f1"
     label_type = "multi"
     problem_type = "multi_label"
+    soft_targets = "sigmoid"
 
     def predict(self, model, examples, features, label_map, options):
         logits = self.logits(model, features, options)
@@ -31,6 +32,11 @@ class MultiLabel(SequenceClassificationTask):
         r = tp / y.sum() if y.sum() else 0.0
         return {"micro_f1": 2 * p * r / (p + r) if p + r else 0.0, "micro_precision": p,
                 "micro_recall": r, "subset_accuracy": float((y == predicted).all(1).mean())}
+
+    def teacher_metrics(self, predicted, teacher_predicted):
+        """The fraction of (example, label) decisions that agree."""
+        return {"teacher_agreement": float(np.mean(np.asarray(predicted) ==
+                                                   np.asarray(teacher_predicted)))}
 
     def serve(self, fns, texts):
         inputs, _ = self.preprocess(fns, texts)

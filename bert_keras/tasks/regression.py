@@ -15,6 +15,7 @@ class Regression(SequenceClassificationTask):
     label_type = "regression"
     problem_type = "regression"
     needs_label_map = False
+    soft_targets = "mse"
 
     def num_outputs(self, label_map):
         return 1
@@ -36,6 +37,11 @@ class Regression(SequenceClassificationTask):
         y = np.array([ex.label for ex in examples])
         mean = float(np.mean([ex.label for ex in train]))
         return {"train_mean_mse": float(np.mean((y - mean) ** 2))}
+
+    def teacher_metrics(self, predicted, teacher_predicted):
+        return {"teacher_pearson": metrics.pearson(teacher_predicted, predicted),
+                "teacher_mse": float(np.mean((np.asarray(predicted) -
+                                              np.asarray(teacher_predicted)) ** 2))}
 
     def serving_labels(self, model, labels):
         return labels

@@ -22,6 +22,7 @@ class Tagging(Task):
     file_formats = ("conll",)
     main_metric = "f1"
     token_outputs = True
+    soft_targets = "softmax"  # per scored token (the first piece of each word)
 
     def read_files(self, paths, file_format, labeled=True, **options):
         return readers.read_conll(paths, tag_column=-1 if labeled else None)
@@ -58,6 +59,11 @@ class Tagging(Task):
         return {"majority_tag": tag,
                 "majority_word_accuracy": metrics.accuracy(sum(gold, []), sum(pred, [])),
                 "majority_entity_f1": metrics.entity_f1(gold, pred)}
+
+    def teacher_metrics(self, predicted, teacher_predicted):
+        """The fraction of words tagged alike."""
+        return {"teacher_agreement": metrics.accuracy(sum(teacher_predicted, []),
+                                                      sum(predicted, []))}
 
     def serving_labels(self, model, labels):
         return class_labels(model, labels)

@@ -50,8 +50,9 @@ def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_f
     write_directory(directory, write, marker="task.json")
 
 
-def load_task(directory):
-    """(model, tokenizer, info) from a directory written by `save_task`."""
+def read_task_info(directory):
+    """The task.json dict of a directory written by `save_task` (FileNotFoundError without
+    one, InputError for a corrupt one)."""
     info_path = os.path.join(directory, "task.json")
     if not os.path.exists(info_path):
         raise FileNotFoundError(
@@ -61,10 +62,16 @@ def load_task(directory):
     try:
         with open(info_path, encoding="utf-8") as f:
             info = json.load(f)
-        info["lower_case"]
+        info["lower_case"], info["task"]
     except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as e:
         raise InputError(f"{info_path} is corrupt ({type(e).__name__}: {e}); rerun the "
                          "fine-tuning or pretraining that wrote it.") from None
+    return info
+
+
+def load_task(directory):
+    """(model, tokenizer, info) from a directory written by `save_task`."""
+    info = read_task_info(directory)
     model_path = os.path.join(directory, "model.keras")
     if not zipfile.is_zipfile(model_path):  # Keras says "File not found" for a truncated one
         raise InputError(f"{model_path} is missing or corrupt (not a complete .keras archive); "

@@ -16,6 +16,11 @@ Crash safety (`finetuning_state`): each epoch ends with a checkpoint, so rerunni
 call after a crash (even `kill -9`) resumes from the last completed epoch and ends with the
 same figures as an uninterrupted run; rerunning a complete run trains nothing.
 
+Task distillation (`--teacher_dir`, `finetuning_teacher`): the model also learns a fine-tuned
+teacher's outputs on the training data (alpha x soft-target loss + (1 - alpha) x the task's
+loss); the epochs log the soft and hard loss terms and the teacher agreement (train_* in each
+epoch's entry, teacher_agreement in its eval metrics), metrics.json the teacher's eval scores.
+
 Example:
     >>> import bert_keras as bk
     >>> from bert_keras import finetuning_data as fd
@@ -41,6 +46,7 @@ from bert_keras.tasks import task_io
 from bert_keras.tasks.registry import get_task
 from bert_keras.text.tokenizers import load_tokenizer
 from bert_keras.training import finetuning_state as state_lib
+from bert_keras.training.finetuning_teacher import Teacher
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.finetuning_config import FinetuneConfig
 from bert_keras.optimization import create_optimizer
@@ -71,8 +77,8 @@ def read_files(config, name, labeled=True):
 class _Run:
     """The data, task and record of one fine-tuning run (what the epochs need)."""
 
-    def __init__(self, config, train, evaluation, test, label_map):
-        self.config, self.started = config, time.time()
+    def __init__(self, config, train, evaluation, test, label_map, teacher=None):
+        self.config, self.started, self.teacher = config, time.time(), teacher
         self.task = get_task(config.task)
         if config.tfds_name:
             train, evaluation, test, label_map = load_tfds_data(config)
@@ -82,6 +88,8 @@ class _Run:
             test = read_files(config, "test_file", labeled=not config.test_unlabeled)
         if label_map is None and not config.tfds_name:
             label_map = self.task.label_map(train)
+        if teacher is not None:
+            label_map = teacher.label_map(label_map)
         if config.max_train_examples:
             train = train[:config.max_train_examples]
         if config.max_eval_examples:
@@ -106,7 +114,8 @@ class _Run:
             self.record["eval_examples"] = len(evaluation)
             self.record["baselines"] = self.task.baselines(train, evaluation, label_map)
         self.record["data_fingerprint"] = state_lib.data_fingerprint(
-            self.train_features, self.eval_features, self.test_features)
+            self.train_features, self.eval_features, self.test_features,
+            teacher.fingerprint() if teacher is not None else None)
         self.best_dir = os.path.join(config.output_dir, "best")
 
     def featurize(self, examples):
@@ -146,24 +155,29 @@ class _Epochs:
             # The kill may have cut this epoch's best/ save, which follows its checkpoint.
             run.save_best(self.model, best.get("eval", {}))
 
-    def end(self, epoch, train_loss):
+    def end(self, epoch, train_loss, train_metrics=None):
         """After `epoch` (1-based): evaluate, checkpoint, then write best/ (if better) and
-        metrics.json."""
+        metrics.json. `train_metrics`: more of the epoch's training logs, recorded as train_*."""
         run, record = self.run, self.run.record
         entry = {"epoch": epoch, "train_loss": float(train_loss),
+                 **{f"train_{k}": float(v) for k, v in (train_metrics or {}).items()},
                  "seconds": round(time.time() - run.started, 1)}
         better, rows = True, None
         if run.evaluation:
             rows, predicted = run.task.predict(self.model, run.evaluation, run.eval_features,
                                                run.label_map, run.config)
             result = run.task.score(run.evaluation, predicted, run.label_map, run.glue_task)
+            if run.teacher is not None:
+                result.update(run.task.teacher_metrics(predicted, run.teacher_predicted))
             if run.main_metric not in result:
                 raise ValueError(f"main_metric={run.main_metric!r} is not among the eval metrics "
                                  f"{sorted(result)}")
             entry["eval"] = result
             better = self.best is None or result[run.main_metric] > self.best
-            print(f"epoch {epoch}: eval {run.main_metric} = {result[run.main_metric]:.4f} "
-                  f"(train loss {entry['train_loss']:.4f})", flush=True)
+            agreement = "".join(f", {k} {v:.4f}" for k, v in result.items()
+                                if k.startswith("teacher_"))
+            print(f"epoch {epoch}: eval {run.main_metric} = {result[run.main_metric]:.4f}"
+                  f"{agreement} (train loss {entry['train_loss']:.4f})", flush=True)
             if better:
                 self.best = result[run.main_metric]
         record["epochs"].append(entry)
@@ -196,6 +210,8 @@ def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test
     """
     config = config or FinetuneConfig(**options)
     config.validate_data_source(has_examples=train_examples is not None)
+    # The teacher's directory and task type are checked before anything is written.
+    teacher = Teacher(config) if config.teacher_dir else None
     output_dir = config.output_dir
     os.makedirs(output_dir, exist_ok=True)
     recover_directory(os.path.join(output_dir, "best"))  # a kill mid-swap: the previous best/
@@ -207,7 +223,7 @@ def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test
     keras.utils.set_random_seed(config.seed)
 
     # Data, label map and features first: bad data fails before the model is built.
-    run = _Run(config, train_examples, eval_examples, test_examples, label_map)
+    run = _Run(config, train_examples, eval_examples, test_examples, label_map, teacher)
     config, task = run.config, run.task
     if complete:
         state_lib.check_same_data(output_dir, what, complete.get("data_fingerprint"),
@@ -222,24 +238,32 @@ def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test
         write_json(os.path.join(output_dir, "flags.json"), config.to_dict())
     logging.info("%d train examples -> %d features; %s eval; %s test", len(run.train),
                  run.record["train_features"], len(run.evaluation or []), len(run.test or []))
-    model = _build_model(run)
-    epochs = _Epochs(run, model, state_lib.EpochCheckpoint(output_dir, model))
+    if teacher is not None:
+        teacher.annotate(run)  # its logits on the training data, before the student exists
+        keras.utils.set_random_seed(config.seed)  # the student starts as it would without one
+    trainer, model = _build_model(run)
+    epochs = _Epochs(run, model, state_lib.EpochCheckpoint(output_dir, trainer))
     saved = epochs.checkpoint.restore()
     if saved:
         epochs.resume(saved)
     for epoch in range(epochs.done, config.num_train_epochs):
         # A dataset per epoch, shuffled by (seed, epoch): a resumed run sees the same batches.
-        train_ds = task.dataset(run.train_features, config.train_batch_size, shuffle=True,
-                                seed=state_lib.epoch_seed(config.seed, epoch),
-                                pad_id=run.tokenizer.pad_id)
-        history = model.fit(train_ds, initial_epoch=epoch, epochs=epoch + 1,
-                            verbose=config.verbose, shuffle=False)
-        epochs.end(epoch + 1, history.history["loss"][-1])
+        options = dict(shuffle=True, seed=state_lib.epoch_seed(config.seed, epoch),
+                       pad_id=run.tokenizer.pad_id)
+        train_ds = (teacher.dataset(task, run.train_features, config.train_batch_size, **options)
+                    if teacher is not None else
+                    task.dataset(run.train_features, config.train_batch_size, **options))
+        history = trainer.fit(train_ds, initial_epoch=epoch, epochs=epoch + 1,
+                              verbose=config.verbose, shuffle=False)
+        logs = {k: v[-1] for k, v in history.history.items()}
+        # With a teacher: the soft and hard loss terms and the teacher agreement, as train_*.
+        epochs.end(epoch + 1, logs.pop("loss"), logs if teacher is not None else None)
     return _finish(run, model, epochs)
 
 
 def _build_model(run):
-    """The compiled task model over the encoder of `init_checkpoint`, its optimizer built."""
+    """(the compiled model that trains, its optimizer built; the task model over the encoder of
+    `init_checkpoint`): the same model, or with a teacher the `TaskDistiller` of the task model."""
     config, task = run.config, run.task
     strategy = strategy_lib.create_strategy(config.distribution_strategy)
     lengths = [len(r) for r in run.train_features["input_word_ids"]]
@@ -256,9 +280,10 @@ def _build_model(run):
             num_warmup_steps=int(config.warmup_proportion * total_steps),
             weight_decay=config.weight_decay, layerwise_lr_decay=config.layerwise_lr_decay,
             num_layers=encoder.num_layers if config.layerwise_lr_decay else None)
-        model.compile(optimizer=optimizer, jit_compile=config.jit_compile)
-        model.optimizer.build(model.trainable_variables)  # its slots exist before a restore
-    return model
+        trainer = model if run.teacher is None else run.teacher.trainer(model, task)
+        trainer.compile(optimizer=optimizer, jit_compile=config.jit_compile)
+        trainer.optimizer.build(trainer.trainable_variables)  # its slots exist before a restore
+    return trainer, model
 
 
 def _finish(run, model, epochs):

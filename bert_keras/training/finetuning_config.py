@@ -69,6 +69,16 @@ class FinetuneConfig(Config):
                                   "validation_matched for mnli).")
     tfds_test_split: str = option(None, "TFDS split to predict with the best model.")
     init_checkpoint: str = option(None, "Encoder checkpoint dir: ours, Hugging Face or Google TF1.")
+    teacher_dir: str = option(
+        None, "Task distillation: a fine-tuned teacher of this --task (a tools/finetune.py "
+        "output dir or its best/) whose outputs on the training data the model learns too; "
+        "same vocabulary, labels among the teacher's.")
+    distill_temperature: float = option(
+        2.0, "--teacher_dir: softmax temperature T of the soft targets (the KL is scaled by "
+        "T^2; regression uses the squared error to the teacher's value, no T).")
+    distill_alpha: float = option(
+        0.5, "--teacher_dir: weight of the soft-target loss; 1 - alpha weighs the task's own "
+        "loss on the labels (0.5 and T=2: Hugging Face's DistilBERT task distillation).")
     output_dir: str = option(None, "Where metrics, predictions and best/ go.")
     max_seq_length: int = option(128, "Maximum tokens per sequence (batches pad to their longest).")
     doc_stride: int = option(128, "span_qa: tokens between the starts of two context windows.")
@@ -133,6 +143,14 @@ class FinetuneConfig(Config):
               f"--max_query_length={self.max_query_length}.")
         check(0.0 <= self.warmup_proportion <= 1.0,
               f"--warmup_proportion must be in [0, 1], got {self.warmup_proportion}.")
+        if self.teacher_dir:
+            check(get_task(self.task).soft_targets is not None,
+                  f"--task={self.task} cannot be distilled (--teacher_dir): only "
+                  f"{[t for t in FINETUNING_TASKS if get_task(t).soft_targets]} can.")
+        check(self.distill_temperature > 0,
+              f"--distill_temperature must be > 0, got {self.distill_temperature}.")
+        check(0.0 <= self.distill_alpha <= 1.0,
+              f"--distill_alpha must be in [0, 1], got {self.distill_alpha}.")
         files = [self.train_file, self.eval_file, self.test_file]
         check(not (self.tfds_name and any(files)),
               "give either --tfds_name or --train_file/--eval_file/--test_file, not both.")

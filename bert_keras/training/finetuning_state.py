@@ -16,6 +16,7 @@ features) differ from the run found there raises `ResumeError` naming them.
 True
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -84,8 +85,12 @@ def check_same_flags(output_dir, config, what):
         raise ResumeError(f"{path}: cannot read the flags of {what} in {output_dir} ({e}); "
                           "pass another --output_dir, or delete this one to start over.") from None
     new = json.loads(json.dumps(config.to_dict(), default=str))
+    # An option added since the run was written is taken at its default (the run ran without
+    # it): rerunning a run of an older version is not refused for it.
+    defaults = json.loads(json.dumps({f.name: f.default for f in dataclasses.fields(config)},
+                                     default=str))
     changed = [k for k in sorted(set(old) | set(new))
-               if k not in FREE_OPTIONS and old.get(k) != new.get(k)]
+               if k not in FREE_OPTIONS and old.get(k, defaults.get(k)) != new.get(k)]
     if changed:
         listed = ", ".join(f"--{k}={new.get(k)} (was {old.get(k)})" for k in changed)
         raise ResumeError(
@@ -98,8 +103,8 @@ def check_same_data(output_dir, what, recorded, fingerprint):
     if recorded != fingerprint:
         raise ResumeError(
             f"{output_dir} holds {what} on other data: the features of the train/eval/test data "
-            f"differ (fingerprint {fingerprint}, was {recorded}). Pass another --output_dir (or "
-            "delete this one) to start a new run.")
+            f"(or the --teacher_dir model) differ (fingerprint {fingerprint}, was {recorded}). "
+            "Pass another --output_dir (or delete this one) to start a new run.")
 
 
 def remove_earlier_outputs(output_dir):

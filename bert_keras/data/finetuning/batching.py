@@ -27,7 +27,8 @@ from bert_keras.names import IGNORE_LABEL
 
 INPUT_KEYS = ("input_word_ids", "input_type_ids")
 TOKEN_LEVEL_KEYS = ("input_word_ids", "input_type_ids", "labels", "word_index", "token_offsets",
-                    "token_is_max_context")
+                    "token_is_max_context",
+                    "teacher_logits")  # task distillation: per token (T, C) when a list of rows
 
 
 def round_up(length: int, multiple: int) -> int:
