@@ -177,6 +177,16 @@ def _tiny_teacher(directory):
     return directory
 
 
+OBJECTIVE_SCALARS = {
+    "mlm": {"masked_lm_accuracy", "next_sentence_accuracy"},
+    "electra": {"generator_loss", "discriminator_loss", "generator_accuracy",
+                "discriminator_accuracy", "all_original_accuracy", "base_rate_loss",
+                "replaced_precision", "replaced_recall"},
+    "distill": {"distillation_loss", "masked_lm_loss", "cosine_loss", "masked_lm_accuracy",
+                "agreement"},
+}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("objective", ["mlm", "electra", "distill"])
 def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path, objective):
@@ -224,6 +234,10 @@ def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path, objective):
                    key=os.path.getmtime)
     steps = [e.step for e in tf.compat.v1.train.summary_iterator(files[-1]) if e.summary.value]
     assert min(steps) > start and max(steps) == 60
+    # Every loss term and the objective's own metrics are TensorBoard scalars.
+    tags = {value.tag for path in files for event in tf.compat.v1.train.summary_iterator(path)
+            for value in event.summary.value}
+    assert OBJECTIVE_SCALARS[objective] | {"loss", "learning_rate"} <= tags, sorted(tags)
 
 
 @pytest.mark.slow
