@@ -243,6 +243,50 @@ def test_bad_teacher_through_the_tool(dirs, tmp_path, teacher, needles):
     assert not (out / "best").exists() and not (out / "metrics.json").exists()
 
 
+_DISTILL_UNDER = """
+import json, sys
+import tensorflow as tf
+if sys.argv[1] == "mirrored":  # two replicas on the CPU
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import bert_keras as bk
+from bert_keras.data.finetuning import readers
+train = readers.load_bundled_task("wordnet_topics", "train")[:128]
+record = bk.run_finetuning(
+    task="classification", init_checkpoint=sys.argv[2], teacher_dir=sys.argv[3],
+    output_dir=sys.argv[4], train_examples=train, eval_examples=train[:32], max_seq_length=32,
+    train_batch_size=32, num_train_epochs=2, learning_rate=2e-3, dropout=0.0, verbose=0,
+    distribution_strategy=sys.argv[1])
+print(json.dumps(record["epochs"]))
+"""
+
+
+@pytest.mark.slow
+def test_two_replicas_train_as_one_device(dirs, tmp_path):
+    """Under MirroredStrategy (2 CPU replicas, each half of every batch) the loss terms and the
+    training are those of one device: each term is per replica, divided by the replicas once."""
+    from bert_keras.data.finetuning import readers
+
+    labels = LabelMap.from_examples(readers.load_bundled_task("wordnet_topics", "train")).labels
+    tokenizer = bk.BertTokenizer(str(VOCAB))
+    teacher = bk.BertClassifier(bk.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1,
+                                               hidden_size=16, num_heads=2, intermediate_size=32,
+                                               max_positions=64), len(labels))
+    kernel = teacher.classification_head.weights[0]
+    kernel.assign(kernel * 100.0)  # definite soft targets (a fresh head's are nearly uniform)
+    save_task(str(tmp_path / "teacher"), teacher, tokenizer, "classification", 32, labels=labels)
+    epochs = {}
+    for strategy in ("one_device", "mirrored"):
+        proc = subprocess.run([sys.executable, "-c", _DISTILL_UNDER, strategy, str(dirs / "student"),
+                               str(tmp_path / "teacher"), str(tmp_path / strategy)],
+                              cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        epochs[strategy] = json.loads(proc.stdout.strip().splitlines()[-1])
+    for one, two in zip(epochs["one_device"], epochs["mirrored"]):
+        for key in ("train_loss", "train_soft_loss", "train_hard_loss"):
+            assert two[key] == pytest.approx(one[key], rel=1e-3), (key, one, two)
+
+
 # -- end to end ------------------------------------------------------------------------------
 
 def read_jsonl(path):

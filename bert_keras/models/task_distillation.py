@@ -22,6 +22,7 @@ The teacher is not part of the model: its logits arrive as a target next to the 
 Shape legend: B batch, T tokens, C classes (or labels, or 1 for regression).
 """
 
+import tensorflow as tf
 from keras import ops
 
 from bert_keras.models.distillation import kl_per_token
@@ -58,6 +59,10 @@ def soft_target_loss(kind, teacher_logits, student_logits, temperature):
     if kind == "mse":
         return ops.mean(ops.square(student - teacher), axis=-1)
     raise ValueError(f"soft targets must be one of {SOFT_TARGETS}, got {kind!r}.")
+
+
+def _replicas():
+    return tf.distribute.get_strategy().num_replicas_in_sync
 
 
 class TaskDistiller(ObjectiveModel):
@@ -133,10 +138,10 @@ class TaskDistiller(ObjectiveModel):
         soft = soft_target_loss(self.soft_targets, targets[TEACHER_LOGITS], y_pred,
                                 self.temperature)  # (B,) or (B, T)
         soft = ops.sum(soft * weights) / ops.maximum(ops.sum(weights), 1.0)
-        # The task's own loss; bert_keras' token losses divide by the replicas in __call__,
-        # `unscaled` is their per-replica value (Keras' own losses never divide).
-        hard = getattr(self.hard_loss, "unscaled", self.hard_loss)(labels, y_pred)
-        hard = ops.cast(hard, "float32")
+        # The task's own loss. Called, Keras' losses and bert_keras' token losses alike divide
+        # by the number of replicas (Keras' train_step sums the replicas' gradients); the terms
+        # here are per replica, and ObjectiveModel.compute_loss divides their sum once.
+        hard = ops.cast(self.hard_loss(labels, y_pred), "float32") * _replicas()
         return {"soft_loss": soft, "hard_loss": hard,
                 "loss": self.alpha * soft + (1.0 - self.alpha) * hard}
 
