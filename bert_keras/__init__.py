@@ -26,6 +26,7 @@ from bert_keras.models.heads import (
     TokenClassificationHead,
 )
 from bert_keras.models.distillation import DistillationPretrainer, student_from_teacher
+from bert_keras.models.task_distillation import TaskDistiller
 from bert_keras.models.electra import ElectraPretrainer
 from bert_keras.models.task_models import BertClassifier, BertPretrainer, BertSpanQA, BertTokenClassifier
 from bert_keras.names import IGNORE_LABEL, INPUT_NAMES

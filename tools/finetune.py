@@ -29,10 +29,29 @@ data) is refused with the differing flags named (--verbose may differ). A new ru
 OUTPUT_DIR with outputs of an earlier, unrecognised run (e.g. of an older version) removes
 them first and logs which.
 
-Example (2 minutes on 2 CPU cores):
+Task distillation: `--teacher_dir` (a fine-tuned run of the same --task: its OUTPUT_DIR or
+best/) makes the run a student that also learns the teacher's outputs on the training data:
+loss = alpha x KL(softmax(teacher / T) || softmax(student / T)) x T^2 + (1 - alpha) x the
+task's own loss (`--distill_alpha`, default 0.5; `--distill_temperature` T, default 2: Hugging
+Face's task distillation of DistilBERT). Classification (single texts and pairs), multi_label
+(per-label KL), regression (squared error to the teacher's value) and tagging (per scored
+token); not span_qa. The student is the --init_checkpoint encoder (a smaller pretrained one,
+or a DistilBERT student from `tools/pretrain.py --objective=distill`); it needs the teacher's
+vocabulary, and its labels must be among the teacher's (it takes the teacher's label list).
+The teacher's logits are computed once, before training; each epoch logs train_soft_loss,
+train_hard_loss and train_teacher_agreement, the eval metrics add teacher_agreement
+(regression: teacher_pearson, teacher_mse), metrics.json the teacher's own eval scores
+("teacher"). best/ is the student alone and exports like any fine-tuned model.
+
+Examples (2 minutes each on 2 CPU cores):
   python tools/finetune.py --flagfile=flags/finetune_bible_paraphrase.flags \
       --init_checkpoint=runs/pretrain/encoder --output_dir=runs/paraphrase \
       --max_train_examples=2000 --num_train_epochs=1 --dtype=mixed_bfloat16
+  # a DistilBERT student (tools/pretrain.py --objective=distill) learns from that teacher:
+  python tools/finetune.py --flagfile=flags/finetune_bible_paraphrase.flags \
+      --init_checkpoint=runs/distil/encoder --teacher_dir=runs/paraphrase \
+      --output_dir=runs/paraphrase_student --max_train_examples=2000 --num_train_epochs=1
+  python tools/export.py --task_dir=runs/paraphrase_student/best --model_name=paraphrase_student
 """
 
 from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
