@@ -177,6 +177,19 @@ def _tiny_teacher(directory):
     return directory
 
 
+def test_a_teacher_without_a_masked_lm_head_is_one_line(tmp_path):
+    import bert_keras as bk
+
+    tokenizer = bk.BertTokenizer(str(REPO / "bert_keras" / "assets" / "vocab.txt"))
+    encoder_dir = tmp_path / "encoder"
+    bk.BertEncoder.from_preset("bert_tiny", vocab_size=tokenizer.vocab_size).save_pretrained(
+        str(encoder_dir), tokenizer)
+    proc = _run(TINY, f"--model_dir={tmp_path / 'run'}", "--objective=distill",
+                "--pair_mode=none", f"--teacher_checkpoint={encoder_dir}")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"--teacher_checkpoint={str(encoder_dir)!r} has no masked-LM head" in proc.stderr
+
+
 OBJECTIVE_SCALARS = {
     "mlm": {"masked_lm_accuracy", "next_sentence_accuracy"},
     "electra": {"generator_loss", "discriminator_loss", "generator_accuracy",

@@ -8,6 +8,7 @@ import os
 from absl import logging
 
 from bert_keras.checkpoints import CheckpointError
+from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 from bert_keras.models.distillation import DistillationPretrainer, student_from_teacher
 from bert_keras.models.electra import ElectraPretrainer, with_masked_lm_inputs
@@ -34,7 +35,7 @@ def load_teacher(path):
     if task_dir:
         model, _, _ = task_io.load_task(task_dir)
         if not isinstance(model, BertPretrainer):
-            raise ValueError(f"--teacher_checkpoint={path!r} holds a {type(model).__name__}, not "
+            raise InputError(f"--teacher_checkpoint={path!r} holds a {type(model).__name__}, not "
                              "a masked LM (a pretraining run's final/).")
         return model
     teacher = BertPretrainer(BertEncoder.from_pretrained(path), next_sentence=False,
@@ -42,7 +43,7 @@ def load_teacher(path):
     try:
         head_checkpoints.load_pretraining_heads(teacher, path)
     except (CheckpointError, ValueError) as e:
-        raise ValueError(f"--teacher_checkpoint={path!r} has no masked-LM head to distil from "
+        raise InputError(f"--teacher_checkpoint={path!r} has no masked-LM head to distil from "
                          f"({e}).") from None
     return teacher
 
@@ -66,7 +67,7 @@ def build_model(config, tokenizer):
     elif config.objective == "distill":
         teacher = load_teacher(config.teacher_checkpoint)
         if teacher.encoder.vocab_size != tokenizer.vocab_size:
-            raise ValueError(f"The teacher has vocab_size {teacher.encoder.vocab_size} but the "
+            raise InputError(f"The teacher has vocab_size {teacher.encoder.vocab_size} but the "
                              f"vocab {tokenizer.vocab_file!r} has {tokenizer.vocab_size} tokens.")
         student = student_from_teacher(teacher.encoder, config.student_layer_list())
         model = DistillationPretrainer(
