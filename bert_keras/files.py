@@ -1,9 +1,11 @@
 """File helpers every layer uses: glob expansion and atomic writes.
 
-A final output is written to a temporary name beside it and renamed when complete, so a
-reader (or a rerun after a crash) never sees half a file at the final path. A directory
-(a task directory, an encoder) is built in a temporary sibling and swapped in the same way
-(`write_directory`).
+A final output is written to a temporary name beside it and renamed when complete
+(`atomic_path`, `write_text`), so a reader (or a rerun after a crash) never sees half a file
+at the final path. A directory (a task directory, an encoder) is built in a temporary sibling
+and swapped in the same way (`write_directory`). A write that fails removes the temporary,
+and one that the machine refuses (full disk, file too large, quota, read-only, no
+permission) raises `errors.WriteError` naming the final path (`writing`).
 
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "out.json")
@@ -12,6 +14,7 @@ reader (or a rerun after a crash) never sees half a file at the final path. A di
 True
 """
 
+import contextlib
 import json
 import os
 import re
@@ -19,6 +22,8 @@ import shutil
 
 import tensorflow as tf
 from absl import logging
+
+from bert_keras.errors import write_error
 
 
 class NoMatchingFiles(FileNotFoundError):
@@ -48,12 +53,47 @@ def expand_patterns(patterns):
     return files
 
 
+@contextlib.contextmanager
+def writing(path):
+    """Runs the block that writes `path`; a write the machine refuses (OSError or TensorFlow
+    error: no space, file too large, quota, read-only, no permission) becomes a
+    `errors.WriteError` naming `path` (the tools print it in one line). Other errors pass."""
+    try:
+        yield
+    except Exception as e:
+        error = write_error(e, path)
+        if error is None or error is e:
+            raise
+        raise error from e
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yields a temporary path beside `path` for the block to write; renames it to `path` when
+    the block completes, removes it otherwise (under `writing(path)`).
+
+    >>> import tempfile
+    >>> target = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> with atomic_path(target) as tmp:
+    ...     with open(tmp, "w") as f:
+    ...         _ = f.write("[PAD]\\n")
+    >>> os.listdir(os.path.dirname(target))
+    ['vocab.txt']
+    """
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with writing(path):
+            yield tmp
+            os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            _remove(tmp)
+
+
 def write_text(path, text):
     """Writes `text` (UTF-8) to `path` atomically."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
-    os.replace(tmp, path)
 
 
 def write_json(path, obj):
@@ -175,7 +215,8 @@ def write_directory(path, write, marker):
     tmp = os.path.join(parent, f".{name}.tmp-{os.getpid()}")
     os.makedirs(tmp)
     try:
-        write(tmp)
+        with writing(path):
+            write(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

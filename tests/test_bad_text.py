@@ -219,6 +219,23 @@ def test_predict_leaves_no_partial_output_on_a_malformed_later_line(tmp_path, ti
     assert_refused(proc, output, f"{source}: Line 33 has 1 tab-separated fields")
 
 
+@pytest.mark.parametrize("source", ["stdin", "file"])
+def test_predict_to_stdout_writes_no_row_before_a_malformed_later_line(tmp_path, tiny_models,
+                                                                       source):
+    """The whole input is checked before the first prediction: 32 good lines in 4 batches,
+    then a bad one, print nothing on stdout."""
+    lines = pairs(40)
+    lines[32] = b"no tab on this line\n"
+    path = tmp_path / "in.tsv"
+    path.write_bytes(b"".join(lines))
+    args = [f"--input={path}"] if source == "file" else []
+    proc = run_tool("predict", f"--model_dir={tiny_models[0]}", "--batch_size=8", *args,
+                    stdin=b"".join(lines) if source == "stdin" else None)
+    name = "stdin" if source == "stdin" else path
+    assert_refused(proc, tmp_path / "nothing", f"{name}: Line 33 has 1 tab-separated fields")
+    assert proc.stdout == b""
+
+
 @pytest.mark.parametrize("case", ["binary", "empty"])
 def test_predict_refuses_a_bad_input_file(tmp_path, bad_files, tiny_models, case):
     path, problem = bad_files[case]

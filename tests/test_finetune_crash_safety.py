@@ -126,7 +126,9 @@ def test_a_directory_write_that_fails_half_way_keeps_the_previous_directory(tmp_
         pathlib.Path(directory, "a.txt").write_text("v2")
         raise OSError(28, "No space left on device", str(pathlib.Path(directory, "b.txt")))
 
-    with pytest.raises(OSError, match="No space left"):
+    from bert_keras.errors import WriteError
+
+    with pytest.raises(WriteError, match=f"{target}: cannot write it: No space left on device"):
         write_directory(target, full_disk, marker="a.txt")
     assert sorted(os.listdir(tmp_path)) == ["best"]  # no temporary directory left
     assert {p.name: p.read_text() for p in target.iterdir()} == {"a.txt": "v1", "b.txt": "v1"}

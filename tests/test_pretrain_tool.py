@@ -269,6 +269,7 @@ def test_nan_loss_from_a_huge_learning_rate_stops_with_the_step_and_keeps_checkp
     assert not (model_dir / "encoder").exists()
 
 
+@pytest.mark.slow
 def test_a_kill_inside_a_checkpoint_write_leaves_shards_that_the_resume_removes(
         tmp_path, killed_in_checkpoint_write):
     """TensorFlow writes a checkpoint's shards to ckpt-N_temp/ and then merges them: a kill in

@@ -123,6 +123,17 @@ def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(tmp_p
     assert all(np.all(np.isfinite(tf.train.load_variable(latest, name))) for name in names)
 
 
+def test_data_that_runs_out_before_train_steps_is_an_error_not_an_early_finish(tmp_path):
+    x, y = _toy_data()
+
+    def finite(batch_size, input_context):  # 2 steps of 4 examples, no repeat
+        return tf.data.Dataset.from_tensor_slices((x[:8], y[:8])).batch(batch_size)
+
+    with pytest.raises(RuntimeError, match=r"ended at step \d+ of 20: the data ran out"):
+        training.train(_toy_model_fn(), finite, model_dir=str(tmp_path), train_steps=20,
+                       global_batch_size=4, checkpoint_every=4, progress=False)
+
+
 def test_gradient_accumulation_splits_the_global_batch_and_counts_updates(tmp_path):
     seen = []
     result = training.train(

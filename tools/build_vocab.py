@@ -12,12 +12,12 @@ Example (the bundled vocab: 7,887 tokens in about 20 s on 2 cores):
 
 from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
 
-import os
 import time
 
 from absl import app, flags, logging
 
 import bert_keras as bk
+from bert_keras import files
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("input", None, "Glob(s) of text files, one sentence per line; .gz accepted.")
@@ -43,9 +43,8 @@ def main(argv):
     start = time.time()
     vocab = bk.learn_vocab(dataset, FLAGS.vocab_size, lower_case=FLAGS.lower_case,
                            min_count=FLAGS.min_count)
-    tmp = f"{FLAGS.output}.tmp{os.getpid()}"  # renamed when complete: no partial vocab
-    bk.save_vocab(vocab, tmp)
-    os.replace(tmp, FLAGS.output)
+    with files.atomic_path(FLAGS.output) as tmp:  # renamed when complete: no partial vocab
+        bk.save_vocab(vocab, tmp)
     logging.info("Wrote %d tokens to %s in %.0f s.", len(vocab), FLAGS.output, time.time() - start)
     print(f"Wrote {len(vocab)} tokens to {FLAGS.output} in {time.time() - start:.0f} s.")
 

@@ -7,9 +7,10 @@ Input lines: the text for single-text models; "text_a<TAB>text_b" for pair class
 
 Bad input (stdin and --input alike, `bert_keras.text_files`): a binary file, no text, more
 than 1% of lines not valid UTF-8, or a line with the wrong number of fields fails with a
-one-line message and exit status 1, and --output is not written (it is renamed into place
-only when every line succeeded). Fewer bad lines get their bad bytes replaced, with one
-warning.
+one-line message and exit status 1, and nothing is written: the whole input is read and
+checked before the first prediction (so it is held in memory), and --output is renamed into
+place only when every line succeeded (a full disk leaves no file either). Fewer bad lines get
+their bad bytes replaced, with one warning.
 
 Examples:
   python tools/predict.py --model_dir=saved_models/paraphrase --input=pairs.tsv
@@ -25,7 +26,7 @@ import sys
 
 from absl import app, flags
 
-from bert_keras import text_files
+from bert_keras import files, text_files
 
 flags.DEFINE_string("model_dir", None, "An export version directory, or the model directory "
                     "(its highest version is used).")
@@ -55,19 +56,34 @@ def to_json(value):
     return value
 
 
-def predict_lines(fn, fields, lines, name="input"):
-    """[(line number, text)] -> JSON-able dicts, one per line; TextFileError naming `name`
-    and the line if a line has the wrong number of tab-separated fields."""
+def split_line(n, line, fields, name):
+    """{field: text} of input line `n`; TextFileError naming `name` and the line if it has the
+    wrong number of tab-separated fields."""
+    parts = line.split("\t") if len(fields) > 1 else [line]
+    if len(parts) != len(fields):
+        raise text_files.TextFileError(
+            f"{name}: Line {n} has {len(parts)} tab-separated fields; this model takes "
+            f"{len(fields)}: {'<TAB>'.join(fields)}")
+    return dict(zip(fields, parts))
+
+
+def read_input(path, fields):
+    """[(line number, {field: text})] of every line of `path` ('-': stdin), all read and
+    checked (the text policy, the fields of each line) before the first prediction, so that a
+    bad line anywhere leaves no output at all, on stdout too."""
+    name = "stdin" if path == "-" else path
+    counts = text_files.TextCounts(name)
+    lines = text_files.read_lines(name, stream=sys.stdin.buffer if path == "-" else None,
+                                  counts=counts, on_bad="replace")
+    rows = [(n, split_line(n, line, fields, name)) for n, line in lines]
+    text_files.require_text([counts])
+    return rows
+
+
+def predict_rows(fn, fields, rows):
+    """[(line number, {field: text})] -> JSON-able dicts, one per row, in one model call."""
     import tensorflow as tf
 
-    rows = []
-    for n, line in lines:
-        parts = line.split("\t") if len(fields) > 1 else [line]
-        if len(parts) != len(fields):
-            raise text_files.TextFileError(
-                f"{name}: Line {n} has {len(parts)} tab-separated fields; this model takes "
-                f"{len(fields)}: {'<TAB>'.join(fields)}")
-        rows.append((n, dict(zip(fields, parts))))
     if not rows:
         return []
     out = fn(**{f: tf.constant([r[f] for _, r in rows], tf.string) for f in fields})
@@ -83,32 +99,16 @@ def output_sink(path):
     if path == "-":
         yield sys.stdout
         return
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as sink:
-            yield sink
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with files.atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as sink:
+        yield sink
 
 
 def predict_input(fn, fields, path, sink, batch_size):
     """Predicts every line of `path` ('-': stdin) in batches, writing JSON lines to `sink`."""
-    name = "stdin" if path == "-" else path
-    counts = text_files.TextCounts(name)
-    lines = text_files.read_lines(name, stream=sys.stdin.buffer if path == "-" else None,
-                                  counts=counts, on_bad="replace")
-    batch = []
-    for item in lines:
-        batch.append(item)
-        if len(batch) == batch_size:
-            for row in predict_lines(fn, fields, batch, name):
-                sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-            batch = []
-    for row in predict_lines(fn, fields, batch, name):
-        sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-    text_files.require_text([counts])
+    rows = read_input(path, fields)
+    for start in range(0, len(rows), batch_size):
+        for row in predict_rows(fn, fields, rows[start:start + batch_size]):
+            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def main(argv):

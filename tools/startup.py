@@ -5,8 +5,10 @@
   set, it is silenced while TensorFlow loads and probes for GPUs, and the tool says in one
   line (on stderr) which devices it runs on. With TF_CPP_MIN_LOG_LEVEL set, nothing changes.
 - `run(main)` is `absl.app.run(main)` that turns a `bert_keras.errors.InputError` (a bad
-  file, text or flag; `ConfigError` included) or a missing file into its message and exit
-  status 1, without a traceback.
+  file, text or flag; `ConfigError` included), a missing file, or a write the machine refused
+  (a full disk, a file too large, a quota, a read-only file system, no permission:
+  `errors.WriteError`, or an OSError / TensorFlow error saying so) into its message and exit
+  status 1, without a traceback: none of them is a bug.
 
 Example (the first import of a tool):
     from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
@@ -54,15 +56,22 @@ if _GPUS is not None:
 
 
 def run(main):
-    """absl.app.run(main), with InputError as a one-line message and exit status 1."""
+    """absl.app.run(main), with InputError, a missing file and a refused write as a one-line
+    message and exit status 1."""
     from absl import app
 
-    from bert_keras.errors import InputError
+    from bert_keras.errors import InputError, write_problem
 
     def guarded(argv):
+        tool = os.path.basename(sys.argv[0])
         try:
             return main(argv)
         except (InputError, FileNotFoundError, FileExistsError) as e:  # a user's path or flag
-            sys.exit(f"{os.path.basename(sys.argv[0])}: {e}")
+            sys.exit(f"{tool}: {e}")
+        except Exception as e:  # a write refused where no writer named the output (TF's say)
+            if write_problem(e) is None:
+                raise
+            message = str(getattr(e, "message", None) or e).strip().splitlines()[0]
+            sys.exit(f"{tool}: {message}")
 
     app.run(guarded)

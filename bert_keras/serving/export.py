@@ -39,6 +39,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from bert_keras.files import writing
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.inference import cast_for_inference
 from bert_keras.serving import op_audit
@@ -203,25 +204,26 @@ def export_model(model, tokenizer, info, base_dir, model_name, version=None, dty
     tmp = os.path.join(model_dir, f".tmp-{version}-{os.getpid()}")
     staging = tempfile.mkdtemp(prefix="bert_export_assets_")
     try:
-        for name, source in tokenizer.asset_files.items():
-            shutil.copyfile(source, os.path.join(staging, name))
-        with open(os.path.join(staging, METADATA_FILE), "w", encoding="utf-8") as f:
-            json.dump(metadata, f, indent=2)
-        # The root tracks the variables as a plain list, like keras.export.ExportArchive:
-        # tracking the Keras model object itself gives the TF1 loader (TF Serving) handles
-        # that the checkpoint restore does not fill ("Could not find variable ...").
-        root = tf.Module()
-        root.model_variables = [_tf_variable(v) for v in model.variables]
-        root.tokenizer_files = [tf.saved_model.Asset(os.path.join(staging, name))
-                                for name in tokenizer.asset_files]
-        root.tokenizer = tokenizer  # tracks its resources (the SentencePiece model)
-        root.metadata_file = tf.saved_model.Asset(os.path.join(staging, METADATA_FILE))
-        for name, fn in fns.items():
-            setattr(root, name, fn)
-        tf.saved_model.save(root, tmp, signatures=signatures)
-        op_audit.audit_saved_model(tmp, extra_allowed=extra_allowed_ops)
-        write_warmup(tmp, model_name, warmup_requests(functions, examples))
-        tf.io.gfile.rename(tmp, final)
+        with writing(final):  # a full disk: one line naming the version directory
+            for name, source in tokenizer.asset_files.items():
+                shutil.copyfile(source, os.path.join(staging, name))
+            with open(os.path.join(staging, METADATA_FILE), "w", encoding="utf-8") as f:
+                json.dump(metadata, f, indent=2)
+            # The root tracks the variables as a plain list, like keras.export.ExportArchive:
+            # tracking the Keras model object itself gives the TF1 loader (TF Serving) handles
+            # that the checkpoint restore does not fill ("Could not find variable ...").
+            root = tf.Module()
+            root.model_variables = [_tf_variable(v) for v in model.variables]
+            root.tokenizer_files = [tf.saved_model.Asset(os.path.join(staging, name))
+                                    for name in tokenizer.asset_files]
+            root.tokenizer = tokenizer  # tracks its resources (the SentencePiece model)
+            root.metadata_file = tf.saved_model.Asset(os.path.join(staging, METADATA_FILE))
+            for name, fn in fns.items():
+                setattr(root, name, fn)
+            tf.saved_model.save(root, tmp, signatures=signatures)
+            op_audit.audit_saved_model(tmp, extra_allowed=extra_allowed_ops)
+            write_warmup(tmp, model_name, warmup_requests(functions, examples))
+            tf.io.gfile.rename(tmp, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if tf.io.gfile.exists(tmp):

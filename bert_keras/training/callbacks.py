@@ -6,12 +6,15 @@ step, so logs, TensorBoard and checkpoint names continue where the crashed run s
 """
 
 import math
+import os
 import sys
 import time
 
 import keras
 import numpy as np
 import tensorflow as tf
+
+from bert_keras.files import writing
 
 
 class StepClock:
@@ -86,7 +89,10 @@ class CheckpointAndStop(_StepCallback):
             return
         if step % self.checkpoint_every == 0 or step >= self.train_steps:
             self.step_variable.assign(step)
-            self.manager.save(checkpoint_number=step)
+            # A refused write is a WriteError: TF's OutOfRangeError for "File too large" would
+            # otherwise end model.fit as if the data had run out, and the run go on.
+            with writing(os.path.join(self.manager.directory, f"ckpt-{step}")):
+                self.manager.save(checkpoint_number=step)
         if step >= self.train_steps:
             self.model.stop_training = True
 

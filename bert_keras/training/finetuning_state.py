@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_keras.files import recover_directory, remove_checkpoint_leftovers
+from bert_keras.files import recover_directory, remove_checkpoint_leftovers, writing
 from bert_keras.errors import InputError
 
 CHECKPOINT_SUBDIR = "checkpoints"
@@ -160,9 +160,10 @@ class EpochCheckpoint:
     def save(self, epoch, state):
         """Saves the model and optimizer after `epoch` (1-based) with `state` (JSON-able)."""
         self.state.assign(json.dumps(state, default=float))
-        try:
-            self.manager.save(checkpoint_number=epoch)
-        except tf.errors.OpError as e:  # a full disk: the previous checkpoint stays the latest
+        try:  # a full disk (WriteError) or another failure: the previous one stays the latest
+            with writing(os.path.join(self.directory, f"ckpt-{epoch}")):
+                self.manager.save(checkpoint_number=epoch)
+        except tf.errors.OpError as e:
             raise OSError(f"{self.directory}: cannot write the checkpoint of epoch {epoch}: "
                           f"{e.message}") from None
 

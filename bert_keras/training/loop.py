@@ -250,6 +250,11 @@ def _fit(model, strategy, dataset_fn, batch_size, manager, step_variable, *, ini
     if controller.diverged:
         step, loss = controller.diverged
         raise TrainingDivergedError(step, loss, latest_checkpoint(model_dir))
+    if controller.last_step < train_steps:  # never a silent early end
+        raise RuntimeError(
+            f"Training ended at step {controller.last_step} of {train_steps}: the data ran out "
+            "(dataset_fn must repeat), or an OutOfRangeError inside a step or callback, which "
+            "Keras takes for the end of the data, ended model.fit.")
     return logger.history
 
 

@@ -19,7 +19,7 @@ from absl import logging
 from bert_keras.data.pretraining import documents, pairing
 from bert_keras.data.pretraining.records import serialize_examples
 from bert_keras.data.pretraining.stages import _flat_tokens, _suffix_table, default_vocab_file, make_masker
-from bert_keras.files import expand_patterns
+from bert_keras.files import expand_patterns, writing
 from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.text_files import TextFileError, describe_files
 
@@ -155,32 +155,41 @@ def _write_shard(job):
 
 def _write_shards(paths, config, num_workers):
     """Writes the shards under temporary names and renames them to `paths` only when all are
-    complete and hold at least one instance, so a failed run leaves no (partial) output."""
+    complete and hold at least one instance, so a failed run leaves no (partial) output; a
+    full disk is a WriteError naming the output."""
     tmp_paths = [f"{p}.tmp{os.getpid()}" for p in paths]
     jobs = [dict(shard=k, num_shards=len(paths), path=p, config=config)
             for k, p in enumerate(tmp_paths)]
+    named = paths[0] if len(paths) == 1 else paths[0].replace("-00000-of-", "-*-of-")
     try:
-        workers = min(num_workers, len(jobs))
-        if workers == 1:
-            results = [_write_shard(job) for job in jobs]
-        else:  # spawn: TF is not fork-safe
-            with multiprocessing.get_context("spawn").Pool(workers) as pool:
-                results = pool.map(_write_shard, jobs, chunksize=1)
-        stats = documents.DocumentStats()
-        for r in results:
-            stats.add(r)
-        if not stats.instances:
-            source = config["tfds_name"] or describe_files(config["input_files"])
-            raise TextFileError(
-                f"{source}: no pretraining instance from {stats.documents} document(s) of "
-                f"{stats.lines} line(s) ({stats.empty_token_lines} line(s) without tokens, "
-                f"{stats.skipped_documents} document(s) skipped)")
-        for tmp, path in zip(tmp_paths, paths):
-            os.replace(tmp, path)
+        with writing(named):
+            stats = _write_shard_jobs(jobs, config, num_workers)
+            for tmp, path in zip(tmp_paths, paths):
+                os.replace(tmp, path)
     finally:
         for tmp in tmp_paths:
             if os.path.exists(tmp):
                 os.remove(tmp)
+    return stats
+
+
+def _write_shard_jobs(jobs, config, num_workers):
+    """The DocumentStats of every shard written (by worker processes if num_workers > 1)."""
+    workers = min(num_workers, len(jobs))
+    if workers == 1:
+        results = [_write_shard(job) for job in jobs]
+    else:  # spawn: TF is not fork-safe
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            results = pool.map(_write_shard, jobs, chunksize=1)
+    stats = documents.DocumentStats()
+    for r in results:
+        stats.add(r)
+    if not stats.instances:
+        source = config["tfds_name"] or describe_files(config["input_files"])
+        raise TextFileError(
+            f"{source}: no pretraining instance from {stats.documents} document(s) of "
+            f"{stats.lines} line(s) ({stats.empty_token_lines} line(s) without tokens, "
+            f"{stats.skipped_documents} document(s) skipped)")
     return stats
 
 
