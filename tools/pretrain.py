@@ -26,7 +26,6 @@ from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's 
 import sys
 
 from absl import app, flags
-from absl import logging as absl_logging
 
 from bert_keras import configs
 from bert_keras.training import precision
@@ -56,9 +55,6 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     config, strategy = check_flags()
     print(f"pretrain: {precision.describe(config.dtype)}", file=sys.stderr)
-    # TF logs "Sharding callback duration" at INFO on every checkpoint: drop that chatter.
-    absl_logging.get_absl_handler().addFilter(
-        lambda record: "Sharding callback duration" not in record.getMessage())
     try:
         result = run_pretraining(config, strategy=strategy)
     except TrainingDivergedError as e:

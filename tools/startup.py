@@ -3,7 +3,9 @@
 - TensorFlow's start-up chatter (CUDA probes such as "failed call to cuInit", oneDNN notices,
   absl's pre-init warning) reads as failure to a new user: unless TF_CPP_MIN_LOG_LEVEL is
   set, it is silenced while TensorFlow loads and probes for GPUs, and the tool says in one
-  line (on stderr) which devices it runs on. With TF_CPP_MIN_LOG_LEVEL set, nothing changes.
+  line (on stderr) which devices it runs on. oneDNN's once-per-process "supports DT_INT64 only
+  on platforms with AVX-512" error line, which the first integer Transpose would print later,
+  is used up there too (on CPU-only machines). With TF_CPP_MIN_LOG_LEVEL set, nothing changes.
 - `run(main)` is `absl.app.run(main)` that turns a `bert_keras.errors.InputError` (a bad
   file, text or flag; `ConfigError` included), a missing file, or a write the machine refused
   (a full disk, a file too large, a quota, a read-only file system, no permission:
@@ -33,6 +35,8 @@ def _load_tensorflow_quietly():
         try:
             import tensorflow as tf
             gpus = tf.config.list_physical_devices("GPU")
+            if not gpus:
+                _consume_onednn_type_notice(tf)
         except BaseException:
             os.dup2(saved, 2)
             chatter.seek(0)
@@ -42,6 +46,21 @@ def _load_tensorflow_quietly():
             os.dup2(saved, 2)
             os.close(saved)
     return gpus
+
+
+def _consume_onednn_type_notice(tf):
+    """TensorFlow logs "oneDNN supports DT_INT64 only on platforms with AVX-512. Falling back to
+    the default Eigen-based implementation" (an ERROR line, on every CPU, AVX-512 ones
+    included) the first time an integer op such as a Transpose (inside ragged concat: the
+    packer) meets oneDNN, once per process. Running one int32 Transpose in a private graph and
+    v1 Session here, while stderr is captured, uses up that once; unlike an eager op it leaves
+    the eager context uninitialized (threading and virtual devices stay configurable)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        ids = tf.compat.v1.placeholder(tf.int32, [2, 2])
+        transposed = tf.transpose(ids)
+    with tf.compat.v1.Session(graph=graph) as session:
+        session.run(transposed, {ids: [[0, 1], [2, 3]]})
 
 
 def _device_line(gpus):
@@ -59,11 +78,15 @@ def run(main):
     """absl.app.run(main), with InputError, a missing file and a refused write as a one-line
     message and exit status 1."""
     from absl import app
+    from absl import logging as absl_logging
 
     from bert_keras.errors import InputError, write_problem
 
     def guarded(argv):
         tool = os.path.basename(sys.argv[0])
+        # TF logs "Sharding callback duration" at INFO on every checkpoint: drop that chatter.
+        absl_logging.get_absl_handler().addFilter(
+            lambda record: "Sharding callback duration" not in record.getMessage())
         try:
             return main(argv)
         except (InputError, FileNotFoundError, FileExistsError) as e:  # a user's path or flag
