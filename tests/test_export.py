@@ -271,7 +271,8 @@ def test_tools_export_then_predict(tmp_path, tokenizer, encoder):
     base = tmp_path / "saved_models"
     for version in ("1", "2"):
         proc = subprocess.run([sys.executable, str(ROOT / "tools" / "export.py"),
-                               f"--task_dir={task_dir}", f"--export_dir_base={base}"],
+                               f"--task_dir={task_dir}", f"--export_dir_base={base}",
+                               "--dtype=float32"],  # the scores are compared with float32's
                               capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert proc.stdout.splitlines()[0] == str(base / "qa" / version)
@@ -280,6 +281,12 @@ def test_tools_export_then_predict(tmp_path, tokenizer, encoder):
                            f"--model_dir={base / 'qa'}", "--batch_size=2"], input=lines,
                           capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
     assert proc.returncode != 0 and "Line 3 has 1 tab-separated fields" in proc.stderr
+    assert proc.stdout == ""  # nothing before the bad line either: no partial output
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "predict.py"),
+                           f"--model_dir={base / 'qa'}", "--batch_size=2"],
+                          input=lines.rsplit("no tab here", 1)[0], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [r["line"] for r in rows] == [1, 2]
     x = _keras_inputs(tokenizer, ["Who wrote the letter?"], ["Paul wrote the letter to the church."])

@@ -165,7 +165,8 @@ def test_byte_bpe_pre_tokenization_emulates_the_lookahead():
 @pytest.mark.parametrize("name", ["albert", "distilbert", "roberta"])
 def test_export_of_a_family_encoder_takes_raw_text(tmp_path, name):
     path = export.run_export(bk.ExportConfig(encoder_dir=str(FAMILIES / name), model_name=name,
-                                             export_dir_base=str(tmp_path), seq_length=32))
+                                             export_dir_base=str(tmp_path), seq_length=32,
+                                             dtype="float32"))
     loaded = tf.saved_model.load(path)
     ref = reference(name)
     import tensorflow_text  # noqa: F401  (the tokenizer ops of the SavedModel)
@@ -261,7 +262,7 @@ def test_family_exports_serve_in_a_process_without_this_project(tmp_path):
     names = ["roberta", "albert", "distilbert"]
     paths = {name: export.run_export(bk.ExportConfig(
         encoder_dir=str(FAMILIES / name), model_name=name, export_dir_base=str(tmp_path / "saved"),
-        seq_length=32)) for name in names}
+        seq_length=32, dtype="float32")) for name in names}
     requests = {}
     for name, path in paths.items():
         ref = reference(name)

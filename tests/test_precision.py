@@ -72,8 +72,8 @@ def test_the_export_tool_says_which_dtype_it_chose_in_one_line(tmp_path, tiny_en
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     chosen, _ = precision.resolve_dtype("auto", bfloat16="bfloat16")
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("export: dtype")]
-    assert lines == [f"export: {precision.describe('auto', bfloat16='bfloat16')}"]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("export.py: dtype")]
+    assert lines == [f"export.py: {precision.describe('auto', bfloat16='bfloat16')}"]
     assert chosen in lines[0]
     from bert_keras.serving import export
 

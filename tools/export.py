@@ -13,10 +13,9 @@ Examples:
   python tools/export.py --encoder_dir=checkpoints/minilm --model_name=minilm --seq_length=256
 """
 
-from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
+from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
 
 import json
-import sys
 
 from absl import app, flags
 
@@ -36,7 +35,7 @@ def main(argv):
         config = configs.from_flags(ExportConfig)
     except configs.ConfigError as e:
         raise app.UsageError(str(e)) from None
-    print(f"export: {precision.describe(config.dtype, bfloat16='bfloat16')}", file=sys.stderr)
+    startup.say(precision.describe(config.dtype, bfloat16="bfloat16"))
     path = export.run_export(config)
     meta = export.read_metadata(path)
     print(path)

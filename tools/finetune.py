@@ -54,7 +54,7 @@ Examples (2 minutes each on 2 CPU cores):
   python tools/export.py --task_dir=runs/paraphrase_student/best --model_name=paraphrase_student
 """
 
-from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
+from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
 
 import json
 import sys
@@ -85,7 +85,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     config = check_flags()
-    print(f"finetune: {precision.describe(config.dtype)}", file=sys.stderr)
+    startup.say(precision.describe(config.dtype))
     try:
         record = run_finetuning(config)
     except (ResumeError, OSError) as e:  # another run in --output_dir, a full disk

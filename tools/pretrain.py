@@ -21,7 +21,7 @@ two-phase sequence length, checkpoints). The flags are the fields of
 `bert_keras.training.pretraining_config.PretrainConfig`, where each is documented and checked.
 """
 
-from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
+from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
 
 import sys
 
@@ -54,7 +54,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     config, strategy = check_flags()
-    print(f"pretrain: {precision.describe(config.dtype)}", file=sys.stderr)
+    startup.say(precision.describe(config.dtype))
     try:
         result = run_pretraining(config, strategy=strategy)
     except TrainingDivergedError as e:

@@ -69,9 +69,14 @@ def _device_line(gpus):
     return f"CPU ({os.cpu_count()} logical CPUs)"
 
 
+def say(message):
+    """Prints one line about the run on stderr, as "TOOL: message" (the device line's form)."""
+    print(f"{os.path.basename(sys.argv[0])}: {message}", file=sys.stderr, flush=True)
+
+
 _GPUS = _load_tensorflow_quietly()
 if _GPUS is not None:
-    print(f"{os.path.basename(sys.argv[0])}: running on {_device_line(_GPUS)}", file=sys.stderr)
+    say(f"running on {_device_line(_GPUS)}")
 
 
 def run(main):
