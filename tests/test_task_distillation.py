@@ -225,7 +225,8 @@ def assert_one_line_failure(proc, *needles):
     """Exit 1, no traceback, one line of the tool's own naming every needle."""
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("finetune.py:")]
+    lines = [line for line in proc.stderr.splitlines()
+             if line.startswith("finetune.py:") and not line.startswith("finetune.py: dtype ")]
     assert len(lines) == 1 and all(str(n) in lines[0] for n in needles), proc.stderr[-3000:]
 
 
