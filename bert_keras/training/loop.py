@@ -99,7 +99,8 @@ def train(model_fn, dataset_fn, *, model_dir, train_steps, global_batch_size, st
       train_steps: optimizer updates to reach (the count continues across resumes).
       global_batch_size: examples per update, over all replicas and accumulated micro-batches.
       strategy: a tf.distribute.Strategy (default: `create_strategy("one_device")`).
-      dtype: "float32", "mixed_float16" (loss scaling added by compile) or "mixed_bfloat16".
+      dtype: "float32", "mixed_float16" (loss scaling added by compile), "mixed_bfloat16" or
+        "auto" (precision.resolve_dtype: mixed_bfloat16 on bfloat16 hardware, else float32).
       jit_compile: XLA-compile the train step.
       checkpoint_every: steps between checkpoints (also the length of a Keras epoch).
       keep_checkpoints: how many recent checkpoints to keep.
