@@ -65,6 +65,34 @@ def tiny_encoder():
     return make
 
 
+@pytest.fixture(scope="session")
+def tiny_pairs_model(tmp_path_factory):
+    """An untrained tiny text_a/text_b classifier over the bundled vocab, as the tools take it:
+    {"export": its export version dir, "encoder": its encoder dir, "task": its task dir}."""
+    import keras
+
+    from bert_keras.data.pretraining.stages import default_vocab_file
+    from bert_keras.models.encoder import BertEncoder
+    from bert_keras.models.task_models import BertClassifier
+    from bert_keras.serving import export
+    from bert_keras.tasks import task_io
+    from bert_keras.text.tokenizer import BertTokenizer
+
+    keras.utils.set_random_seed(0)
+    tokenizer = BertTokenizer(default_vocab_file(), lower_case=True)
+    encoder = BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=16,
+                          num_heads=2, intermediate_size=32, max_positions=32)
+    model = BertClassifier(encoder, num_classes=2)
+    base = tmp_path_factory.mktemp("models")
+    info = dict(task="classification", seq_length=16, lower_case=True, labels=["no", "yes"],
+                text_fields=["text_a", "text_b"])
+    version_dir = export.export_model(model, tokenizer, info, base / "saved", "pairs")
+    model.encoder.save_pretrained(str(base / "encoder"), tokenizer=tokenizer)
+    task_io.save_task(str(base / "task"), model, tokenizer, "classification", 16,
+                      labels=["no", "yes"], text_fields=["text_a", "text_b"])
+    return {"export": version_dir, "encoder": base / "encoder", "task": base / "task"}
+
+
 def _outputs(model, inputs):
     """The model's outputs on `inputs` (an eager inference call), flattened, as numpy."""
     import keras

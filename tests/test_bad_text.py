@@ -13,14 +13,8 @@ import shutil
 import subprocess
 import sys
 
-import keras
 import pytest
 
-from bert_keras.data.pretraining.stages import default_vocab_file
-from bert_keras.models.encoder import BertEncoder
-from bert_keras.models.task_models import BertClassifier
-from bert_keras.serving import export
-from bert_keras.text.tokenizer import BertTokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
@@ -165,62 +159,45 @@ def test_build_vocab_skips_a_few_bad_lines(tmp_path, few_invalid):
 
 # -- predict.py and finetune.py: need a model -------------------------------------------------
 
-@pytest.fixture(scope="module")
-def tiny_models(tmp_path_factory):
-    """(export version dir of a tiny text_a/text_b classifier, its encoder directory)."""
-    keras.utils.set_random_seed(0)
-    tokenizer = BertTokenizer(default_vocab_file(), lower_case=True)
-    encoder = BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=16,
-                          num_heads=2, intermediate_size=32, max_positions=32)
-    model = BertClassifier(encoder, num_classes=2)
-    base = tmp_path_factory.mktemp("saved_models")
-    info = dict(task="classification", seq_length=16, lower_case=True, labels=["no", "yes"],
-                text_fields=["text_a", "text_b"])
-    version_dir = export.export_model(model, tokenizer, info, base, "pairs")
-    encoder_dir = base / "encoder"
-    model.encoder.save_pretrained(str(encoder_dir), tokenizer=tokenizer)
-    return version_dir, encoder_dir
-
-
 def pairs(n):
     return [f"sentence {i} here\tand its pair {i}\n".encode() for i in range(n)]
 
 
-def test_predict_refuses_invalid_utf8_on_stdin(tmp_path, tiny_models):
+def test_predict_refuses_invalid_utf8_on_stdin(tmp_path, tiny_pairs_model):
     lines = pairs(40)
     for i in range(0, 40, 4):
         lines[i] = BAD + b"\t" + BAD + b"\n"
     output = tmp_path / "preds.jsonl"
-    proc = run_tool("predict", f"--model_dir={tiny_models[0]}", f"--output={output}",
+    proc = run_tool("predict", f"--model_dir={tiny_pairs_model['export']}", f"--output={output}",
                     stdin=b"".join(lines))
     assert_refused(proc, output, "stdin: 10 of 40 lines are not valid UTF-8", "first: line 1")
 
 
-def test_predict_replaces_a_few_bad_bytes_with_one_warning(tmp_path, tiny_models):
+def test_predict_replaces_a_few_bad_bytes_with_one_warning(tmp_path, tiny_pairs_model):
     lines = pairs(300)
     lines[7] = b"caf\xe9\tau lait\n"
     lines[200] = b"\xff\tpair\n"
     output = tmp_path / "preds.jsonl"
-    proc = run_tool("predict", f"--model_dir={tiny_models[0]}", f"--output={output}",
+    proc = run_tool("predict", f"--model_dir={tiny_pairs_model['export']}", f"--output={output}",
                     "--batch_size=64", stdin=b"".join(lines))
     assert_warned_once(proc, "stdin", 2)
     rows = output.read_text(encoding="utf-8").splitlines()
     assert len(rows) == 300 and '"text_a": "caf\ufffd"' in rows[7]  # one row per input line
 
 
-def test_predict_leaves_no_partial_output_on_a_malformed_later_line(tmp_path, tiny_models):
+def test_predict_leaves_no_partial_output_on_a_malformed_later_line(tmp_path, tiny_pairs_model):
     lines = pairs(40)
     lines[32] = b"no tab on this line\n"
     source = tmp_path / "in.tsv"
     source.write_bytes(b"".join(lines))
     output = tmp_path / "preds.jsonl"
-    proc = run_tool("predict", f"--model_dir={tiny_models[0]}", f"--input={source}",
+    proc = run_tool("predict", f"--model_dir={tiny_pairs_model['export']}", f"--input={source}",
                     f"--output={output}", "--batch_size=8")
     assert_refused(proc, output, f"{source}: Line 33 has 1 tab-separated fields")
 
 
 @pytest.mark.parametrize("source", ["stdin", "file"])
-def test_predict_to_stdout_writes_no_row_before_a_malformed_later_line(tmp_path, tiny_models,
+def test_predict_to_stdout_writes_no_row_before_a_malformed_later_line(tmp_path, tiny_pairs_model,
                                                                        source):
     """The whole input is checked before the first prediction: 32 good lines in 4 batches,
     then a bad one, print nothing on stdout."""
@@ -229,7 +206,7 @@ def test_predict_to_stdout_writes_no_row_before_a_malformed_later_line(tmp_path,
     path = tmp_path / "in.tsv"
     path.write_bytes(b"".join(lines))
     args = [f"--input={path}"] if source == "file" else []
-    proc = run_tool("predict", f"--model_dir={tiny_models[0]}", "--batch_size=8", *args,
+    proc = run_tool("predict", f"--model_dir={tiny_pairs_model['export']}", "--batch_size=8", *args,
                     stdin=b"".join(lines) if source == "stdin" else None)
     name = "stdin" if source == "stdin" else path
     assert_refused(proc, tmp_path / "nothing", f"{name}: Line 33 has 1 tab-separated fields")
@@ -237,16 +214,16 @@ def test_predict_to_stdout_writes_no_row_before_a_malformed_later_line(tmp_path,
 
 
 @pytest.mark.parametrize("case", ["binary", "empty"])
-def test_predict_refuses_a_bad_input_file(tmp_path, bad_files, tiny_models, case):
+def test_predict_refuses_a_bad_input_file(tmp_path, bad_files, tiny_pairs_model, case):
     path, problem = bad_files[case]
     output = tmp_path / "preds.jsonl"
-    proc = run_tool("predict", f"--model_dir={tiny_models[0]}", f"--input={path}",
+    proc = run_tool("predict", f"--model_dir={tiny_pairs_model['export']}", f"--input={path}",
                     f"--output={output}")
     assert_refused(proc, output, path, problem)
 
 
 @pytest.mark.parametrize("case", ["binary", "many_invalid_utf8"])
-def test_finetune_refuses_a_bad_train_file(tmp_path, bad_files, tiny_models, case):
+def test_finetune_refuses_a_bad_train_file(tmp_path, bad_files, tiny_pairs_model, case):
     path, _ = bad_files[case]
     train = tmp_path / "train.tsv"  # the format comes from the name
     shutil.copy(path, train)
@@ -255,7 +232,7 @@ def test_finetune_refuses_a_bad_train_file(tmp_path, bad_files, tiny_models, cas
     output = tmp_path / "out"
     problem = "looks binary" if case == "binary" else f"{train}:4: invalid UTF-8"
     proc = run_tool("finetune", "--task=classification", f"--train_file={train}",
-                    f"--eval_file={dev}", f"--init_checkpoint={tiny_models[1]}",
+                    f"--eval_file={dev}", f"--init_checkpoint={tiny_pairs_model['encoder']}",
                     f"--output_dir={output}", "--max_seq_length=16")
     # The run makes --output_dir before it reads the data (training/finetuning.py): what
     # matters here is that nothing was written in it.
@@ -288,7 +265,7 @@ LABEL_CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(LABEL_CASES))
-def test_finetune_refuses_bad_labels_and_rows(tmp_path, tiny_models, case):
+def test_finetune_refuses_bad_labels_and_rows(tmp_path, tiny_pairs_model, case):
     """One line naming the file, the row and the value, exit 1, no traceback, nothing written:
     an empty label and a header row read without --header would otherwise become classes."""
     name, content, needles = LABEL_CASES[case]
@@ -306,7 +283,7 @@ def test_finetune_refuses_bad_labels_and_rows(tmp_path, tiny_models, case):
                else ["--text_a_column=1", "--text_b_column=2"])
     output = tmp_path / "out"
     proc = run_tool("finetune", "--task=classification", f"--train_file={train}",
-                    f"--eval_file={dev}", *columns, f"--init_checkpoint={tiny_models[1]}",
+                    f"--eval_file={dev}", *columns, f"--init_checkpoint={tiny_pairs_model['encoder']}",
                     f"--output_dir={output}", "--max_seq_length=16")
     needles = [f"{bad}{n}" if n.startswith(":") else n for n in needles]
     assert_refused(proc, output / "metrics.json", *needles)

@@ -14,15 +14,8 @@ import resource
 import subprocess
 import sys
 
-import keras
 import pytest
 
-from bert_keras.data.pretraining.stages import default_vocab_file
-from bert_keras.models.encoder import BertEncoder
-from bert_keras.models.task_models import BertClassifier
-from bert_keras.serving import export
-from bert_keras.tasks import task_io
-from bert_keras.text.tokenizer import BertTokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
@@ -89,32 +82,13 @@ def test_build_vocab_on_a_full_disk(tmp_path):
 
 # -- predict, finetune, export: need a model ----------------------------------------------------
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    """{"export": a tiny pair classifier's export version dir, "encoder": its encoder dir,
-    "task": its task directory}."""
-    keras.utils.set_random_seed(0)
-    tokenizer = BertTokenizer(default_vocab_file(), lower_case=True)
-    encoder = BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=16,
-                          num_heads=2, intermediate_size=32, max_positions=32)
-    model = BertClassifier(encoder, num_classes=2)
-    base = tmp_path_factory.mktemp("models")
-    info = dict(task="classification", seq_length=16, lower_case=True, labels=["no", "yes"],
-                text_fields=["text_a", "text_b"])
-    version_dir = export.export_model(model, tokenizer, info, base / "saved", "pairs")
-    model.encoder.save_pretrained(str(base / "encoder"), tokenizer=tokenizer)
-    task_io.save_task(str(base / "task"), model, tokenizer, "classification", 16,
-                      labels=["no", "yes"], text_fields=["text_a", "text_b"])
-    return {"export": version_dir, "encoder": base / "encoder", "task": base / "task"}
-
-
 def pairs(n):
     return b"".join(f"sentence {i} here\tand its pair {i}\n".encode() for i in range(n))
 
 
-def test_predict_output_on_a_full_disk(tmp_path, tiny):
+def test_predict_output_on_a_full_disk(tmp_path, tiny_pairs_model):
     output = tmp_path / "preds.jsonl"
-    proc = run_tool("predict", f"--model_dir={tiny['export']}", f"--output={output}",
+    proc = run_tool("predict", f"--model_dir={tiny_pairs_model['export']}", f"--output={output}",
                     stdin=pairs(200), max_file_bytes=10_000)  # about 30 kB of predictions
     assert_refused(proc, output, output, PROBLEM)
 
@@ -131,17 +105,18 @@ def task_files(tmp_path):
     return [f"--train_file={tmp_path / 'train.tsv'}", f"--eval_file={tmp_path / 'dev.tsv'}"]
 
 
-def test_finetune_checkpoint_on_a_full_disk(tmp_path, tiny, task_files):
+def test_finetune_checkpoint_on_a_full_disk(tmp_path, tiny_pairs_model, task_files):
     """The epoch's checkpoint (model and optimizer, about 1.5 MB) is written before best/: it
     fails first, and nothing of the epoch is kept."""
     output = tmp_path / "run"
-    proc = run_tool("finetune", *FINETUNE, *task_files, f"--init_checkpoint={tiny['encoder']}",
+    proc = run_tool("finetune", *FINETUNE, *task_files,
+                    f"--init_checkpoint={tiny_pairs_model['encoder']}",
                     f"--output_dir={output}", max_file_bytes=200_000)
     assert_refused(proc, output / "best", output / "checkpoints" / "ckpt-1", PROBLEM)
     assert not list((output / "checkpoints").glob("ckpt-1.*"))
 
 
-def test_finetune_best_on_a_full_disk(tmp_path, tiny, task_files):
+def test_finetune_best_on_a_full_disk(tmp_path, tiny_pairs_model, task_files):
     """best/ (model.keras about 1.6 MB) on a disk that fills up after the epoch's checkpoint:
     the limit is set when the tool starts saving best/."""
     output = tmp_path / "run"
@@ -152,15 +127,16 @@ def test_finetune_best_on_a_full_disk(tmp_path, tiny, task_files):
                "    resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))\n"
                "    return save_task(*args, **kwargs)\n"
                "task_io.save_task = save_on_a_full_disk\n")
-    proc = run_tool("finetune", *FINETUNE, *task_files, f"--init_checkpoint={tiny['encoder']}",
+    proc = run_tool("finetune", *FINETUNE, *task_files,
+                    f"--init_checkpoint={tiny_pairs_model['encoder']}",
                     f"--output_dir={output}", prelude=prelude, max_file_bytes=2**40)
     assert_refused(proc, output / "best", output / "best", PROBLEM)
     assert (output / "checkpoints" / "ckpt-1.index").exists()  # the rerun resumes from it
 
 
-def test_export_on_a_full_disk(tmp_path, tiny):
+def test_export_on_a_full_disk(tmp_path, tiny_pairs_model):
     base = tmp_path / "saved_models"
-    proc = run_tool("export", f"--task_dir={tiny['task']}", "--model_name=pairs",
+    proc = run_tool("export", f"--task_dir={tiny_pairs_model['task']}", "--model_name=pairs",
                     f"--export_dir_base={base}", max_file_bytes=100_000)
     assert_refused(proc, base / "pairs" / "1", base / "pairs" / "1", PROBLEM)
     assert not [p for p in os.listdir(base / "pairs") if p.startswith(".tmp-")]
