@@ -74,8 +74,8 @@ def build_model(config, tokenizer):
             teacher, student, temperature=config.distill_temperature, alpha_ce=config.alpha_ce,
             alpha_mlm=config.alpha_mlm, alpha_cos=config.alpha_cos)
     else:
-        activation = config.init_checkpoint and head_checkpoints.masked_lm_activation(
-            config.init_checkpoint)
+        activation = (head_checkpoints.masked_lm_activation(config.init_checkpoint)
+                      if config.init_checkpoint else None)
         model = BertPretrainer(_encoder(config, tokenizer), next_sentence=config.pair_mode != "none",
                                mlm_activation=activation)
         if config.init_checkpoint:
