@@ -69,9 +69,13 @@ def _device_line(gpus):
     return f"CPU ({os.cpu_count()} logical CPUs)"
 
 
+def _tool():
+    return os.path.basename(sys.argv[0])
+
+
 def say(message):
     """Prints one line about the run on stderr, as "TOOL: message" (the device line's form)."""
-    print(f"{os.path.basename(sys.argv[0])}: {message}", file=sys.stderr, flush=True)
+    print(f"{_tool()}: {message}", file=sys.stderr, flush=True)
 
 
 _GPUS = _load_tensorflow_quietly()
@@ -88,18 +92,17 @@ def run(main):
     from bert_keras.errors import InputError, write_problem
 
     def guarded(argv):
-        tool = os.path.basename(sys.argv[0])
         # TF logs "Sharding callback duration" at INFO on every checkpoint: drop that chatter.
         absl_logging.get_absl_handler().addFilter(
             lambda record: "Sharding callback duration" not in record.getMessage())
         try:
             return main(argv)
         except (InputError, FileNotFoundError, FileExistsError) as e:  # a user's path or flag
-            sys.exit(f"{tool}: {e}")
+            sys.exit(f"{_tool()}: {e}")
         except Exception as e:  # a write refused where no writer named the output (TF's say)
             if write_problem(e) is None:
                 raise
             message = str(getattr(e, "message", None) or e).strip().splitlines()[0]
-            sys.exit(f"{tool}: {message}")
+            sys.exit(f"{_tool()}: {message}")
 
     app.run(guarded)

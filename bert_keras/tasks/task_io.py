@@ -50,6 +50,16 @@ def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_f
     write_directory(directory, write, marker="task.json")
 
 
+def find_task_directory(path, run_subdir):
+    """The task directory of `path`: `path` itself when it holds task.json, else its
+    `run_subdir` (a run's output: fine-tuning's "best", pretraining's "final") when that does;
+    None otherwise."""
+    for candidate in (path, os.path.join(path, run_subdir)):
+        if os.path.isfile(os.path.join(candidate, "task.json")):
+            return candidate
+    return None
+
+
 def read_task_info(directory):
     """The task.json dict of a directory written by `save_task` (FileNotFoundError without
     one, InputError for a corrupt one)."""

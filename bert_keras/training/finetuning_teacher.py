@@ -41,11 +41,11 @@ from bert_keras.text.tokenizers import load_tokenizer
 
 
 def find_task_directory(path):
-    """The task directory of `path`: itself when it holds task.json, else its best/ (a
-    tools/finetune.py output dir); InputError naming the path otherwise."""
-    for candidate in (path, os.path.join(path, "best")):
-        if os.path.isfile(os.path.join(candidate, "task.json")):
-            return candidate
+    """The task directory of `path`: itself, or its best/ (a tools/finetune.py output dir);
+    InputError naming the path otherwise."""
+    directory = task_io.find_task_directory(path, "best")
+    if directory:
+        return directory
     if not os.path.isdir(path):
         raise InputError(f"--teacher_dir={path!r} does not exist.")
     raise InputError(f"--teacher_dir={path!r} is not a fine-tuned task directory: no task.json "

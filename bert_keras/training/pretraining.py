@@ -67,9 +67,9 @@ def _dataset_fn(config, tokenizer, *, train_data, train_text, max_seq_length,
 def _tokenizer(config):
     if config.tokenizer_dir:
         return load_tokenizer(config.tokenizer_dir)
+    teacher = config.teacher_checkpoint
     source = config.init_checkpoint or (
-        config.teacher_checkpoint and (pretraining_models.teacher_task_dir(config.teacher_checkpoint)
-                                       or config.teacher_checkpoint))
+        teacher and (task_io.find_task_directory(teacher, "final") or teacher))
     if config.vocab_file is None and source:
         return load_tokenizer(source)
     return BertTokenizer(config.vocab_file or pipeline.default_vocab_file(),

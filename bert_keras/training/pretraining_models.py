@@ -3,8 +3,6 @@ NSP / SOP / none), `ElectraPretrainer` (replaced-token detection) or `Distillati
 (a student of a teacher masked LM). Each is compiled with the run's optimizer and has
 `.encoder`, the encoder the run saves."""
 
-import os
-
 from absl import logging
 
 from bert_keras.checkpoints import CheckpointError
@@ -17,21 +15,10 @@ from bert_keras.models.task_models import BertPretrainer
 from bert_keras.tasks import task_io
 from bert_keras import optimization
 
-TASK_FILE = "task.json"
-
-
-def teacher_task_dir(path):
-    """The task directory of a teacher path: the path itself, or a pretraining run's final/."""
-    for candidate in (path, os.path.join(path, "final")):
-        if os.path.exists(os.path.join(candidate, TASK_FILE)):
-            return candidate
-    return None
-
-
 def load_teacher(path):
     """A `BertPretrainer` (encoder + MLM head) from a bert_keras pretraining run (its model dir
     or final/), or a Hugging Face *ForMaskedLM / *ForPreTraining or Google BERT directory."""
-    task_dir = teacher_task_dir(path)
+    task_dir = task_io.find_task_directory(path, "final")
     if task_dir:
         model, _, _ = task_io.load_task(task_dir)
         if not isinstance(model, BertPretrainer):
