@@ -20,7 +20,6 @@ Example (a reduced run for CI, about 2 minutes):
 
 import gzip
 import json
-import os
 import pathlib
 import shutil
 import subprocess
@@ -70,9 +69,9 @@ def run_tool(tool, args, capture=False):
     command = [sys.executable, str(REPO / "tools" / f"{tool}.py")] + args
     print("$ " + " ".join(command[1:]).replace(str(REPO) + "/", ""), flush=True)
     started = time.time()
-    # TensorFlow's C++ start-up chatter (CUDA probes, oneDNN notes) hides the stages' figures.
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
-    result = subprocess.run(command, cwd=REPO, text=True, env=env,
+    # No TF_CPP_MIN_LOG_LEVEL here: each tool quiets TensorFlow's start-up chatter itself
+    # (tools/startup.py), and setting the variable would turn that off.
+    result = subprocess.run(command, cwd=REPO, text=True,
                             stdout=subprocess.PIPE if capture else None)
     if result.returncode:
         sys.exit(f"quickstart: stage {tool} failed (exit code {result.returncode}); "

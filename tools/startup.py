@@ -21,13 +21,20 @@ import sys
 import tempfile
 
 
+_QUIET_CHILDREN = "BERT_KERAS_QUIET_START"
+
+
 def _load_tensorflow_quietly():
     """Imports TensorFlow and lists the GPUs (the CUDA probe) with stderr sent to a temporary
     file, which is replayed if the import fails. Listing physical devices leaves threading and
     virtual-device settings open for the tool."""
-    if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+    if "TF_CPP_MIN_LOG_LEVEL" in os.environ and _QUIET_CHILDREN not in os.environ:
         return None
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"  # also for the tool's own subprocesses
+    # Level 2 for the tool's own subprocesses (create_pretraining_data's workers), which
+    # import this module again: the marker tells them the level is ours, not the user's, so
+    # they quiet their start-up too (the level alone lets absl's pre-init lines through).
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    os.environ[_QUIET_CHILDREN] = "1"
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as chatter:
