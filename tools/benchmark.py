@@ -61,6 +61,7 @@ WORKERS = {
     "peak": benchmark_flops.run_peak,
     "bert_keras_train": benchmark_training.run_bert_keras_train,
     "keras_hub_train": benchmark_training.run_keras_hub_train,
+    "huggingface_train": benchmark_training.run_huggingface_train,
     "data": benchmark_pipeline.run_data_pipeline,
     "keras_hub_data": benchmark_pipeline.run_keras_hub_data,
     "bert_keras_export": benchmark_export.run_bert_keras_export,

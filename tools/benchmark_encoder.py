@@ -90,17 +90,22 @@ def run_keras_hub_encoder(spec):
                 keras_jit=str(backbone.jit_compile), keras_version=keras.__version__)
 
 
+def huggingface_config(preset):
+    import transformers
+
+    shape = preset_shape(preset)
+    return transformers.BertConfig(
+        vocab_size=VOCAB_SIZE, hidden_size=shape["hidden_size"],
+        num_hidden_layers=shape["num_layers"], num_attention_heads=shape["num_heads"],
+        intermediate_size=shape["intermediate_size"], max_position_embeddings=512)
+
+
 def huggingface_model(preset, dtype):
     import torch
     import transformers
 
     torch.manual_seed(0)
-    shape = preset_shape(preset)
-    config = transformers.BertConfig(
-        vocab_size=VOCAB_SIZE, hidden_size=shape["hidden_size"],
-        num_hidden_layers=shape["num_layers"], num_attention_heads=shape["num_heads"],
-        intermediate_size=shape["intermediate_size"], max_position_embeddings=512)
-    model = transformers.BertModel(config).eval()
+    model = transformers.BertModel(huggingface_config(preset)).eval()
     if dtype == "bfloat16-weights":
         model = model.to(torch.bfloat16)
     return model

@@ -1,5 +1,5 @@
-"""The pretrain and finetune sections of tools/benchmark.py: train steps of bert_keras and
-keras-hub on one fixed batch.
+"""The pretrain and finetune sections of tools/benchmark.py: train steps of bert_keras, keras-hub
+and Hugging Face PyTorch on one fixed batch.
 
 Worker functions take the spec and return a dict of measurements; the section rows (parent
 side) run them and read the flags that tools/benchmark.py defines.
@@ -7,7 +7,7 @@ side) run them and read the flags that tools/benchmark.py defines.
 
 from absl import flags
 
-from bert_keras_tools.benchmark_encoder import keras_hub_backbone
+from bert_keras_tools.benchmark_encoder import huggingface_config, keras_hub_backbone
 from bert_keras_tools.benchmark_flops import train_flops
 from bert_keras_tools.benchmark_inputs import VOCAB_SIZE, fixed_inputs
 from bert_keras_tools.benchmark_runner import measure_interleaved, section_hook, wanted
@@ -83,6 +83,52 @@ def run_keras_hub_train(spec):
                 keras_version=keras.__version__)
 
 
+def run_huggingface_train(spec):
+    """A PyTorch train step (forward, backward, AdamW) of Hugging Face's BertForPreTraining or
+    BertForSequenceClassification; "bfloat16" is torch.autocast (float32 master weights, as
+    Keras' mixed_bfloat16). Its MLM head scores every position (labels -100 where not masked):
+    that is how the model computes it."""
+    import contextlib
+
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    config = huggingface_config(spec["preset"])
+    data = training_inputs(spec)
+    x = {"input_ids": torch.from_numpy(data["x"]["input_word_ids"]).long(),
+         "attention_mask": torch.from_numpy(data["x"]["input_mask"]).long(),
+         "token_type_ids": torch.from_numpy(data["x"]["input_type_ids"]).long()}
+    labels = torch.from_numpy(data["labels"]).long()
+    if spec["task"] == "pretrain":
+        model = transformers.BertForPreTraining(config)
+        mlm_labels = torch.full(x["input_ids"].shape, -100, dtype=torch.long)
+        rows = torch.arange(spec["batch"])[:, None]
+        mlm_labels[rows, torch.from_numpy(data["positions"]).long()] = torch.from_numpy(
+            data["ids"]).long()
+        batch = dict(x, labels=mlm_labels, next_sentence_label=labels)
+    else:
+        model = transformers.BertForSequenceClassification(config)  # num_labels 2 by default.
+        batch = dict(x, labels=labels)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if spec["dtype"] == "bfloat16"
+                else contextlib.nullcontext())
+
+    def step(b):
+        optimizer.zero_grad(set_to_none=True)
+        with autocast:
+            loss = model(**b).loss
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    timing = time_calls(step, [batch], spec["seconds"])
+    rates = timing.rates(spec["batch"])
+    return dict(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],
+                seq_per_cpu_s=rates["per_cpu_s"], torch_threads=torch.get_num_threads())
+
+
 # ---------------------------------------------------------------------------------------------
 # Parent side.
 
@@ -99,6 +145,9 @@ def training_rows(task, presets, seconds):
                                                      dtype="float32", jit=None)),
             (f"keras-hub {peer} bf16", dict(base, worker="keras_hub_train", dtype="bfloat16",
                                             jit=None)),
+            ("HF torch f32 train", dict(base, worker="huggingface_train", dtype="float32")),
+            ("HF torch bf16 autocast train", dict(base, worker="huggingface_train",
+                                                  dtype="bfloat16")),
         ]
         specs = [(label, spec) for label, spec in specs if wanted(label)]
         results = measure_interleaved(specs, FLAGS.rounds, FLAGS.timeout, "seq_per_s")
