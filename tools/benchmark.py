@@ -3,20 +3,28 @@ r"""Benchmarks bert_keras against keras-hub and Hugging Face PyTorch on this mac
 Every system runs in its own subprocess on the same inputs, and the systems of a comparison
 are interleaved over --rounds rounds, so ratios come from one run on one machine; each
 figure is the best (fastest) of its rounds, which is the least disturbed by other work on
-the machine. The result is one Markdown table in --output (BENCHMARKS.md), with the exact
-command, the machine and the date.
+the machine.
 
-Run from the repository root with the benchmark environment (torch, transformers and
-keras-hub installed next to bert_keras: `pip install -e ".[bench]"`), inside that environment:
+--output (BENCHMARKS.md) holds one section per CPU kind (AMX, AVX512-BF16, AVX2, other: the
+bfloat16 hardware), then hand-written Notes. A run rewrites only the section of this
+machine's kind, or adds it: the exact command, the machine, the date, the versions, a Goals
+table (issue 16's goals, met / missed / not measured, tools/benchmark_goals.py) and the
+Results table. The other kinds' sections and the Notes are kept byte for byte
+(tools/benchmark_file.py). The one command that regenerates this machine's section, run from
+the repository root in the benchmark environment (torch, transformers and keras-hub next to
+bert_keras: `pip install -e ".[bench]"`):
 
-  python tools/benchmark.py --sections=peak,encoder \
-      --presets=bert_L-4_H-512,bert_base
+  python tools/benchmark.py --sections=peak,encoder,pretrain,finetune,data,export \
+      --train_presets=bert_L-4_H-512,bert_base --rounds=1 --seconds=5
 
 Sections: peak (matmul GFLOP/s), encoder (inference, fixed 32x128 and real sentences),
 pretrain, finetune, data, export. A section whose bert_keras module is not there yet is
-reported as such and skipped.
+reported as such and skipped. --rows_json=FILE also saves the measured rows (with the
+machine); --render_from=FILE writes the section from such a file without running anything;
+--output='' prints the section only (compared with the repository's BENCHMARKS.md).
 """
 
+import datetime
 import json
 import pathlib
 import sys
@@ -25,8 +33,9 @@ import tempfile
 from absl import app, flags
 
 # Importing the section modules also registers their section hooks.
-from bert_keras_tools import (benchmark_encoder, benchmark_export, benchmark_flops,
-                              benchmark_pipeline, benchmark_report, benchmark_training)
+from bert_keras_tools import (benchmark_encoder, benchmark_export, benchmark_file,
+                              benchmark_flops, benchmark_machine, benchmark_pipeline,
+                              benchmark_report, benchmark_table, benchmark_training)
 from bert_keras_tools.benchmark_inputs import REPO
 from bert_keras_tools.benchmark_runner import SECTION_HOOKS
 
@@ -45,8 +54,9 @@ flags.DEFINE_integer("num_sentences", 512, "Real sentences for the mixed-length 
 flags.DEFINE_integer("rounds", 2, "Interleaved rounds per system; the best round is reported.")
 flags.DEFINE_float("seconds", 8.0, "Timed seconds per measurement (after warm-up).")
 flags.DEFINE_integer("timeout", 900, "Seconds before a system's subprocess is abandoned.")
-flags.DEFINE_string("output", "BENCHMARKS.md", "Markdown file to write ('' = print only).")
-flags.DEFINE_string("notes", "", "Markdown file whose text is appended as the Notes section; "
+flags.DEFINE_string("output", "BENCHMARKS.md", "Markdown file whose section of this CPU kind is "
+                    "rewritten (relative to the repository root; '' = print the section only).")
+flags.DEFINE_string("notes", "", "Markdown file whose text becomes the Notes section; "
                     "default: keep the Notes section already in --output.")
 flags.DEFINE_enum("ratio_basis", "value", ["value", "cpu"],
                   "Rate behind the ratios and % of peak: 'value' (wall clock, best pass) on a "
@@ -100,22 +110,43 @@ def main(argv):
     for preset in FLAGS.presets:
         benchmark_flops.preset_shape(preset)
     command = " ".join(["python tools/benchmark.py"] + sys.argv[1:])
-    notes = (pathlib.Path(FLAGS.notes).read_text() if FLAGS.notes
-             else benchmark_report.existing_notes(FLAGS.output))
+    # Read before the run, so a wrong path fails now rather than after the measurements.
+    notes = "## Notes\n\n" + pathlib.Path(FLAGS.notes).read_text() if FLAGS.notes else None
     if FLAGS.render_from:
         saved = json.loads(pathlib.Path(FLAGS.render_from).read_text())
-        rows, command = saved["rows"], saved["command"]
+        rows, command = saved.pop("rows"), saved["command"]
         FLAGS.rounds = saved.get("rounds", FLAGS.rounds)
+        # A rows file from before the machine was saved with it: this machine describes it.
+        run = saved if "kind" in saved else describe_run(command)
     else:
         rows = run_sections(FLAGS.sections, FLAGS.presets, FLAGS.seconds)
+        run = describe_run(command)
         if FLAGS.rows_json:
-            pathlib.Path(FLAGS.rows_json).write_text(json.dumps(dict(rows=rows, command=command,
-                                                                    rounds=FLAGS.rounds)))
-    report = benchmark_report.render(benchmark_report.finish_rows(rows, FLAGS.ratio_basis),
-                                     command, notes, FLAGS.rounds, FLAGS.ratio_basis)
-    print(report)
+            pathlib.Path(FLAGS.rows_json).write_text(json.dumps(dict(run, rows=rows)))
+    run.update(command=command, rounds=FLAGS.rounds, basis=FLAGS.ratio_basis)
+    write_section(benchmark_report.finish_rows(rows, FLAGS.ratio_basis), run, notes)
+
+
+def write_section(rows, run, notes):
+    """Prints this run's section and puts it in --output in place of its kind's old one
+    (`notes`: the new Notes section, or None to keep the file's)."""
+    path = REPO / (FLAGS.output or "BENCHMARKS.md")
+    text = path.read_text() if path.exists() else ""
+    old_section = benchmark_file.section_of(text, run["kind"])
+    previous = benchmark_table.parse_results(old_section) if old_section else None
+    section = benchmark_report.render_section(rows, previous, run)
+    print(section)
     if FLAGS.output:
-        pathlib.Path(REPO / FLAGS.output).write_text(report)
+        path.write_text(benchmark_file.replace_section(text, run["kind"], section, notes))
+
+
+def describe_run(command):
+    """The command and the machine of a run, as its section and --rows_json give them."""
+    kind = benchmark_machine.cpu_kind()
+    return dict(command=command, rounds=FLAGS.rounds, kind=kind,
+                machine=benchmark_machine.machine_line(kind),
+                date=datetime.date.today().isoformat(),
+                versions=benchmark_machine.versions_line())
 
 
 def run():

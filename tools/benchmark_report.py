@@ -1,17 +1,8 @@
 """The report of tools/benchmark.py: ratios to the peers, model TFLOP/s and % of peak, and the
-Markdown table with the command, the machine, the date and the notes."""
+section of BENCHMARKS.md for one CPU kind (its command, machine, Goals and Results tables)."""
 
-import datetime
-import os
-import pathlib
-import platform
-import subprocess
-
-
-PEERS = (("keras-hub default", lambda s: s.startswith("keras-hub default")),
-         ("keras-hub best", lambda s: s.startswith("keras-hub")),
-         ("HF f32", lambda s: s.startswith("HF torch f32")),
-         ("HF best", lambda s: s.startswith("HF")))
+from bert_keras_tools import benchmark_goals, benchmark_table
+from bert_keras_tools.benchmark_table import PEERS
 
 
 def add_ratios(rows, peak_bf16, basis="value"):
@@ -43,78 +34,34 @@ def add_ratios(rows, peak_bf16, basis="value"):
                 row["mfu"] = row["flops"] * rate(row) / 1e9 / peak_bf16
 
 
-def machine_line():
-    model = platform.processor()
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-        flags_line = next((l for l in out.splitlines() if l.startswith("Flags:")), "")
-        amx = " with AMX (amx_bf16)" if "amx_bf16" in flags_line else ""
-    except OSError:
-        amx = ""
-    return f"{model}, {os.cpu_count()} CPU cores{amx}, Linux {platform.release()}"
+def render_section(rows, previous, run):
+    """The Markdown section of one CPU kind: command, machine, Goals and Results tables.
 
-
-def versions_line():
-    import importlib.metadata as md
-
-    parts = []
-    for name in ("tensorflow", "keras", "keras-hub", "torch", "transformers"):
-        try:
-            parts.append(f"{name} {md.version(name)}")
-        except md.PackageNotFoundError:
-            pass
-    return ", ".join(parts)
-
-
-def fmt(value, spec):
-    return "" if value is None else format(value, spec)
-
-
-def render(rows, command, notes, rounds, ratio_basis):
+    `rows`: finished rows (finish_rows); `previous`: the rows of the section this one replaces
+    (for the float32 goal), or None; `run`: dict of command, kind, machine, date, versions,
+    rounds and basis ("value" or "cpu", as in add_ratios).
+    """
+    column = "value" if run["basis"] == "value" else "per CPU-s"
+    found = benchmark_goals.goals(rows, previous, run["basis"])
     lines = [
-        "# Benchmarks",
+        f"## CPU kind: {run['kind']}",
         "",
-        f"Command (from the repository root): `{command}`",
+        f"Command (from the repository root): `{run['command']}`",
         "",
-        f"Machine: {machine_line()}. Date: {datetime.date.today().isoformat()}. "
-        f"Versions: {versions_line()}.",
+        f"Machine: {run['machine']}. Date: {run['date']}. Versions: {run['versions']}. "
+        f"Rounds: {run['rounds']}; ratios, model TFLOP/s and % of peak use the `{column}` column.",
         "",
-        "Each system runs in its own process on the same inputs; systems are interleaved over "
-        f"{rounds} round(s) and each figure is the best round. `value` is the rate of "
-        "one pass over the inputs with every batch at its fastest of >= 3 timed calls (the "
-        "least disturbed by other work on the machine); `mean` is total work / total wall "
-        "time (data section: always the mean). `× peer` = this row / that "
-        "peer's row in the same group (for latency: peer / this row), so > 1 means faster; "
-        f"ratios, model TFLOP/s and % of peak use the "
-        f"`{'value' if ratio_basis == 'value' else 'per CPU-s'}` column. "
-        "`% bf16 peak` = model FLOPs (matmuls, padded shape) per second / the measured "
-        "bfloat16 matmul peak. `per CPU-s` = the same work per second of this process's CPU "
-        "time (all threads): less sensitive to other load on the machine, but it also counts "
-        "threads that spin while waiting.",
+        "### Goals",
         "",
-        "| section | shape | system | metric | value | mean | per CPU-s | model TFLOP/s | % bf16 peak | "
-        + " | ".join(f"× {peer}" for peer, _ in PEERS) + " |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(PEERS),
+        benchmark_goals.render_goals(found),
+        "",
+        "### Results",
+        "",
+        benchmark_table.render_results(rows),
+        "",
+        "",
     ]
-    for row in rows:
-        value = fmt(row.get("value"), ".1f") if row.get("value") else f"failed: {row.get('error')}"
-        lines.append(
-            f"| {row['section']} | {row['shape']} | {row['system']} | {row['metric']} | {value} | "
-            f"{fmt(row.get('mean'), '.1f')} | {fmt(row.get('cpu'), '.1f')} | "
-            f"{fmt(row.get('tflops'), '.2f')} | {fmt(row.get('mfu') and 100 * row['mfu'], '.0f')} | "
-            + " | ".join(fmt(row.get(peer), ".2f") for peer, _ in PEERS) + " |")
-    lines += ["", "## Notes", "", notes.strip() or "(none)", ""]
     return "\n".join(lines)
-
-
-def existing_notes(path):
-    if not path or not os.path.exists(path):
-        return ""
-    text = pathlib.Path(path).read_text()
-    return text.split("\n## Notes\n", 1)[1] if "\n## Notes\n" in text else ""
 
 
 def finish_rows(rows, basis):

@@ -1,0 +1,176 @@
+"""The Goals table of tools/benchmark.py: issue 16's goals, computed from one run's rows.
+
+Each goal is met, missed, or not measured (and what is missing). A system family "at its
+best" is its fastest row in the group (same section, shape and metric): bert_keras, HF and
+keras-hub are the systems whose names start with those words. Rows are those of
+benchmark_report.finish_rows (or parsed back from a Results table), so `mfu` is there when
+the run measured the bf16 matmul peak.
+
+>>> rows = [dict(section="encoder", shape="bert_tiny 32x128", system=system,
+...              metric="sequences/s", value=value) for system, value in
+...         (("bert_keras bf16", 98.3), ("HF torch bf16 weights", 90.6))]
+>>> goals(rows)[0]
+Goal(goal='encoder inference bert_tiny 32x128: best bert_keras ≥ 1.0x best HF', \
+measured='1.08x (98.3 vs 90.6 seq/s: bert_keras bf16 vs HF torch bf16 weights)', status='met')
+"""
+
+import collections
+
+Goal = collections.namedtuple("Goal", "goal measured status")
+
+BERT_KERAS, HF, KERAS_HUB = "bert_keras", "HF", "keras-hub"
+# Throughput goals: (section, what it measures, only bert_keras rows with this word, the peer,
+# the least ratio bert_keras / peer that meets the goal).
+INFERENCE_GOALS = (
+    ("encoder", "encoder inference", "", HF, 1.0),
+    ("encoder (real sentences)", "encoder on real sentences", "bucketed", HF, 1.0),
+)
+TRAINING_GOALS = (
+    ("pretrain", "pretraining train step", "", KERAS_HUB, 1.5),
+    ("pretrain", "pretraining train step", "", HF, 1.0),
+    ("finetune", "fine-tuning train step", "", KERAS_HUB, 1.5),
+    ("finetune", "fine-tuning train step", "", HF, 1.0),
+)
+BASE_PRESET = "bert_base"
+BASE_PEAK_SHARE = 0.80
+FLOAT32_LEAST_RATIO = 0.95
+
+
+def is_latency(row):
+    return row["metric"].startswith("latency")
+
+
+def rate(row, basis="value"):
+    """The figure compared: `basis` ("value" or "cpu"); latencies always by value."""
+    return row.get("value") if is_latency(row) else row.get(basis)
+
+
+def unit(metric):
+    return metric.replace("sequences/s", "seq/s").split(" (")[0]
+
+
+def best(rows, family, basis="value", word=""):
+    """The fastest row (lowest latency) of a family with a figure, or None."""
+    found = [row for row in rows if row["system"].startswith(family) and word in row["system"]
+             and rate(row, basis)]
+    if not found:
+        return None
+    pick = min if is_latency(found[0]) else max
+    return pick(found, key=lambda row: rate(row, basis))
+
+
+def presets(rows):
+    """The presets of the rows, in order: the first word of each model row's shape."""
+    found = [row["shape"].split()[0] for row in rows if row["section"] not in ("peak", "data")]
+    return list(dict.fromkeys(found))
+
+
+def groups(rows, section, preset, metric=None, shape_end=""):
+    """{shape: rows} of one section and preset (optionally one metric, shapes ending so)."""
+    found = {}
+    for row in rows:
+        if (row["section"] == section and row["shape"].startswith(preset + " ")
+                and row["shape"].endswith(shape_end) and metric in (None, row["metric"])):
+            found.setdefault(row["shape"], []).append(row)
+    return found
+
+
+def ratio_goal(goal, group, word, peer, least, basis):
+    ours, theirs = best(group, BERT_KERAS, basis, word), best(group, peer, basis)
+    missing = [name for name, row in ((f"{BERT_KERAS} {word}".strip(), ours), (peer, theirs))
+               if row is None]
+    if missing:
+        return Goal(goal, "", f"not measured (no {' or '.join(missing)} row with a figure)")
+    ratio = rate(ours, basis) / rate(theirs, basis)
+    measured = (f"{ratio:.2f}x ({rate(ours, basis):.1f} vs {rate(theirs, basis):.1f} "
+                f"{unit(ours['metric'])}: {ours['system']} vs {theirs['system']})")
+    return Goal(goal, measured, "met" if ratio >= least else "missed")
+
+
+def throughput_goals(rows, specs, basis):
+    found = []
+    for section, what, word, peer, least in specs:
+        for preset in presets(rows):
+            ours = f"best {BERT_KERAS} {word}".strip()
+            shapes = groups(rows, section, preset) or {preset: []}
+            for shape, group in shapes.items():
+                goal = f"{what} {shape}: {ours} ≥ {least:.1f}x best {peer}"
+                if not group:
+                    found.append(Goal(goal, "", f"not measured (no {section} rows for {preset})"))
+                else:
+                    found.append(ratio_goal(goal, group, word, peer, least, basis))
+    return found
+
+
+def peak_share_goal(rows, basis):
+    goal = f"{BASE_PRESET} inference ≥ {BASE_PEAK_SHARE:.0%} of the measured bf16 matmul peak"
+    shapes = groups(rows, "encoder", BASE_PRESET)
+    ours = best(sum(shapes.values(), []), BERT_KERAS, basis)
+    peak = next((row for row in rows if row["section"] == "peak"
+                 and row["system"].endswith("bfloat16") and rate(row, basis)), None)
+    if ours is None:
+        return Goal(goal, "", f"not measured (no {BASE_PRESET} encoder rows)")
+    if peak is None or ours.get("mfu") is None:
+        return Goal(goal, "", "not measured (no bf16 matmul peak in this run)")
+    measured = (f"{ours['mfu']:.0%} ({ours['system']}: {rate(ours, basis):.1f} "
+                f"{unit(ours['metric'])} at {ours['shape']}; peak {rate(peak, basis):.1f} GFLOP/s)")
+    return Goal(goal, measured, "met" if ours["mfu"] >= BASE_PEAK_SHARE else "missed")
+
+
+def export_goals(rows):
+    found = []
+    for preset in presets(rows):
+        shapes = groups(rows, "export", preset, "latency p50 ms", " ids") or {preset: []}
+        for shape, group in shapes.items():
+            goal = f"exported model p50 latency {shape}: best {BERT_KERAS} ≤ best {HF}"
+            ours, theirs = best(group, BERT_KERAS), best(group, HF)
+            if ours is None or theirs is None:
+                found.append(Goal(goal, "", f"not measured (no export latency rows of both "
+                                            f"{BERT_KERAS} and {HF} for {preset})"))
+                continue
+            p99 = {(row["shape"], row["system"]): row.get("value") for row in rows
+                   if row["section"] == "export" and row["metric"] == "latency p99 ms"}
+            ours99, theirs99 = (p99.get((shape, row["system"])) for row in (ours, theirs))
+            measured = (f"{theirs['value'] / ours['value']:.2f}x (p50 {ours['value']:.1f} vs "
+                        f"{theirs['value']:.1f} ms; p99 {_ms(ours99)} vs {_ms(theirs99)} ms: "
+                        f"{ours['system']} vs {theirs['system']})")
+            status = "met" if ours["value"] <= theirs["value"] else "missed"
+            found.append(Goal(goal, measured, status))
+    return found
+
+
+def _ms(value):
+    return "?" if value is None else f"{value:.1f}"
+
+
+def float32_goal(rows, previous, basis):
+    """Every bert_keras float32 throughput row at >= 0.95x the previous run of this CPU kind."""
+    goal = (f"float32 not slower: each {BERT_KERAS} f32 row ≥ {FLOAT32_LEAST_RATIO:.2f}x "
+            "the previous run of this CPU kind")
+    if not previous:
+        return Goal(goal, "", "not measured (no earlier run of this kind)")
+    key = lambda row: (row["section"], row["shape"], row["system"], row["metric"])
+    before = {key(row): rate(row, basis) for row in previous if rate(row, basis)}
+    pairs = [(rate(row, basis) / before[key(row)], row) for row in rows
+             if row["system"].startswith(BERT_KERAS) and "f32" in row["system"].split()
+             and not is_latency(row) and rate(row, basis) and key(row) in before]
+    if not pairs:
+        return Goal(goal, "", f"not measured (no {BERT_KERAS} f32 row in both runs)")
+    ratio, row = min(pairs, key=lambda pair: pair[0])
+    measured = (f"worst {ratio:.2f}x ({rate(row, basis):.1f} vs {before[key(row)]:.1f} "
+                f"{unit(row['metric'])}: {row['section']} {row['shape']} {row['system']}); "
+                f"{len(pairs)} rows compared")
+    return Goal(goal, measured, "met" if ratio >= FLOAT32_LEAST_RATIO else "missed")
+
+
+def goals(rows, previous=None, basis="value"):
+    """The goals of one run's rows; `previous`: the rows of the previous run of this CPU kind."""
+    return (throughput_goals(rows, INFERENCE_GOALS, basis) + [peak_share_goal(rows, basis)]
+            + throughput_goals(rows, TRAINING_GOALS, basis) + export_goals(rows)
+            + [float32_goal(rows, previous, basis)])
+
+
+def render_goals(found):
+    lines = ["| goal | measured | status |", "|---|---|---|"]
+    lines += [f"| {goal.goal} | {goal.measured} | {goal.status} |" for goal in found]
+    return "\n".join(lines)

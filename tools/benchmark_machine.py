@@ -1,0 +1,54 @@
+"""The machine a benchmark ran on: its CPU kind, a line describing it, the library versions.
+
+The CPU kind names the bfloat16 hardware, which decides most ratios (bf16 is 4x float32 with
+AMX, 2x with AVX512-BF16, slower on AVX2), so BENCHMARKS.md keeps one section per kind.
+
+>>> cpu_kind({"avx2", "avx512_bf16"})
+'AVX512-BF16'
+>>> cpu_kind({"sse4_2"})
+'other'
+"""
+
+import os
+import platform
+import subprocess
+
+# (the /proc/cpuinfo flag, the kind it makes), the best first.
+CPU_KINDS = (("amx_bf16", "AMX"), ("avx512_bf16", "AVX512-BF16"), ("avx2", "AVX2"))
+
+
+def cpu_kind(flags=None):
+    """"AMX", "AVX512-BF16", "AVX2" or "other", from the CPU flags (default: this machine's)."""
+    if flags is None:
+        # Imported here: bert_keras imports TensorFlow, which the report's tests do without.
+        from bert_keras.training.precision import cpu_flags
+
+        flags = cpu_flags()
+    return next((kind for flag, kind in CPU_KINDS if flag in flags), "other")
+
+
+def cpu_model():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        out = ""
+    return next((line.split(":", 1)[1].strip() for line in out.splitlines()
+                 if line.startswith("Model name:")), platform.processor() or "unknown CPU")
+
+
+def machine_line(kind):
+    """The CPU model, its cores and kind, and the kernel."""
+    return (f"{cpu_model()}, {os.cpu_count()} CPU cores, CPU kind {kind}, "
+            f"Linux {platform.release()}")
+
+
+def versions_line():
+    import importlib.metadata as md
+
+    parts = []
+    for name in ("tensorflow", "keras", "keras-hub", "torch", "transformers"):
+        try:
+            parts.append(f"{name} {md.version(name)}")
+        except md.PackageNotFoundError:
+            pass
+    return ", ".join(parts)

@@ -1,0 +1,89 @@
+"""The Results table of tools/benchmark.py: measured rows to Markdown and back.
+
+The parser reads a table this module wrote, so a new run can compare itself with the previous
+run of the same CPU kind (BENCHMARKS.md keeps only the Markdown, not the rows).
+
+>>> rows = [dict(section="encoder", shape="bert_tiny 32x128", system="bert_keras f32",
+...              metric="sequences/s", value=98.31, mean=90.0, cpu=48.6, mfu=0.8)]
+>>> back = parse_results(render_results(rows))[0]
+>>> back["value"], back["mfu"], back["HF best"]
+(98.3, 0.8, None)
+"""
+
+import re
+
+# The peers each row is compared with (columns `× peer`): a name and which systems it covers.
+PEERS = (("keras-hub default", lambda s: s.startswith("keras-hub default")),
+         ("keras-hub best", lambda s: s.startswith("keras-hub")),
+         ("HF f32", lambda s: s.startswith("HF torch f32")),
+         ("HF best", lambda s: s.startswith("HF")))
+
+# (header, row key, format, scale of the figure shown) of the numeric columns after `metric`.
+NUMBER_COLUMNS = (("value", "value", ".1f", 1), ("mean", "mean", ".1f", 1),
+                  ("per CPU-s", "cpu", ".1f", 1), ("model TFLOP/s", "tflops", ".2f", 1),
+                  ("% bf16 peak", "mfu", ".0f", 100)) + tuple(
+                      (f"× {peer}", peer, ".2f", 1) for peer, _ in PEERS)
+TEXT_COLUMNS = ("section", "shape", "system", "metric")
+FAILED = "failed: "
+# A cell boundary: a `|` that is not escaped as `\|` (error messages may hold pipes).
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def _cell(text):
+    return str(text).replace("|", r"\|").replace("\n", " ")
+
+
+def _number(value, spec, scale):
+    return "" if value is None else format(value * scale, spec)
+
+
+def render_results(rows):
+    """The Markdown table of `rows` (dicts of tools/benchmark.py, after finish_rows)."""
+    headers = TEXT_COLUMNS + tuple(header for header, *_ in NUMBER_COLUMNS)
+    lines = ["| " + " | ".join(headers) + " |",
+             "|" + "---|" * len(TEXT_COLUMNS) + "---:|" * len(NUMBER_COLUMNS)]
+    for row in rows:
+        cells = [_cell(row[key]) for key in TEXT_COLUMNS]
+        for header, key, spec, scale in NUMBER_COLUMNS:
+            if key == "value" and not row.get("value"):
+                cells.append(_cell(f"{FAILED}{row.get('error')}"))
+            else:
+                cells.append(_number(row.get(key), spec, scale))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _split_row(line):
+    cells = _CELL_SPLIT.split(line.strip())[1:-1]
+    return [cell.strip().replace(r"\|", "|") for cell in cells]
+
+
+def parse_results(text):
+    """The rows of the first Results table in `text` (figures as shown, rounded); [] if none.
+
+    Columns are found by their headers, so a table with fewer or reordered peer columns
+    still parses; a `failed: ...` value comes back as value None and the error.
+    """
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines)
+                  if _split_row(line)[:len(TEXT_COLUMNS)] == list(TEXT_COLUMNS)), None)
+    if start is None:
+        return []
+    headers = _split_row(lines[start])
+    numbers = {header: (key, scale) for header, key, _, scale in NUMBER_COLUMNS}
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        row = {}
+        for header, cell in zip(headers, _split_row(line)):
+            if header in TEXT_COLUMNS:
+                row[header] = cell
+            elif header in numbers:
+                key, scale = numbers[header]
+                if key == "value" and cell.startswith(FAILED):
+                    row["value"], row["error"] = None, cell[len(FAILED):]
+                else:
+                    row[key] = float(cell.replace(",", "")) / scale if cell else None
+        rows.append(row)
+    return rows
