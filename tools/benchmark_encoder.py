@@ -100,6 +100,15 @@ def huggingface_config(preset):
         intermediate_size=shape["intermediate_size"], max_position_embeddings=512)
 
 
+def huggingface_inputs(batch):
+    """A batch of the benchmark's id arrays as Hugging Face's keyword tensors."""
+    import torch
+
+    return {"input_ids": torch.from_numpy(batch["input_word_ids"]).long(),
+            "attention_mask": torch.from_numpy(batch["input_mask"]).long(),
+            "token_type_ids": torch.from_numpy(batch["input_type_ids"]).long()}
+
+
 def huggingface_model(preset, dtype):
     import torch
     import transformers
@@ -117,10 +126,7 @@ def run_huggingface_encoder(spec):
     import torch
 
     model = huggingface_model(spec["preset"], spec["dtype"])
-    batches = [{"input_ids": torch.from_numpy(b["input_word_ids"]).long(),
-                "attention_mask": torch.from_numpy(b["input_mask"]).long(),
-                "token_type_ids": torch.from_numpy(b["input_type_ids"]).long()}
-               for b in worker_inputs(spec)]
+    batches = [huggingface_inputs(b) for b in worker_inputs(spec)]
     autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if spec["dtype"] == "bfloat16"
                 else contextlib.nullcontext())
 

@@ -9,7 +9,7 @@ import tempfile
 
 from absl import flags
 
-from bert_keras_tools.benchmark_encoder import huggingface_model
+from bert_keras_tools.benchmark_encoder import huggingface_inputs, huggingface_model
 from bert_keras_tools.benchmark_flops import encoder_flops
 from bert_keras_tools.benchmark_inputs import VOCAB_SIZE, fixed_inputs, real_sentences
 from bert_keras_tools.benchmark_runner import measure_interleaved, section_hook, wanted
@@ -53,12 +53,8 @@ def run_huggingface_serving(spec):
         with torch.inference_mode():
             return model(**batch)
 
-    return measure_serving(
-        spec, call,
-        lambda b: {"input_ids": torch.from_numpy(b["input_word_ids"]).long(),
-                   "attention_mask": torch.from_numpy(b["input_mask"]).long(),
-                   "token_type_ids": torch.from_numpy(b["input_type_ids"]).long()},
-        lambda out: out.last_hidden_state.float().numpy())
+    return measure_serving(spec, call, huggingface_inputs,
+                           lambda out: out.last_hidden_state.float().numpy())
 
 
 def measure_serving(spec, fn, convert, fetch, text_fn=None):

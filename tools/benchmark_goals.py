@@ -16,6 +16,8 @@ measured='1.08x (98.3 vs 90.6 seq/s: bert_keras bf16 vs HF torch bf16 weights)',
 
 import collections
 
+from bert_keras_tools.benchmark_table import is_latency, rate
+
 Goal = collections.namedtuple("Goal", "goal measured status")
 
 BERT_KERAS, HF, KERAS_HUB = "bert_keras", "HF", "keras-hub"
@@ -34,15 +36,6 @@ TRAINING_GOALS = (
 BASE_PRESET = "bert_base"
 BASE_PEAK_SHARE = 0.80
 FLOAT32_LEAST_RATIO = 0.95
-
-
-def is_latency(row):
-    return row["metric"].startswith("latency")
-
-
-def rate(row, basis="value"):
-    """The figure compared: `basis` ("value" or "cpu"); latencies always by value."""
-    return row.get("value") if is_latency(row) else row.get(basis)
 
 
 def unit(metric):

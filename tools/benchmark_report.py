@@ -2,7 +2,7 @@
 section of BENCHMARKS.md for one CPU kind (its command, machine, Goals and Results tables)."""
 
 from bert_keras_tools import benchmark_goals, benchmark_table
-from bert_keras_tools.benchmark_table import PEERS
+from bert_keras_tools.benchmark_table import PEERS, is_latency, rate
 
 
 def add_ratios(rows, peak_bf16, basis="value"):
@@ -11,27 +11,25 @@ def add_ratios(rows, peak_bf16, basis="value"):
     `basis` picks the rate compared: "value" (wall clock) or "cpu" (per CPU-second; the peak
     is then also per CPU-second, so the % of peak is the same either way on a quiet machine).
     """
-    def rate(row):
-        return row.get(basis) if not row["metric"].startswith("latency") else row.get("value")
-
     groups = {}
     for row in rows:
         groups.setdefault((row["section"], row["shape"], row["metric"]), []).append(row)
     for group in groups.values():
-        lower_is_better = group[0]["metric"].startswith("latency")
+        lower_is_better = is_latency(group[0])
         for peer, matches in PEERS:
-            values = [rate(r) for r in group if matches(r["system"]) and rate(r)]
+            values = [rate(r, basis) for r in group if matches(r["system"]) and rate(r, basis)]
             if not values:
                 continue
             best = min(values) if lower_is_better else max(values)
             for row in group:
-                if rate(row):
-                    row[peer] = best / rate(row) if lower_is_better else rate(row) / best
+                if rate(row, basis):
+                    row[peer] = (best / rate(row, basis) if lower_is_better
+                                 else rate(row, basis) / best)
     for row in rows:
-        if row.get("flops") and rate(row):
-            row["tflops"] = row["flops"] * rate(row) / 1e12
+        if row.get("flops") and rate(row, basis):
+            row["tflops"] = row["flops"] * rate(row, basis) / 1e12
             if peak_bf16:
-                row["mfu"] = row["flops"] * rate(row) / 1e9 / peak_bf16
+                row["mfu"] = row["flops"] * rate(row, basis) / 1e9 / peak_bf16
 
 
 def render_section(rows, previous, run):

@@ -29,6 +29,15 @@ FAILED = "failed: "
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 
 
+def is_latency(row):
+    return row["metric"].startswith("latency")
+
+
+def rate(row, basis="value"):
+    """The figure compared: `basis` ("value" or "cpu"); latencies always by value."""
+    return row.get("value") if is_latency(row) else row.get(basis)
+
+
 def _cell(text):
     return str(text).replace("|", r"\|").replace("\n", " ")
 

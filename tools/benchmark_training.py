@@ -7,7 +7,8 @@ side) run them and read the flags that tools/benchmark.py defines.
 
 from absl import flags
 
-from bert_keras_tools.benchmark_encoder import huggingface_config, keras_hub_backbone
+from bert_keras_tools.benchmark_encoder import (huggingface_config, huggingface_inputs,
+                                               keras_hub_backbone)
 from bert_keras_tools.benchmark_flops import train_flops
 from bert_keras_tools.benchmark_inputs import VOCAB_SIZE, fixed_inputs
 from bert_keras_tools.benchmark_runner import measure_interleaved, section_hook, wanted
@@ -96,9 +97,7 @@ def run_huggingface_train(spec):
     torch.manual_seed(0)
     config = huggingface_config(spec["preset"])
     data = training_inputs(spec)
-    x = {"input_ids": torch.from_numpy(data["x"]["input_word_ids"]).long(),
-         "attention_mask": torch.from_numpy(data["x"]["input_mask"]).long(),
-         "token_type_ids": torch.from_numpy(data["x"]["input_type_ids"]).long()}
+    x = huggingface_inputs(data["x"])
     labels = torch.from_numpy(data["labels"]).long()
     if spec["task"] == "pretrain":
         model = transformers.BertForPreTraining(config)
