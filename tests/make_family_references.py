@@ -10,7 +10,7 @@ last hidden state on padded batches of single texts and pairs.
 
     python -m venv /tmp/ref && /tmp/ref/bin/pip install torch==2.13.0 transformers==5.23.0 \
         tokenizers==0.23.3 sentencepiece==0.2.3 numpy
-    /tmp/ref/bin/python tests/make_family_references.py [classifiers | heads]
+    /tmp/ref/bin/python tests/make_family_references.py [classifiers | heads | offsets]
 
 Made with torch 2.13.0, transformers 5.23.0, tokenizers 0.23.3, sentencepiece 0.2.3.
 """
@@ -206,6 +206,38 @@ def head_references():
         print(name, class_name, logits.shape)
 
 
+# Offset parity texts: the tokenizer texts plus words glued to punctuation, leading spaces,
+# accents that lower-casing and accent stripping remove, CJK between Latin, emoji inside words.
+OFFSET_TEXTS = TEXTS + [
+    "  Hello, world!  How are you?",
+    "Ünïcödé ÀÉÎ ñ straße ﬁne",
+    "日本語のテキストとEnglish混在",
+    "smile🙂inside and 👍🏽 thumbs",
+    "don't won't it's we'll they're",
+    "x -- y --- z ---------- end",
+    "a\tb\nc\r\nd",
+    "``quoted'' and \"plain\" text",
+]
+
+
+def offset_references():
+    """offsets.json: for each tokenizer kind (WordPiece, byte-level BPE, SentencePiece), the
+    ids, char offsets (`offset_mapping`) and `word_ids()` of transformers' tokenizer of the
+    fixture, on OFFSET_TEXTS without special tokens."""
+    out = {"texts": OFFSET_TEXTS}
+    for name in ("distilbert", "roberta", "albert"):
+        tokenizer = transformers.AutoTokenizer.from_pretrained(OUT / name)
+        rows = []
+        for text in OFFSET_TEXTS:
+            encoding = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+            rows.append(dict(ids=encoding["input_ids"],
+                             offsets=[list(o) for o in encoding["offset_mapping"]],
+                             words=encoding.word_ids()))
+        out[name] = rows
+    (OUT / "offsets.json").write_text(json.dumps(out, ensure_ascii=False) + "\n")
+    print("offsets.json", {k: len(v) for k, v in out.items()})
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "texts.json").write_text(json.dumps(dict(texts=TEXTS, singles=SINGLES, pairs=PAIRS),
@@ -239,5 +271,7 @@ if __name__ == "__main__":
         classifiers()
     elif sys.argv[1:] == ["heads"]:
         head_references()
+    elif sys.argv[1:] == ["offsets"]:
+        offset_references()
     else:
-        main(), classifiers(), head_references()
+        main(), classifiers(), head_references(), offset_references()

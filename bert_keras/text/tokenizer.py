@@ -49,6 +49,7 @@ import tensorflow_text as tf_text
 
 from bert_keras.text.packing import without_ids
 from bert_keras.text.vocab import load_vocab, save_vocab
+from bert_keras.text.words import group_words
 from bert_keras.errors import InputError
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -284,6 +285,16 @@ class BertTokenizer(tf.Module):
         if scalar:
             return ids[0], starts[0], ends[0]
         return ids, starts, ends
+
+    def tokenize_words_with_offsets(self, texts):
+        """Texts [B] -> (ids, starts, ends), int32 ragged [B,(words),(pieces)]: the words of
+        BERT's basic tokenizer (whitespace and punctuation split; transformers' `word_ids()`),
+        byte offsets as `tokenize_with_offsets`."""
+        texts, scalar = _as_batch(texts)
+        ids, starts, ends = self.tokenize_with_offsets(texts)
+        is_start = ids.with_flat_values(tf.logical_not(tf.gather(self._is_suffix, ids.flat_values)))
+        words = group_words(is_start, ids, starts, ends)
+        return tuple(w[0] for w in words) if scalar else words
 
     def detokenize(self, ids):
         """Ids [B,(pieces)] (ragged, dense or lists) -> string [B]: pieces joined with spaces,
