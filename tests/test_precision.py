@@ -57,7 +57,9 @@ def test_this_machine_is_read_from_proc_cpuinfo():
     assert native == (" amx_bf16" in text or " avx512_bf16" in text), why
 
 
-def test_the_export_tool_says_which_dtype_it_chose_in_one_line(tmp_path, tiny_encoder):
+def test_the_export_tool_exports_float32_whatever_the_cpu(tmp_path, tiny_encoder):
+    """An export answers the same on any machine: float32 unless --dtype=bfloat16 is given
+    (--dtype=auto is for training only), said in one line."""
     from bert_keras.text.tokenizer import BertTokenizer
     from bert_keras.data.pretraining import pipeline
 
@@ -66,15 +68,17 @@ def test_the_export_tool_says_which_dtype_it_chose_in_one_line(tmp_path, tiny_en
     encoder.save_pretrained(str(tmp_path / "encoder"), tokenizer)
     env = dict(os.environ)
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "export.py"),
-                           f"--encoder_dir={tmp_path / 'encoder'}",
-                           f"--export_dir_base={tmp_path / 'saved'}", "--seq_length=16"],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    command = [sys.executable, os.path.join(ROOT, "tools", "export.py"),
+               f"--encoder_dir={tmp_path / 'encoder'}", f"--export_dir_base={tmp_path / 'saved'}",
+               "--seq_length=16"]
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    chosen, _ = precision.resolve_dtype("auto", bfloat16="bfloat16")
     lines = [line for line in proc.stderr.splitlines() if line.startswith("export.py: dtype")]
-    assert lines == [f"export.py: {precision.describe('auto', bfloat16='bfloat16')}"]
-    assert chosen in lines[0]
+    assert lines == ["export.py: dtype float32 (--dtype)"]
     from bert_keras.serving import export
 
-    assert export.read_metadata(proc.stdout.splitlines()[0])["dtype"] == chosen
+    assert export.read_metadata(proc.stdout.splitlines()[0])["dtype"] == "float32"
+    refused = subprocess.run(command + ["--dtype=auto"], capture_output=True, text=True, cwd=ROOT,
+                             env=env, timeout=600)
+    assert refused.returncode != 0 and "--dtype" in refused.stderr
+    assert "Traceback" not in refused.stderr

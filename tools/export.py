@@ -35,7 +35,7 @@ def main(argv):
         config = configs.from_flags(ExportConfig)
     except configs.ConfigError as e:
         raise app.UsageError(str(e)) from None
-    startup.say(precision.describe(config.dtype, bfloat16="bfloat16"))
+    startup.say(precision.describe(config.dtype))
     path = export.run_export(config)
     meta = export.read_metadata(path)
     print(path)

@@ -48,7 +48,6 @@ from bert_keras.serving.export_config import DTYPES
 from bert_keras.serving.warmup import warmup_requests, write_warmup
 from bert_keras.tasks import task_io
 from bert_keras.text.tokenizers import load_tokenizer
-from bert_keras.training.precision import resolve_dtype
 
 METADATA_FILE = "bert_keras_metadata.json"
 
@@ -165,9 +164,8 @@ def export_model(model, tokenizer, info, base_dir, model_name, version=None, dty
       base_dir: e.g. "saved_models".
       model_name: the served model's name (the directory under base_dir).
       version: positive int; None: the next free version.
-      dtype: "float32" (default), "bfloat16" (encoder weights and compute in bfloat16, heads
-        and outputs float32) or "auto" (bfloat16 where this machine's CPU has AMX or
-        AVX512-BF16, float32 elsewhere).
+      dtype: "float32" (default) or "bfloat16" (encoder weights and compute in bfloat16, heads
+        and outputs float32); never chosen from the exporting machine.
       top_k: fill-mask predictions per [MASK]; max_answer_tokens: longest QA answer.
       extra_allowed_ops: op names the audit should accept besides core TF and TF Serving's
         tf-text ops (only if your model server links them).
@@ -185,8 +183,6 @@ def export_model(model, tokenizer, info, base_dir, model_name, version=None, dty
         raise FileExistsError(f"Version directory {final} already exists; choose another version.")
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}.")
-    # "auto" follows the exporting machine: export where the model will be served.
-    dtype = resolve_dtype(dtype, bfloat16="bfloat16")[0]
     model = cast_for_inference(model, dtype)
     functions = sigs.ServingFunctions(model, tokenizer, info, top_k=top_k,
                                       max_answer_tokens=max_answer_tokens)

@@ -11,9 +11,9 @@ bert_keras.configs.ConfigError: Give exactly one of --task_dir or --encoder_dir.
 import dataclasses
 
 from bert_keras.configs import Config, check, option
-from bert_keras.training.precision import AUTO
 
-DTYPES = (AUTO, "float32", "bfloat16")
+# No "auto": an export answers the same whatever machine made it (bfloat16 is an opt-in).
+DTYPES = ("float32", "bfloat16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,10 +26,10 @@ class ExportConfig(Config):
                              "parent's for .../best, .../final, .../encoder).")
     export_dir_base: str = option("saved_models", "Where NAME/VERSION/ is written.")
     version: int = option(None, "Version number; default: the next free integer.")
-    dtype: str = option(AUTO, "Dtype of the export (bfloat16: encoder weights and compute in "
-                        "bfloat16, heads and outputs float32); auto: bfloat16 where this "
-                        "machine's CPU has AMX or AVX512-BF16, float32 elsewhere.",
-                        choices=DTYPES)
+    dtype: str = option("float32", "Dtype of the export: float32 (answers as the checkpoint, "
+                        "on any machine), or bfloat16 (opt-in: encoder weights and compute in "
+                        "bfloat16, heads and outputs float32; faster where the serving CPU "
+                        "has AMX or AVX512-BF16).", choices=DTYPES)
     seq_length: int = option(None, "Maximum tokens per request row; default: task.json's "
                              "seq_length (128 for --encoder_dir).")
     top_k: int = option(5, "Fill-mask predictions per [MASK] (pretraining models).")
