@@ -45,7 +45,6 @@ import tensorflow as tf
 
 from bert_keras.tasks.registry import get_task
 from bert_keras.text.packing import pack_with
-from bert_keras.text.tokenizer import is_suffix_token
 
 
 class ServingFunctions:
@@ -53,7 +52,7 @@ class ServingFunctions:
 
     Args:
       model: the Keras task model (or a bare BertEncoder).
-      tokenizer: its `BertTokenizer`.
+      tokenizer: its tokenizer (WordPiece, byte-level BPE or SentencePiece).
       info: the task.json dict (task, labels, seq_length, text_fields).
       top_k: fill-mask predictions per [MASK] (pretraining models).
       max_answer_tokens: longest answer span in tokens (span QA).
@@ -75,7 +74,6 @@ class ServingFunctions:
         self.labels = self.task.serving_labels(model, info.get("labels"))
         self.label_names = tf.constant(self.labels or [""])
         self.vocab_tokens = tf.constant(tokenizer.vocab)
-        self.is_suffix = tf.constant([is_suffix_token(t) for t in tokenizer.vocab])
 
     def text_signature(self):
         return [tf.TensorSpec([None], tf.string, name=name) for name in self.text_fields]

@@ -12,7 +12,7 @@ from bert_keras.data.finetuning.span_decoding import decode_answers
 from bert_keras.models.task_models import BertSpanQA
 from bert_keras.tasks.base import Task
 from bert_keras.tasks.graph_ops import byte_to_char
-from bert_keras.text.packing import keep_first
+from bert_keras.text.packing import keep_first, segment_starts
 
 
 class SpanQA(Task):
@@ -97,7 +97,7 @@ class SpanQA(Task):
         start_logits = tf.cast(out["start_logits"], tf.float32)  # (B, T)
         end_logits = tf.cast(out["end_logits"], tf.float32)
         width = tf.shape(start_logits)[1]
-        first = q_kept + 2  # [CLS] question [SEP]
+        first = segment_starts([q_kept, c_kept], fns.tokenizer.separators_between)[1]
         pos = tf.range(width)[None, :]  # (1, T)
         in_context = (pos >= first[:, None]) & (pos < (first + c_kept)[:, None])  # (B, T)
         length = pos[:, None, :] - pos[:, :, None]  # (1, T, T): [., s, e] = e - s

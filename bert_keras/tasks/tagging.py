@@ -1,4 +1,4 @@
-"""Token tagging (NER, POS): a tag per word, predicted at the word's first WordPiece.
+"""Token tagging (NER, POS): a tag per word, predicted at the word's first piece.
 
 Shape legend: B batch, T tokens, C tags, W words of a text.
 """
@@ -12,7 +12,7 @@ from bert_keras.data.finetuning import batching, features, readers
 from bert_keras.models.task_models import BertTokenClassifier
 from bert_keras.tasks.base import Task, class_labels
 from bert_keras.tasks.graph_ops import byte_to_char, rows
-from bert_keras.text.packing import keep_first
+from bert_keras.text.packing import segment_starts
 
 
 class Tagging(Task):
@@ -70,23 +70,27 @@ class Tagging(Task):
 
     def serve(self, fns, texts):
         text = texts[0]
-        ids, starts, ends = fns.tokenizer.tokenize_with_offsets(text)  # (B, (pieces))
-        inputs, (kept,) = fns.pack([ids])
-        logits = tf.cast(fns.run(inputs), tf.float32)  # (B, T, C)
-        ids, starts, ends = (keep_first(x, kept) for x in (ids, starts, ends))
-        # Words: a piece starts a word unless it is a "##" suffix; the tag of a word is the
+        # Words are the tokenizer's own (transformers' word_ids()); the tag of a word is the
         # prediction at its first piece (how tagging models are trained).
-        flat = ids.flat_values
-        is_start = tf.logical_not(tf.gather(fns.is_suffix, flat))
-        word_of_piece = tf.maximum(tf.cumsum(tf.cast(is_start, tf.int32)) - 1, 0)
-        num_words = tf.reduce_sum(tf.cast(is_start, tf.int32))
-        row_of_piece = tf.cast(ids.value_rowids(), tf.int32)
-        first = tf.cast(tf.where(is_start)[:, 0], tf.int32)  # flat index of each word's start
-        word_row = tf.gather(row_of_piece, first)
-        word_pos = first - tf.gather(tf.cast(ids.row_starts(), tf.int32), word_row) + 1  # +[CLS]
-        word_start = tf.gather(starts.flat_values, first)
-        word_end = tf.math.unsorted_segment_max(ends.flat_values, word_of_piece, num_words)
-        word_logits = tf.gather_nd(logits, tf.stack([word_row, word_pos], -1))  # (words, C)
+        words, starts, ends = fns.tokenizer.tokenize_words_with_offsets(text)  # (B, (W), (P))
+        inputs, (kept,) = fns.pack([words.merge_dims(1, 2)])
+        logits = tf.cast(fns.run(inputs), tf.float32)  # (B, T, C)
+        word_row = tf.cast(words.value_rowids(), tf.int32)  # (all words,)
+        pieces = words.values  # (all words, (P))
+        flat_first = tf.cast(pieces.row_starts(), tf.int32)  # flat index of each word's pieces
+        flat_limit = tf.cast(pieces.row_limits(), tf.int32)
+        row_first = tf.gather(pieces.row_splits, words.row_splits)  # (B + 1,) flat, per text
+        row_base = tf.gather(tf.cast(row_first, tf.int32), word_row)
+        word_kept = tf.gather(kept, word_row)  # pieces the packer kept of the word's text
+        word_first = flat_first - row_base  # the word's first piece, counted in its text
+        shown = word_first < word_kept  # a word is answered when its first piece was kept
+        word_last = row_base + tf.minimum(flat_limit - row_base, word_kept) - 1
+        word_start = tf.gather(starts.flat_values, flat_first)
+        word_end = tf.gather(ends.flat_values, tf.maximum(word_last, flat_first))
+        word_row, word_first, word_start, word_end = (
+            tf.boolean_mask(x, shown) for x in (word_row, word_first, word_start, word_end))
+        position = word_first + tf.gather(segment_starts([kept])[0], word_row)
+        word_logits = tf.gather_nd(logits, tf.stack([word_row, position], -1))  # (words, C)
         probs = tf.nn.softmax(word_logits, axis=-1)
         tag_ids = tf.argmax(word_logits, axis=-1, output_type=tf.int32)
         scores = tf.reduce_max(probs, axis=-1)

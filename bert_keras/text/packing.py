@@ -50,6 +50,20 @@ def truncation_lengths(lengths, budget):
     return [keep_a, tf.minimum(b, budget - keep_a)]
 
 
+def segment_starts(kept, separators_between=1):
+    """The position of each segment's first token in a packed row, from the kept lengths
+    that `pack_segments` returns: 1 (after [CLS]) and, for a pair, after A, its [SEP] and the
+    extra separators (RoBERTa's `<s> A </s></s> B </s>`). Works on tensors and numbers.
+
+    >>> segment_starts([3, 4], separators_between=2)
+    [1, 6]
+    """
+    starts = [kept[0] * 0 + 1]
+    if len(kept) == 2:
+        starts.append(1 + kept[0] + separators_between)
+    return starts
+
+
 def pack_with(tokenizer, segments, seq_length, pad_to_seq_length=False):
     """`pack_segments` with the special tokens of `tokenizer` (and RoBERTa's double separator
     between the two texts of a pair when the tokenizer says `separators_between = 2`)."""

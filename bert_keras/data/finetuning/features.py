@@ -10,8 +10,8 @@ which on CPU is several times faster than padding everything to `seq_length`.
   (the same packer that serving uses): `[CLS] A [SEP] (B [SEP])`, round-robin truncation.
   Targets `labels`: int32 [N] (classification), multi-hot float32 [N, C] (multi_label) or
   float32 [N] (regression).
-* `tagging_features`: pre-split words (CoNLL). Each word is tokenized on its own; its tag
-  goes on its first WordPiece and every other position gets `IGNORE_LABEL`. `word_index`
+* `tagging_features`: pre-split words (CoNLL), tokenized as the text they make; a word's tag
+  goes on its first piece and every other position gets `IGNORE_LABEL`. `word_index`
   [T] gives each token's word (-1 for [CLS], [SEP] and non-first pieces), so
   `word_predictions` maps token predictions back to one prediction per word.
 * span QA: `spans.span_features`; batching for fit and predict: `batching`.
@@ -43,6 +43,7 @@ import tensorflow as tf
 from bert_keras.data.finetuning.examples import ClassificationExample, TaggingExample
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.names import IGNORE_LABEL
+from bert_keras.text.packing import pack_with, segment_starts
 from bert_keras.text.preprocessor import BertPreprocessor
 
 INPUT_KEYS = ("input_word_ids", "input_type_ids")
@@ -136,8 +137,12 @@ def classification_features(examples: Sequence[ClassificationExample], tokenizer
 
 def tagging_features(examples: Sequence[TaggingExample], tokenizer, seq_length: int,
                      label_map: LabelMap | None = None) -> dict:
-    """Tagged sentences -> `[CLS] pieces [SEP]` rows, labels on each word's first piece.
+    """Tagged sentences -> rows packed like a single text (`text.packing.pack_with`: `[CLS]
+    pieces [SEP]`, RoBERTa's `<s> pieces </s>`), labels on each word's first piece.
 
+    A sentence is tokenized as its words joined by spaces, the text a served request holds,
+    so every family sees the same pieces in training and serving (RoBERTa's "Ġ" words
+    included); a piece belongs to the word its first character is in.
     Returns "input_word_ids", "input_type_ids", "word_index" (each token's word, -1 for
     special tokens and non-first pieces), "num_words" int32 [N], and, with a label_map and
     tagged examples, "labels" (tag id on first pieces, IGNORE_LABEL elsewhere).
@@ -151,31 +156,32 @@ def tagging_features(examples: Sequence[TaggingExample], tokenizer, seq_length: 
         raise ValueError(f"seq_length must be >= 3 for tagging, got {seq_length}")
     tagged = label_map is not None and all(ex.tags is not None for ex in examples)
     tag_ids = label_map.encode_tags(examples) if tagged else None
-    flat_words = [w for ex in examples for w in ex.words]
-    pieces = tokenize_texts(tokenizer, flat_words)
-    budget = seq_length - 2
     out = {"input_word_ids": [], "input_type_ids": [], "word_index": [], "num_words": []}
     if tagged:
         out["labels"] = []
-    pos = 0
-    for n, ex in enumerate(examples):
-        ids, words, labels = [tokenizer.cls_id], [-1], [IGNORE_LABEL]
-        for w in range(len(ex.words)):
-            word_pieces = pieces[pos + w][: budget - (len(ids) - 1)]
-            for k, piece in enumerate(word_pieces):
-                ids.append(piece)
-                words.append(w if k == 0 else -1)
-                labels.append(int(tag_ids[n][w]) if tagged and k == 0 else IGNORE_LABEL)
-        pos += len(ex.words)
-        ids.append(tokenizer.sep_id)
-        words.append(-1)
-        labels.append(IGNORE_LABEL)
-        out["input_word_ids"].append(np.array(ids, np.int32))
-        out["input_type_ids"].append(np.zeros(len(ids), np.int32))
-        out["word_index"].append(np.array(words, np.int32))
-        out["num_words"].append(len(ex.words))
-        if tagged:
-            out["labels"].append(np.array(labels, np.int32))
+    for i in range(0, len(examples), TOKENIZE_CHUNK):
+        chunk = examples[i:i + TOKENIZE_CHUNK]
+        ids, starts, _ = tokenizer.tokenize_with_offsets(
+            tf.constant([" ".join(ex.words) for ex in chunk], tf.string))
+        packed, (kept,) = pack_with(tokenizer, [ids], seq_length)
+        first = segment_starts([kept])[0].numpy()
+        packed_ids, kept = packed["input_word_ids"].numpy(), kept.numpy()
+        for j, ex in enumerate(chunk):
+            lengths = [len(w.encode("utf-8")) + 1 for w in ex.words]  # each word and its space
+            word_starts = np.cumsum([0] + lengths[:-1])
+            piece_word = np.searchsorted(word_starts, starts[j].numpy()[:kept[j]], "right") - 1
+            is_first = np.r_[True, piece_word[1:] != piece_word[:-1]] if kept[j] else []
+            n = first[j] + kept[j] + 1  # [CLS], the pieces, [SEP]
+            words = np.full(n, -1, np.int32)
+            words[first[j]:first[j] + kept[j]] = np.where(is_first, piece_word, -1)
+            out["input_word_ids"].append(packed_ids[j, :n].astype(np.int32))
+            out["input_type_ids"].append(np.zeros(n, np.int32))
+            out["word_index"].append(words)
+            out["num_words"].append(len(ex.words))
+            if tagged:
+                labels = np.full(n, IGNORE_LABEL, np.int32)
+                labels[words >= 0] = np.asarray(tag_ids[i + j], np.int32)[words[words >= 0]]
+                out["labels"].append(labels)
     out["num_words"] = np.array(out["num_words"], np.int32)
     return out
 

@@ -1,8 +1,9 @@
 """SQuAD-style span-QA features: questions and (windows of) contexts -> packed rows.
 
-Long contexts are split into windows of `seq_length - len(question) - 3` tokens that start
-every `doc_stride` tokens (Google BERT's `run_squad.py` scheme): `[CLS] question [SEP]
-window [SEP]`. `start_positions` / `end_positions` point at the answer's first / last token
+Long contexts are split into windows that fill the rest of `seq_length` after the question
+and start every `doc_stride` tokens (Google BERT's `run_squad.py` scheme), packed by
+`text.packing.pack_with` as the family packs pairs: `[CLS] question [SEP] window [SEP]`
+(RoBERTa: `<s> question </s></s> window </s>`). `start_positions` / `end_positions` point at the answer's first / last token
 in the window, or 0 ([CLS]) when the window does not hold the whole answer or there is
 none. `token_offsets` [T, 2] are character offsets of each token in the context ((-1, -1)
 outside it), `token_is_max_context` [T] marks the window where a token has the most
@@ -18,6 +19,7 @@ import tensorflow as tf
 
 from bert_keras.data.finetuning.features import TOKENIZE_CHUNK, tokenize_texts
 from bert_keras.data.finetuning.examples import SpanExample
+from bert_keras.text.packing import pack_with, segment_starts
 
 
 def _byte_to_char(text: str) -> np.ndarray:
@@ -78,7 +80,8 @@ def span_features(examples: Sequence[SpanExample], tokenizer, seq_length: int = 
         for j, ex in enumerate(chunk):
             n = i + j
             query = questions[n][:max_query_length]
-            window = seq_length - len(query) - 3
+            # [CLS] question [SEP] (RoBERTa: [SEP][SEP]) window [SEP]
+            window = seq_length - len(query) - 2 - tokenizer.separators_between
             if window < 1:
                 raise ValueError(f"seq_length={seq_length} leaves no room for the context after a "
                                  f"{len(query)}-token question (max_query_length={max_query_length})")
@@ -86,24 +89,25 @@ def span_features(examples: Sequence[SpanExample], tokenizer, seq_length: int = 
             doc_ids = ids[j].numpy()
             doc_starts, doc_ends = to_char[starts[j].numpy()], to_char[ends[j].numpy()]  # (D,)
             answer = _answer_tokens(ex, doc_starts, doc_ends)
-            prefix = [tokenizer.cls_id, *query, tokenizer.sep_id]
             spans = _windows(len(doc_ids), window, doc_stride)
+            packed, kept = pack_with(tokenizer, [
+                tf.ragged.constant([query] * len(spans), tf.int32, ragged_rank=1),
+                tf.ragged.constant([doc_ids[s:s + n] for s, n in spans], tf.int32,
+                                   ragged_rank=1)], seq_length)
+            first = segment_starts(kept, tokenizer.separators_between)[1].numpy()  # (windows,)
             for s, (start, length) in enumerate(spans):
-                row = np.array(prefix + list(doc_ids[start:start + length]) + [tokenizer.sep_id],
-                               np.int32)
-                types = np.zeros(len(row), np.int32)
-                types[len(prefix):] = 1
-                offsets = np.full((len(row), 2), -1, np.int32)
-                offsets[len(prefix):len(prefix) + length, 0] = doc_starts[start:start + length]
-                offsets[len(prefix):len(prefix) + length, 1] = doc_ends[start:start + length]
-                max_ctx = np.zeros(len(row), bool)
-                for k in range(length):
-                    max_ctx[len(prefix) + k] = _max_context(spans, s, start + k)
+                k = first[s] + length + 1  # the packed row: up to the closing [SEP]
+                offsets = np.full((k, 2), -1, np.int32)
+                offsets[first[s]:first[s] + length, 0] = doc_starts[start:start + length]
+                offsets[first[s]:first[s] + length, 1] = doc_ends[start:start + length]
+                max_ctx = np.zeros(k, bool)
+                for t in range(length):
+                    max_ctx[first[s] + t] = _max_context(spans, s, start + t)
                 start_pos = end_pos = 0
                 if answer is not None and start <= answer[0] and answer[1] < start + length:
-                    start_pos, end_pos = (a - start + len(prefix) for a in answer)
-                out["input_word_ids"].append(row)
-                out["input_type_ids"].append(types)
+                    start_pos, end_pos = (a - start + first[s] for a in answer)
+                out["input_word_ids"].append(packed["input_word_ids"][s, :k].numpy())
+                out["input_type_ids"].append(packed["input_type_ids"][s, :k].numpy())
                 out["token_offsets"].append(offsets)
                 out["token_is_max_context"].append(max_ctx)
                 out["example_index"].append(n)
