@@ -10,7 +10,7 @@ last hidden state on padded batches of single texts and pairs.
 
     python -m venv /tmp/ref && /tmp/ref/bin/pip install torch==2.13.0 transformers==5.23.0 \
         tokenizers==0.23.3 sentencepiece==0.2.3 numpy
-    /tmp/ref/bin/python tests/make_family_references.py [classifiers | heads | offsets]
+    /tmp/ref/bin/python tests/make_family_references.py [classifiers | heads | offsets | tasks]
 
 Made with torch 2.13.0, transformers 5.23.0, tokenizers 0.23.3, sentencepiece 0.2.3.
 """
@@ -182,6 +182,102 @@ def classifiers():
     make_classifier("albert", "albert", transformers.AlbertForSequenceClassification, keep)
 
 
+# Fine-tuned-style task checkpoints: (fixture, the family fixture whose config and tokenizer
+# files it takes, transformers class prefix). BERT takes DistilBERT's WordPiece files.
+TASK_FAMILIES = [("bert", "distilbert", "Bert"), ("roberta", "roberta", "Roberta"),
+                 ("albert", "albert", "Albert"), ("distilbert", "distilbert", "DistilBert"),
+                 ("electra", "electra_discriminator", "Electra")]
+TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+TAGGING_TEXTS = ["Jesus went to Jerusalem, then   Galilee.", "Café naïve résumé!",
+                 "don't stop 12,000 shekels", "短い English 🙂 mixed"]
+QA_PAIRS = [("Who wept?", "Jesus wept. Then Lazarus came out of the tomb."),
+            ("Where did he go?", "He went up to Jerusalem, to the temple of the LORD."),
+            ("What is naïve?", "Café naïve résumé! It is a word with accents.")]
+MAX_ANSWER_TOKENS = 30
+
+
+def task_config(family, prefix):
+    config = transformers.AutoConfig.from_pretrained(OUT / family)
+    if prefix == "Bert":
+        config = transformers.BertConfig(**{k: v for k, v in config.to_dict().items()
+                                            if k not in ("model_type", "architectures")})
+        config.vocab_size, config.hidden_size, config.num_hidden_layers = 1000, 32, 2
+        config.num_attention_heads, config.intermediate_size = 4, 48
+        config.max_position_embeddings = 64
+    return config
+
+
+def tagging_answers(model, tokenizer):
+    """What the tagging export must answer: per word of `word_ids()`, the tag and softmax
+    probability at its first token, its char span from `offset_mapping`."""
+    rows = []
+    for text in TAGGING_TEXTS:
+        enc = tokenizer(text, return_offsets_mapping=True, return_tensors="pt")
+        with torch.no_grad():
+            logits = model(**{k: v for k, v in enc.items() if k != "offset_mapping"}).logits[0]
+        probs = torch.softmax(logits, -1).numpy()
+        words, offsets = enc.word_ids(), enc["offset_mapping"][0].tolist()
+        row = dict(text=text, tokens=[], tags=[], tag_scores=[], token_starts=[], token_ends=[])
+        for w in sorted({w for w in words if w is not None}):
+            positions = [i for i, x in enumerate(words) if x == w]
+            start, end = offsets[positions[0]][0], offsets[positions[-1]][1]
+            tag = int(probs[positions[0]].argmax())
+            row["tokens"].append(text[start:end])
+            row["tags"].append(model.config.id2label[tag])
+            row["tag_scores"].append(float(probs[positions[0], tag]))
+            row["token_starts"].append(start)
+            row["token_ends"].append(end)
+        rows.append(row)
+    return rows
+
+
+def span_answers(model, tokenizer):
+    """What the span-QA export must answer: the best span s <= e < s + MAX_ANSWER_TOKENS
+    inside the context by start + end logit, its text and char span."""
+    rows = []
+    for question, context in QA_PAIRS:
+        enc = tokenizer(question, context, return_offsets_mapping=True, return_tensors="pt")
+        with torch.no_grad():
+            out = model(**{k: v for k, v in enc.items() if k != "offset_mapping"})
+        start, end = out.start_logits[0].numpy(), out.end_logits[0].numpy()
+        in_context = [s == 1 for s in enc.sequence_ids()]
+        offsets = enc["offset_mapping"][0].tolist()
+        best = max((float(start[s] + end[e]), s, e) for s in range(len(start))
+                   for e in range(s, min(s + MAX_ANSWER_TOKENS, len(end)))
+                   if in_context[s] and in_context[e])
+        score, s, e = best
+        a, b = offsets[s][0], offsets[e][1]
+        rows.append(dict(question=question, context=context, answer=context[a:b],
+                         answer_start=a, answer_end=b, score=score))
+    return rows
+
+
+def task_checkpoints():
+    """<family>_tagger and <family>_qa: `*ForTokenClassification` (5 tags, id2label) and
+    `*ForQuestionAnswering` checkpoints of the five families with their tokenizer files, and
+    answers.json: what their exports must answer, computed with transformers."""
+    for name, family, prefix in TASK_FAMILIES:
+        for kind, head in (("tagger", "ForTokenClassification"), ("qa", "ForQuestionAnswering")):
+            directory = OUT / f"{name}_{kind}"
+            shutil.rmtree(directory, ignore_errors=True)
+            shutil.copytree(OUT / family, directory, ignore=shutil.ignore_patterns(
+                "config.json", "model.safetensors", "*.npz"))
+            config = task_config(family, prefix)
+            if kind == "tagger":
+                config.num_labels = len(TAGS)
+                config.id2label = dict(enumerate(TAGS))
+                config.label2id = {t: i for i, t in enumerate(TAGS)}
+            model = getattr(transformers, prefix + head)(config)
+            torch.manual_seed(2)
+            randomize(model)
+            model.save_pretrained(directory)
+            tokenizer = transformers.AutoTokenizer.from_pretrained(directory)
+            answers = (tagging_answers if kind == "tagger" else span_answers)(model, tokenizer)
+            (directory / "answers.json").write_text(
+                json.dumps(answers, ensure_ascii=False, indent=1) + "\n")
+            print(directory.name, type(model).__name__, type(tokenizer).__name__)
+
+
 # The pretraining heads of the masked-LM / pretraining fixtures: the class each was saved as.
 HEAD_CLASSES = {"distilbert": "DistilBertForMaskedLM", "roberta": "RobertaForMaskedLM",
                 "albert": "AlbertForMaskedLM", "electra_generator": "ElectraForMaskedLM",
@@ -273,5 +369,7 @@ if __name__ == "__main__":
         head_references()
     elif sys.argv[1:] == ["offsets"]:
         offset_references()
+    elif sys.argv[1:] == ["tasks"]:
+        task_checkpoints()
     else:
-        main(), classifiers(), head_references(), offset_references()
+        main(), classifiers(), head_references(), offset_references(), task_checkpoints()

@@ -89,6 +89,37 @@ def classifier_head(path):
     return activation, name_map
 
 
+def token_classifier_head_name_map(head):
+    """A TokenClassificationHead named `head` -> `*ForTokenClassification`'s `classifier` (the
+    same in the five families)."""
+    return {f"{head}/logits/kernel": (["classifier.weight"], transpose),
+            f"{head}/logits/bias": (["classifier.bias"], identity)}
+
+
+def span_head_name_map(head):
+    """A SpanHead named `head` -> `*ForQuestionAnswering`'s `qa_outputs` (start, end rows; the
+    same in the five families)."""
+    return {f"{head}/logits/kernel": (["qa_outputs.weight"], transpose),
+            f"{head}/logits/bias": (["qa_outputs.bias"], identity)}
+
+
+def head_labels(path):
+    """The label names of a fine-tuned checkpoint's head (config.json's id2label, in id
+    order), or None where they are transformers' placeholders LABEL_0, LABEL_1, ..."""
+    _, config = read_config(path)
+    id2label = {int(k): v for k, v in (config.get("id2label") or {}).items()}
+    labels = [id2label[i] for i in sorted(id2label)]
+    if labels == [f"LABEL_{i}" for i in range(len(labels))]:
+        return None
+    return labels
+
+
+def head_architecture(path):
+    """config.json's first `architectures` entry (e.g. "RobertaForTokenClassification"), or
+    None."""
+    return (read_config(path)[1].get("architectures") or [None])[0]
+
+
 def pretraining_head_name_map(mlm_head, nsp_head, next_sentence=True, family="bert"):
     return hf_bert.pretraining_head_name_map(mlm_head, nsp_head, next_sentence, family)
 

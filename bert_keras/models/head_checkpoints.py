@@ -1,5 +1,6 @@
 """Head weights from checkpoints: Google's and Hugging Face's pretraining heads, and the
-families' sequence-classification heads of Hugging Face `*ForSequenceClassification` files.
+fine-tuned heads of Hugging Face `*ForSequenceClassification` (each family's own),
+`*ForTokenClassification` and `*ForQuestionAnswering` files.
 
 The encoder's own weights come through `BertEncoder.from_pretrained`; these set the heads
 of the task models over it, through the exact name maps of `bert_keras.checkpoints`.
@@ -79,13 +80,33 @@ def classifier_head_activation(path):
     return huggingface.classifier_head(path)[0]
 
 
-def try_load_classification_head(classifier, path):
-    """Loads the head of a fine-tuned Hugging Face classifier checkpoint when it has one that
-    fits (same classes); True if loaded. Anything else keeps the new head."""
+def load_token_classification_head(tagger, path):
+    """Sets a BertTokenClassifier's head from a Hugging Face `*ForTokenClassification`
+    directory; CheckpointError naming what is missing or mis-shaped."""
+    _, tensors = checkpoints.read_tensors(path)
+    name_map = huggingface.token_classifier_head_name_map(tagger.token_classification_head.name)
+    checkpoints.assign_weights(tagger, name_map, tensors, path, partial=True)
+
+
+def load_span_head(qa, path):
+    """Sets a BertSpanQA's head from a Hugging Face `*ForQuestionAnswering` directory;
+    CheckpointError naming what is missing or mis-shaped."""
+    _, tensors = checkpoints.read_tensors(path)
+    checkpoints.assign_weights(qa, huggingface.span_head_name_map(qa.span_head.name), tensors,
+                               path, partial=True)
+
+
+def try_load_head(load, model, path, labels=None):
+    """`load(model, path)` when `path` is a fine-tuned Hugging Face checkpoint whose head fits
+    (shapes, and its id2label names equal `labels` where both are named); True if loaded.
+    Anything else keeps the new head."""
     if checkpoints.detect_format(path) != "huggingface":
         return False
+    named = huggingface.head_labels(path)
+    if labels is not None and named is not None and list(named) != list(labels):
+        return False
     try:
-        load_classification_head(classifier, path)
+        load(model, path)
     except checkpoints.CheckpointError:
         return False
     return True

@@ -14,6 +14,14 @@ from bert_keras.data.finetuning import batching, readers
 from bert_keras.data.finetuning.label_map import LabelMap
 
 
+def _problem_type(config):
+    """config.json's problem_type, with transformers' default: one label is a regression."""
+    if config.get("problem_type"):
+        return config["problem_type"]
+    num_labels = len(config.get("id2label") or (0, 1))  # transformers' default: 2 labels
+    return "regression" if num_labels == 1 else None
+
+
 class Task:
     """Base of the task types. Class attributes describe the type; methods do its work.
 
@@ -57,6 +65,30 @@ class Task:
         """Length-bucketed (inputs, targets) batches for model.fit."""
         return batching.make_dataset(features, batch_size, self.label_keys, shuffle=shuffle,
                                      seed=seed, pad_id=pad_id)
+
+    # -- fine-tuned transformers checkpoints ----------------------------------------------------
+
+    # The class-name suffix of the transformers heads this task type exports and keeps
+    # (e.g. "ForTokenClassification"), and `problem_types`: config.json's problem_type
+    # values it takes (None: transformers' default for the head).
+    transformers_head = None
+    transformers_problem_types = (None,)
+
+    def reads_transformers(self, architecture, config):
+        """Whether a transformers checkpoint of `architecture` with config.json `config` is a
+        model of this task type."""
+        return (self.transformers_head is not None and bool(architecture)
+                and architecture.endswith(self.transformers_head)
+                and _problem_type(config) in self.transformers_problem_types)
+
+    def transformers_label_map(self, labels):
+        """The LabelMap of a transformers checkpoint's id2label names (None: not needed)."""
+        return LabelMap(labels) if self.needs_label_map else None
+
+    def load_transformers_head(self, model, path):
+        """Sets the head of `model` from the transformers checkpoint `path` (CheckpointError
+        naming what is missing or mis-shaped)."""
+        raise NotImplementedError(f"{self.name} has no transformers head")
 
     # -- model and evaluation -----------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
+from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.tasks.sequence_classification import (
     SequenceClassificationTask, rounded_probabilities)
 
@@ -14,6 +15,10 @@ class MultiLabel(SequenceClassificationTask):
     main_metric = "micro_f1"
     label_type = "multi"
     problem_type = "multi_label"
+    transformers_problem_types = ("multi_label_classification",)
+
+    def transformers_label_map(self, labels):
+        return LabelMap(labels, multi_label=True)
     soft_targets = "sigmoid"
 
     def predict(self, model, examples, features, label_map, options):

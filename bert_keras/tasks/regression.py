@@ -14,6 +14,7 @@ class Regression(SequenceClassificationTask):
     main_metric = "pearson"
     label_type = "regression"
     problem_type = "regression"
+    transformers_problem_types = ("regression",)
     needs_label_map = False
     soft_targets = "mse"
 

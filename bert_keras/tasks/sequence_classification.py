@@ -21,6 +21,8 @@ class SequenceClassificationTask(Task):
 
     label_type = "single"  # readers' label_type
     problem_type = "single_label"  # BertClassifier's problem_type
+    transformers_head = "ForSequenceClassification"
+    transformers_problem_types = (None, "single_label_classification")
 
     def read_files(self, paths, file_format, labeled=True, **options):
         return read_classification_files(paths, file_format, self.label_type, labeled, **options)
@@ -42,9 +44,14 @@ class SequenceClassificationTask(Task):
         activation = head_checkpoints.classifier_head_activation(checkpoint) if checkpoint else None
         model = BertClassifier(encoder, self.num_outputs(label_map), problem_type=self.problem_type,
                                dropout=dropout, hidden_activation=activation)
-        if checkpoint and head_checkpoints.try_load_classification_head(model, checkpoint):
+        labels = label_map.labels if label_map is not None else None
+        if checkpoint and head_checkpoints.try_load_head(
+                head_checkpoints.load_classification_head, model, checkpoint, labels):
             logging.info("Loaded the classification head of %s", checkpoint)
         return model
+
+    def load_transformers_head(self, model, path):
+        head_checkpoints.load_classification_head(model, path)
 
     def logits(self, model, features_, options):
         return np.stack(batching.predict(model, features_, options.eval_batch_size))  # (N, C)

@@ -5,10 +5,12 @@ Shape legend: B batch, T tokens, N features (context windows).
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from bert_keras import metrics
 from bert_keras.data.finetuning import batching, readers, spans
 from bert_keras.data.finetuning.span_decoding import decode_answers
+from bert_keras.models import head_checkpoints
 from bert_keras.models.task_models import BertSpanQA
 from bert_keras.tasks.base import Task
 from bert_keras.tasks.graph_ops import byte_to_char
@@ -24,6 +26,7 @@ class SpanQA(Task):
     label_keys = ("start_positions", "end_positions")
     needs_label_map = False
     token_outputs = ("start_logits", "end_logits")
+    transformers_head = "ForQuestionAnswering"
 
     def read_files(self, paths, file_format, labeled=True, **options):
         if file_format == "squad_json":
@@ -42,7 +45,15 @@ class SpanQA(Task):
                                    max_query_length)
 
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):
-        return BertSpanQA(encoder)
+        """BertSpanQA, with the head of a fine-tuned `*ForQuestionAnswering` checkpoint."""
+        model = BertSpanQA(encoder)
+        if checkpoint and head_checkpoints.try_load_head(self.load_transformers_head, model,
+                                                         checkpoint):
+            logging.info("Loaded the span head of %s", checkpoint)
+        return model
+
+    def load_transformers_head(self, model, path):
+        head_checkpoints.load_span_head(model, path)
 
     def predict(self, model, examples, features, label_map, options):
         out = batching.predict(model, features, options.eval_batch_size,

@@ -6,9 +6,11 @@ Shape legend: B batch, T tokens, C tags, W words of a text.
 import collections
 
 import tensorflow as tf
+from absl import logging
 
 from bert_keras import metrics
 from bert_keras.data.finetuning import batching, features, readers
+from bert_keras.models import head_checkpoints
 from bert_keras.models.task_models import BertTokenClassifier
 from bert_keras.tasks.base import Task, class_labels
 from bert_keras.tasks.graph_ops import byte_to_char, rows
@@ -23,6 +25,8 @@ class Tagging(Task):
     main_metric = "f1"
     token_outputs = True
     soft_targets = "softmax"  # per scored token (the first piece of each word)
+    transformers_head = "ForTokenClassification"
+    transformers_problem_types = (None, "single_label_classification")
 
     def read_files(self, paths, file_format, labeled=True, **options):
         return readers.read_conll(paths, tag_column=-1 if labeled else None)
@@ -34,7 +38,16 @@ class Tagging(Task):
         return features.tagging_features(examples, tokenizer, max_seq_length, label_map)
 
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):
-        return BertTokenClassifier(encoder, len(label_map), dropout=dropout)
+        """BertTokenClassifier, with the head of a fine-tuned `*ForTokenClassification`
+        checkpoint when its tags are these."""
+        model = BertTokenClassifier(encoder, len(label_map), dropout=dropout)
+        if checkpoint and head_checkpoints.try_load_head(
+                self.load_transformers_head, model, checkpoint, label_map.labels):
+            logging.info("Loaded the token classification head of %s", checkpoint)
+        return model
+
+    def load_transformers_head(self, model, path):
+        head_checkpoints.load_token_classification_head(model, path)
 
     def predict(self, model, examples, features_, label_map, options):
         logits = batching.predict(model, features_, options.eval_batch_size, token_outputs=True)

@@ -22,12 +22,14 @@ import zipfile
 
 import keras
 
+from bert_keras.checkpoints import huggingface
 from bert_keras.errors import InputError
 from bert_keras.files import write_directory, write_json
 
 # Imported for their side effect of registering the Keras classes that model.keras names.
 from bert_keras.models import encoder, heads, task_models  # noqa: F401
-from bert_keras.tasks.registry import TASKS
+from bert_keras.models.encoder import BertEncoder
+from bert_keras.tasks.registry import TASKS, get_task
 from bert_keras.text.tokenizers import load_tokenizer
 
 
@@ -80,7 +82,11 @@ def read_task_info(directory):
 
 
 def load_task(directory):
-    """(model, tokenizer, info) from a directory written by `save_task`."""
+    """(model, tokenizer, info) from a directory written by `save_task`, or from a fine-tuned
+    transformers checkpoint (`load_transformers_task`)."""
+    if (not os.path.exists(os.path.join(directory, "task.json"))
+            and huggingface.is_layout(os.listdir(directory) if os.path.isdir(directory) else ())):
+        return load_transformers_task(directory)
     info = read_task_info(directory)
     model_path = os.path.join(directory, "model.keras")
     if not zipfile.is_zipfile(model_path):  # Keras says "File not found" for a truncated one
@@ -93,4 +99,36 @@ def load_task(directory):
     encoder_of = getattr(model, "encoder", None)
     if encoder_of is not None:
         encoder_of.check_tokenizer(tokenizer, directory)
+    return model, tokenizer, info
+
+
+def load_transformers_task(directory, seq_length=128):
+    """(model, tokenizer, info) of a fine-tuned transformers checkpoint (config.json,
+    model.safetensors, the family's tokenizer files): the task type whose head config.json's
+    `architectures` names (`Task.reads_transformers`: *ForSequenceClassification by
+    problem_type, *ForTokenClassification, *ForQuestionAnswering), the label names from
+    `id2label`, the encoder and head weights exactly as in the file.
+
+    >>> model, tokenizer, info = load_transformers_task("roberta-ner/")  # doctest: +SKIP
+    >>> info["task"], info["labels"][:2]  # doctest: +SKIP
+    ('tagging', ['O', 'B-PER'])
+    """
+    architecture = huggingface.head_architecture(directory)
+    config = huggingface.read_config(directory)[1]
+    tasks = [get_task(name) for name in TASKS]
+    task = next((t for t in tasks if t.reads_transformers(architecture, config)), None)
+    if task is None:
+        heads = sorted({t.transformers_head for t in tasks if t.transformers_head})
+        raise InputError(f"{directory}: config.json's architectures {architecture!r} (problem_type "
+                         f"{config.get('problem_type')!r}) is not a fine-tuned head that can be "
+                         f"exported (*{', *'.join(heads)}); export an encoder with --encoder_dir.")
+    id2label = {int(k): v for k, v in (config.get("id2label") or {}).items()}
+    labels = [id2label[i] for i in sorted(id2label)] if task.needs_label_map else None
+    tokenizer = load_tokenizer(directory)
+    encoder_of = BertEncoder.from_pretrained(directory)
+    encoder_of.check_tokenizer(tokenizer, directory)
+    model = task.build_model(encoder_of, task.transformers_label_map(labels), dropout=0.0)
+    task.load_transformers_head(model, directory)
+    info = dict(task=task.name, labels=labels, seq_length=seq_length,
+                lower_case=tokenizer.lower_case, text_fields=task.text_fields([]))
     return model, tokenizer, info
