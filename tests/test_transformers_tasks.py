@@ -5,6 +5,7 @@ in a process without this project, answers what transformers makes of the same c
 tagging words, char offsets, tags and tag probabilities, QA spans and scores, class
 probabilities (fixtures and answers: tests/make_family_references.py tasks / classifiers)."""
 
+import gzip
 import json
 import pathlib
 import subprocess
@@ -36,6 +37,25 @@ def test_the_task_type_comes_from_the_checkpoint(name, task):
     assert info["task"] == task
     if task == "tagging":
         assert info["labels"] == ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+
+def test_fine_tuning_keeps_a_fine_tuned_head_only_when_the_tags_agree():
+    """--init_checkpoint=<a *ForTokenClassification dir>: its head when the run's tags are
+    the checkpoint's id2label, in order; a new head otherwise."""
+    from bert_keras.data.finetuning.label_map import LabelMap
+    from bert_keras.tasks.registry import get_task
+
+    path = str(FAMILIES / "electra_tagger")
+    task = get_task("tagging")
+    same = task.build_model(bk.BertEncoder.from_pretrained(path),
+                            LabelMap(["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]), checkpoint=path)
+    other = task.build_model(bk.BertEncoder.from_pretrained(path),
+                             LabelMap(["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]), checkpoint=path)
+    model, _, _ = task_io.load_task(path)
+    want = model.token_classification_head.get_weights()
+    for got, expected in zip(same.token_classification_head.get_weights(), want):
+        np.testing.assert_array_equal(got, expected)
+    assert not np.array_equal(other.token_classification_head.get_weights()[0], want[0])
 
 
 def test_a_head_that_is_not_exported_is_one_line(tmp_path):
@@ -104,3 +124,53 @@ def test_exports_answer_as_transformers_in_a_process_without_this_project(tmp_pa
             probabilities /= probabilities.sum(-1, keepdims=True)
             np.testing.assert_allclose(out["probabilities"], probabilities, atol=1e-4,
                                        err_msg=name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["roberta", "albert"])
+@pytest.mark.parametrize("task", ["tagging", "span_qa"])
+def test_family_fine_tunes_tagging_and_span_qa_and_serves_them(tmp_path, family, task):
+    """tools/finetune.py -> tools/export.py with the byte-level BPE and SentencePiece
+    families (the WordPiece ones run BERT's paths): the export's words are the tokenizer's,
+    its character spans index the request text, and where the tokenizer's words are the
+    CoNLL words the served tags are the tool's own eval predictions."""
+    flagfile = {"tagging": "finetune_bible_ner", "span_qa": "finetune_wordnet_qa"}[task]
+    run = lambda *args: subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True,  # noqa: E731
+                                       text=True, timeout=600)
+    result = run("tools/finetune.py", f"--flagfile=flags/{flagfile}.flags",
+                 f"--init_checkpoint={FAMILIES / family}", f"--output_dir={tmp_path / 'run'}",
+                 "--max_train_examples=48", "--max_eval_examples=16", "--num_train_epochs=1",
+                 "--max_seq_length=48", "--max_query_length=16", "--doc_stride=16",
+                 "--learning_rate=1e-3", "--verbose=0")
+    assert result.returncode == 0, result.stderr[-3000:]
+    result = run("tools/export.py", f"--task_dir={tmp_path / 'run' / 'best'}",
+                 f"--export_dir_base={tmp_path / 'saved'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the tokenizer ops of the SavedModel)
+
+    serve = tf.saved_model.load(result.stdout.splitlines()[0]).signatures["serving_default"]
+    rows = [json.loads(line) for line in
+            (tmp_path / "run" / "eval_predictions.jsonl").read_text().splitlines()]
+    if task == "tagging":
+        texts = [" ".join(r["words"]) for r in rows]
+        out = serve(text=tf.constant(texts))
+        same_words = 0
+        for i, (text, row) in enumerate(zip(texts, rows)):
+            tokens = [t.decode() for t in out["tokens"][i].numpy() if t]
+            starts, ends = out["token_starts"][i].numpy(), out["token_ends"][i].numpy()
+            assert tokens and all(text[s:e] == t for t, s, e in zip(tokens, starts, ends))
+            if tokens == row["words"]:
+                same_words += 1
+                assert [t.decode() for t in out["tags"][i].numpy()[:len(tokens)]] == \
+                    row["predictions"], text
+        assert same_words >= 1
+    else:
+        questions = [r["question"] for r in rows]
+        with gzip.open(ROOT / "bert_keras" / "assets" / "wordnet_qa.dev.jsonl.gz", "rt") as f:
+            contexts = [json.loads(line)["context"] for line, _ in zip(f, range(len(rows)))]
+        out = serve(question=tf.constant(questions), context=tf.constant(contexts))
+        for i, context in enumerate(contexts):
+            answer, start, end = (out[k][i].numpy() for k in ("answer", "answer_start",
+                                                               "answer_end"))
+            assert start >= 0 and context[start:end] == answer.decode(), (context, answer)
