@@ -174,3 +174,17 @@ def test_family_fine_tunes_tagging_and_span_qa_and_serves_them(tmp_path, family,
             answer, start, end = (out[k][i].numpy() for k in ("answer", "answer_start",
                                                                "answer_end"))
             assert start >= 0 and context[start:end] == answer.decode(), (context, answer)
+
+
+@pytest.mark.parametrize("seq_length,words", [(5, "at least 6 tokens"),
+                                              (100000, "position table (64 positions)")])
+def test_seq_length_is_refused_not_clamped(tmp_path, seq_length, words):
+    """RoBERTa packs question and context as <s> q </s></s> c </s>: 6 tokens at least; and
+    no row may be longer than the position table."""
+    result = subprocess.run([sys.executable, "tools/export.py",
+                             f"--task_dir={FAMILIES / 'roberta_qa'}", f"--seq_length={seq_length}",
+                             f"--export_dir_base={tmp_path / 'saved'}"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 1 and words in result.stderr, result.stderr[-2000:]
+    assert f"--seq_length={seq_length}" in result.stderr and "Traceback" not in result.stderr
+    assert not any((tmp_path / "saved").rglob("saved_model.pb"))

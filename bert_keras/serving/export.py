@@ -254,7 +254,7 @@ def run_export(config):
         model = BertEncoder.from_pretrained(config.encoder_dir)
         tokenizer = load_tokenizer(config.encoder_dir)
         model.check_tokenizer(tokenizer, config.encoder_dir)
-        info = dict(task="encoder", labels=None, seq_length=128,
+        info = dict(task="encoder", labels=None, seq_length=min(128, model.max_sequence_length),
                     lower_case=tokenizer.lower_case, text_fields=["text"])
     if config.seq_length:
         info = dict(info, seq_length=config.seq_length)

@@ -44,7 +44,8 @@ input_type_ids int32 [B, T] -> sequence_output float32 [B, T, H], pooled_output 
 import tensorflow as tf
 
 from bert_keras.tasks.registry import get_task
-from bert_keras.text.packing import pack_with
+from bert_keras.errors import InputError
+from bert_keras.text.packing import pack_with, shortest_packing
 
 
 class ServingFunctions:
@@ -64,11 +65,17 @@ class ServingFunctions:
         self.tokenizer = tokenizer
         self.task = get_task(info["task"])
         self.text_fields = tuple(self.task.serving_text_fields(info))
-        longest = getattr(self.encoder, "max_sequence_length", None) or info["seq_length"]
-        self.seq_length = int(min(info["seq_length"], longest))
-        if self.seq_length < len(self.text_fields) + 1:
-            raise ValueError(f"seq_length {self.seq_length} is too short for "
-                             f"{len(self.text_fields)} segment(s).")
+        # Refused, not clamped: a request must never be packed other than the model was.
+        self.seq_length = int(info["seq_length"])
+        longest = getattr(self.encoder, "max_sequence_length", None)
+        if longest and self.seq_length > longest:
+            raise InputError(f"--seq_length={self.seq_length} is longer than the model's "
+                             f"position table ({longest} positions).")
+        shortest = shortest_packing(len(self.text_fields), tokenizer.separators_between)
+        if self.seq_length < shortest:
+            raise InputError(f"--seq_length={self.seq_length} leaves no room for the text: "
+                             f"{info['task']} packs {' + '.join(self.text_fields)} with special "
+                             f"tokens into at least {shortest} tokens.")
         self.top_k = int(top_k)
         self.max_answer_tokens = int(max_answer_tokens)
         self.labels = self.task.serving_labels(model, info.get("labels"))

@@ -130,6 +130,7 @@ def load_transformers_task(directory, seq_length=128):
     model = task.build_model(encoder_of, task.transformers_label_map(labels), dropout=0.0,
                              checkpoint=directory)  # the family's head, as trained
     task.load_transformers_head(model, directory)  # strict: a head that does not fit is an error
-    info = dict(task=task.name, labels=labels, seq_length=seq_length,
+    info = dict(task=task.name, labels=labels,
+                seq_length=min(seq_length, encoder_of.max_sequence_length),
                 lower_case=tokenizer.lower_case, text_fields=task.text_fields([]))
     return model, tokenizer, info

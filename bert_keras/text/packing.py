@@ -50,6 +50,16 @@ def truncation_lengths(lengths, budget):
     return [keep_a, tf.minimum(b, budget - keep_a)]
 
 
+def shortest_packing(num_segments, separators_between=1):
+    """The shortest packed row that holds a token of each segment: `[CLS] a [SEP]`, or
+    `[CLS] a [SEP] b [SEP]` with RoBERTa's extra separator.
+
+    >>> shortest_packing(1), shortest_packing(2), shortest_packing(2, separators_between=2)
+    (3, 5, 6)
+    """
+    return 1 + 2 * num_segments + (separators_between - 1 if num_segments == 2 else 0)
+
+
 def segment_starts(kept, separators_between=1):
     """The position of each segment's first token in a packed row, from the kept lengths
     that `pack_segments` returns: 1 (after [CLS]) and, for a pair, after A, its [SEP] and the
