@@ -31,8 +31,9 @@ class ExportConfig(Config):
                         "bfloat16, heads and outputs float32; faster where the serving CPU "
                         "has AMX or AVX512-BF16).", choices=DTYPES)
     seq_length: int = option(None, "Maximum tokens per request row; default: task.json's "
-                             "seq_length (128 for --encoder_dir and transformers checkpoints, or the "
-                             "position table where shorter); refused beyond the position table.")
+                             "seq_length (128 for --encoder_dir and transformers checkpoints, "
+                             "or the position table where shorter); refused beyond the "
+                             "position table.")
     top_k: int = option(5, "Fill-mask predictions per [MASK] (pretraining models).")
     max_answer_tokens: int = option(30, "Longest answer span in tokens (span QA).")
     allow_ops: tuple = option((), "Extra op names the audit accepts (only if your model server "
