@@ -17,6 +17,7 @@ Example:
 [[13, 6, 25, 98, 91, 16]]
 """
 
+import collections
 import json
 import os
 import shutil
@@ -25,10 +26,18 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_keras.text.packing import without_ids
+from bert_keras.text.words import group_words
 from bert_keras.errors import InputError
 
 MODEL_FILE = "spiece.model"
-_SPACES = r"[\s\p{Z}\x{1c}-\x{1f}\x{85}]+"  # what Python's str.split() splits on
+# Whitespace that splits words in transformers (Rust's char::is_whitespace, which the Precompiled
+# charsmap extends with the zero-width and BOM characters itself). Not \x1c-\x1f, which Python's
+# str.split() splits on but tokenizers' charsmap deletes ("a\x1cb" is the one word "ab").
+_SPACES = r"[\s\p{Z}\x{85}]+"
+_PAIR_QUOTES = "``|''"  # -> '"' (transformers' Replace normalizers)
+# In the offsets path `` and '' become "\x01" + '"' (the same bytes, so the same offsets): the
+# '"' keeps the second character's span, as transformers aligns it, and "\x01" is deleted.
+_PAIR_QUOTE_MARK = "\x01\""
 
 
 def find_model_file(path):
@@ -65,6 +74,8 @@ class SentencePieceTokenizer(tf.Module):
                              f"tokens {missing}.")
         self.cls_id, self.sep_id, self.mask_id = index["[CLS]"], index["[SEP]"], index["[MASK]"]
         self.pad_id, self.unk_id = index["<pad>"], index["<unk>"]
+        self._starts_word = tf.constant([t.startswith(self.word_start_marker) for t in self._vocab])
+        self._tie_codes, self._tie_base = _tie_codes(self._vocab, self.word_start_marker)
 
     @property
     def vocab(self):
@@ -103,19 +114,151 @@ class SentencePieceTokenizer(tf.Module):
         # is, like NUL, one unknown piece to SentencePiece.
         texts = tf.strings.regex_replace(texts, r"\x{0}", "\uE000")
         texts = tf.strings.strip(tf.strings.regex_replace(texts, _SPACES, " "))
-        texts = tf.strings.regex_replace(texts, "``|''", '"')
+        texts = tf.strings.regex_replace(texts, _PAIR_QUOTES, '"')
+        return self._fold(texts)
+
+    def _fold(self, texts):
+        """Uncased models: NFKD, combining marks removed, lower-case."""
         if self.lower_case:
             texts = tf_text.normalize_utf8(texts, "NFKD")
             texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
             texts = tf.strings.lower(texts, encoding="utf-8")
         return texts
 
+    def _normalize_chars(self, chars):
+        """`normalize` of single characters (each whitespace character -> one space, nothing
+        stripped: SentencePiece collapses the spaces of the joined text as `normalize` does)."""
+        chars = tf.strings.regex_replace(chars, r"\x{0}", "\uE000")
+        chars = tf.strings.regex_replace(chars, _SPACES, " ")
+        chars = tf.strings.regex_replace(chars, r"\x{1}", "")  # _PAIR_QUOTE_MARK's first char
+        return self._fold(chars)
+
+    def _order_ties(self, ids, begins=None, ends=None):
+        """Pieces in the order of transformers' Unigram where the two differ: equal-score ties.
+
+        A run of one repeated character (or of one repeated root, "haha") split into pieces of
+        different lengths ("-----" + "--" or "--" + "-----") has segmentations of exactly the same
+        score in any order of its pieces. Both Viterbi searches keep, at each end position, the
+        first (longest) last piece of equal score; but tokenizers adds the scores in float64, where
+        these sums are exactly equal, while SentencePiece (tf-text) adds them in float32, where
+        their rounding differs with the order and so decides which order wins. transformers'
+        result is thus the pieces of each such run sorted by length (shortest first): sorted here.
+        Cost when no run is out of order: one gather and a comparison over the pieces.
+
+        ids [B, (P)] -> the same ids reordered; with begins/ends (byte offsets in the text that
+        SentencePiece tokenized), also the offsets of the reordered pieces.
+        """
+        if self._tie_codes is None:
+            return ids if begins is None else (ids, begins, ends)
+        flat = ids.flat_values
+        code = tf.gather(self._tie_codes, flat)  # root * base + byte length; -1: not a root piece
+        root = tf.math.floordiv(code, self._tie_base)
+        out_of_order = (code[1:] >= 0) & (root[1:] == root[:-1]) & (code[:-1] > code[1:])
+        flats = (flat,) if begins is None else (flat, begins.flat_values, ends.flat_values)
+
+        def reorder():
+            pos = tf.range(tf.size(flat, out_type=tf.int64))
+            row_first = pos == tf.gather(ids.row_starts(), ids.value_rowids())
+            same = tf.concat([[False], (code[1:] >= 0) & (root[1:] == root[:-1])], 0)
+            run = tf.cumsum(tf.cast(tf.logical_not(same) | row_first, tf.int64)) - 1
+            length = tf.cast(tf.maximum(code, 0) % self._tie_base, tf.int64)
+            order = tf.argsort(run * self._tie_base + length, stable=True)
+            if begins is None:
+                return (tf.gather(flat, order),)
+            # The run's pieces tile its span: each piece starts where the shorter ones end.
+            num_runs = run[-1] + 1
+            length = tf.gather(length, order)
+            before = tf.cumsum(length, exclusive=True)
+            run_begin = tf.math.unsorted_segment_min(flats[1], run, num_runs)
+            run_before = tf.math.unsorted_segment_min(before, run, num_runs)
+            run_size = tf.math.unsorted_segment_sum(tf.ones_like(run), run, num_runs)
+            new_begin = tf.gather(run_begin, run) + before - tf.gather(run_before, run)
+            tiled = tf.gather(run_size, run) > 1
+            return (tf.gather(flat, order),
+                    tf.where(tiled, new_begin, tf.gather(flats[1], order)),
+                    tf.where(tiled, new_begin + length, tf.gather(flats[2], order)))
+
+        flats = tf.cond(tf.reduce_any(out_of_order), reorder, lambda: flats)
+        if begins is None:
+            return ids.with_flat_values(flats[0])
+        return tuple(ids.with_flat_values(f) for f in flats)
+
     def tokenize(self, texts):
         """Texts (str, list or string tensor [B]) -> ids int32 [B, (pieces)], no special tokens."""
         texts = tf.convert_to_tensor(texts, tf.string)
         if texts.shape.rank == 0:
             return self.tokenize(tf.reshape(texts, [1]))[0]
-        return self._sp.tokenize(self.normalize(texts))
+        return self._order_ties(self._sp.tokenize(self.normalize(texts)))
+
+    def _pieces_with_offsets(self, texts):
+        """texts [B] -> ids, starts, ends, is_start: ragged [B, (pieces)]; `tokenize`'s ids,
+        UTF-8 byte offsets into `texts` and whether each piece starts a word ("▁").
+
+        Normalizes character by character, so that each normalized byte maps back to its
+        source character, and tokenizes the joined text with tf-text's SentencePiece, whose
+        offsets are bytes of that text. A source character is "content" if SentencePiece keeps
+        something of it (not a space, not a character its charsmap deletes such as U+0007); a
+        piece spans the content characters from its first to its last byte, as in transformers:
+        a piece starting with "▁" starts at its word's first content character, and a lone "▁"
+        gets that character's span (transformers aligns the "▁" it prepends to that character).
+        """
+        marked = tf.strings.regex_replace(texts, _PAIR_QUOTES, _PAIR_QUOTE_MARK)
+        chars, char_starts = tf.strings.unicode_split_with_offsets(
+            marked, "UTF-8", errors="replace", replacement_char=0xFFFD)
+        flat_starts = char_starts.flat_values  # (C,) int64: each character's first byte
+        char_row = chars.value_rowids()
+        is_last = (tf.range(tf.size(flat_starts, out_type=tf.int64))
+                   == tf.gather(chars.row_limits(), char_row) - 1)
+        text_bytes = tf.cast(tf.strings.length(texts), tf.int64)
+        flat_ends = tf.where(is_last, tf.gather(text_bytes, char_row),
+                             tf.concat([flat_starts[1:], tf.zeros_like(flat_starts[:1])], 0))
+        # Each distinct character once: its normalized text and whether it is content.
+        unique, index = tf.unique(chars.flat_values)
+        unique_norm = self._normalize_chars(unique)
+        unique_content = self._sp.tokenize(unique_norm).row_lengths() > 0
+        norm = tf.gather(unique_norm, index)
+        norm_bytes = tf.strings.length(norm)
+        normalized = tf.strings.reduce_join(chars.with_flat_values(norm), axis=-1)
+        char_of_byte = tf.repeat(tf.range(tf.size(norm_bytes)), norm_bytes)
+        content_bytes = tf.where(tf.repeat(tf.gather(unique_content, index), norm_bytes))[:, 0]
+        row_bytes = tf.cast(tf.strings.length(normalized), tf.int64)
+        row_base = tf.cumsum(row_bytes, exclusive=True)
+
+        ids, begins, ends = self._sp.tokenize_with_offsets(normalized)
+        ids, begins, ends = self._order_ties(ids, begins, ends)
+        piece_row = ids.value_rowids()
+        base = tf.gather(row_base, piece_row)
+        begin, end = begins.flat_values + base, ends.flat_values + base
+        row_end = base + tf.gather(row_bytes, piece_row)
+        # First content byte at or after the piece's begin (in its row), last one before its end.
+        after = tf.gather(tf.concat([content_bytes, tf.constant([tf.int64.max], tf.int64)], 0),
+                          tf.searchsorted(content_bytes, begin, side="left", out_type=tf.int64))
+        first = tf.where(after < row_end, after, begin)
+        before = tf.gather(tf.concat([tf.constant([-1], tf.int64), content_bytes], 0),
+                           tf.searchsorted(content_bytes, end, side="left", out_type=tf.int64))
+        last = tf.maximum(before, first)
+        starts = tf.gather(flat_starts, tf.gather(char_of_byte, first))
+        ends = tf.gather(flat_ends, tf.gather(char_of_byte, last))
+        is_start = tf.gather(self._starts_word, ids.flat_values)
+        return (ids, ids.with_flat_values(tf.cast(starts, tf.int32)),
+                ids.with_flat_values(tf.cast(ends, tf.int32)), ids.with_flat_values(is_start))
+
+    def tokenize_with_offsets(self, texts):
+        """Texts [B] (or a scalar) -> (ids, starts, ends), int32 ragged [B, (pieces)]: the ids
+        of `tokenize` and UTF-8 byte offsets into the original texts (end exclusive), on
+        character boundaries: transformers' `offset_mapping` (AlbertTokenizer) in bytes."""
+        texts, scalar = _as_batch(texts)
+        ids, starts, ends, _ = self._pieces_with_offsets(texts)
+        return (ids[0], starts[0], ends[0]) if scalar else (ids, starts, ends)
+
+    def tokenize_words_with_offsets(self, texts):
+        """Texts [B] (or a scalar) -> (ids, starts, ends), int32 ragged [B, (words), (pieces)]:
+        `tokenize_with_offsets` grouped into transformers' words (`word_ids()`: whitespace-
+        separated words; a piece starting with "▁" starts a word)."""
+        texts, scalar = _as_batch(texts)
+        ids, starts, ends, is_start = self._pieces_with_offsets(texts)
+        words = group_words(is_start, ids, starts, ends)
+        return tuple(w[0] for w in words) if scalar else words
 
     def detokenize(self, ids):
         """Ids [B, (pieces)] -> text [B] (special tokens dropped)."""
@@ -124,3 +267,38 @@ class SentencePieceTokenizer(tf.Module):
 
     def __call__(self, texts):
         return self.tokenize(texts)
+
+
+def _as_batch(texts):
+    """str / list[str] / string tensor [B] or scalar -> (tensor [B], was_scalar)."""
+    texts = tf.convert_to_tensor(texts, tf.string)
+    if texts.shape.rank == 0:
+        return tf.reshape(texts, [1]), True
+    return texts, False
+
+
+def _root(piece):
+    """The shortest string whose repetition is `piece` ("-" for "---", "ha" for "haha")."""
+    for size in range(1, len(piece) // 2 + 1):
+        if len(piece) % size == 0 and piece[:size] * (len(piece) // size) == piece:
+            return piece[:size]
+    return piece
+
+
+def _tie_codes(vocab, marker):
+    """(int32 table [V], base) for `SentencePieceTokenizer._order_ties`: for a piece that
+    repeats a root which other pieces repeat too ("-", "--", "-----"; not word starts), root
+    index * base + its UTF-8 length in bytes, else -1. (None, 1) if no piece is such."""
+    roots = collections.defaultdict(list)
+    for i, piece in enumerate(vocab):
+        if piece and not piece.startswith(marker):
+            roots[_root(piece)].append(i)
+    shared = [ids for ids in roots.values() if len(ids) > 1]
+    if not shared:
+        return None, 1
+    base = max(len(vocab[i].encode("utf-8")) for ids in shared for i in ids) + 1
+    codes = [-1] * len(vocab)
+    for r, ids in enumerate(shared):
+        for i in ids:
+            codes[i] = r * base + len(vocab[i].encode("utf-8"))
+    return tf.constant(codes, tf.int32), base
