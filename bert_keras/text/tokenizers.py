@@ -7,6 +7,11 @@ Every tokenizer has the same small protocol: `tokenize(texts)` -> ids [B, (piece
 `from_pretrained(directory)`. BertTokenizer also has
 `tokenize_with_offsets` (tagging and span-QA exports need it).
 
+A directory with none of the classic files but a Hugging Face `tokenizer.json` (transformers 5
+may save only that and `tokenizer_config.json`) is read through `tokenizer_json.convert`, which
+writes the classic files (vocab.txt, or vocab.json + merges.txt) into a cache directory under
+the system's temp directory; the tokenizer's `vocab_file` and `asset_files` are there.
+
 >>> import pathlib
 >>> load_tokenizer(str(pathlib.Path(__file__).parents[1] / "assets")).vocab_size
 7887
@@ -16,6 +21,8 @@ import os
 
 import tensorflow as tf
 
+from bert_keras.errors import InputError
+from bert_keras.text import tokenizer_json
 from bert_keras.text.byte_bpe_tokenizer import MERGES_FILE, VOCAB_FILE, ByteBpeTokenizer
 from bert_keras.text.sentencepiece_tokenizer import (
     MODEL_FILE, SentencePieceTokenizer, find_model_file)
@@ -25,8 +32,11 @@ from bert_keras.text.tokenizer import BertTokenizer
 def load_tokenizer(path, lower_case=None):
     """BertTokenizer (vocab.txt), SentencePieceTokenizer (spiece.model or Google's *.model,
     ALBERT) or
-    ByteBpeTokenizer (vocab.json + merges.txt, RoBERTa) of a checkpoint or task directory;
+    ByteBpeTokenizer (vocab.json + merges.txt, RoBERTa) of a checkpoint or task directory, in
+    that order; a directory with none of them but a `tokenizer.json` (WordPiece or byte-level
+    BPE) is converted to them first (`tokenizer_json.convert`, cached);
     `lower_case` overrides the casing the directory says (WordPiece, SentencePiece)."""
+    path = os.fspath(path)
     has = lambda name: tf.io.gfile.exists(os.path.join(path, name))  # noqa: E731
     if find_model_file(path):
         if lower_case is None:
@@ -37,6 +47,13 @@ def load_tokenizer(path, lower_case=None):
         return BertTokenizer.from_pretrained(path, **kwargs)
     if has(VOCAB_FILE) and has(MERGES_FILE):
         return ByteBpeTokenizer.from_pretrained(path)
+    if has(tokenizer_json.TOKENIZER_JSON):
+        converted = tokenizer_json.convert(path)
+        try:
+            return load_tokenizer(converted, lower_case=lower_case)
+        except InputError as e:
+            source = os.path.join(path, tokenizer_json.TOKENIZER_JSON)
+            raise InputError(f"{source} (converted to {converted}): {e}") from e
     raise FileNotFoundError(f"{path} has no tokenizer: expected vocab.txt (WordPiece), "
-                            f"{MODEL_FILE} (SentencePiece) or {VOCAB_FILE} + {MERGES_FILE} "
-                            "(byte-level BPE).")
+                            f"{MODEL_FILE} (SentencePiece), {VOCAB_FILE} + {MERGES_FILE} "
+                            f"(byte-level BPE) or {tokenizer_json.TOKENIZER_JSON}.")

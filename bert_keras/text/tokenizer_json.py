@@ -1,0 +1,295 @@
+"""A Hugging Face `tokenizer.json` turned into the classic files our tokenizers read.
+
+Checkpoints saved by transformers 5 may hold only `tokenizer.json` (+ `tokenizer_config.json`):
+no `vocab.txt` (WordPiece) and no `vocab.json` + `merges.txt` (byte-level BPE).
+`convert(directory)` writes those files into a cache directory and returns it:
+
+- WordPiece (BERT, DistilBERT, ELECTRA): `vocab.txt` (the tokens in id order) and
+  `tokenizer_config.json` with `do_lower_case` (`tokenizer_config.json`'s own `do_lower_case`
+  if it has one, else the normalizer's `lowercase`).
+- BPE with the ByteLevel pre-tokenizer (RoBERTa, GPT-2): `vocab.json` and `merges.txt`
+  (`#version: 0.2`, then one "a b" a line; `tokenizer.json` stores a merge as "a b" or, from
+  tokenizers 0.20 on, as a pair [a, b]).
+- Unigram (ALBERT) is not converted: its `spiece.model` must be in the directory.
+
+The tokenizers keep the paths of their files (exports copy their `asset_files`), so the
+files are not temporary: they live in `<tempdir>/bert_keras_tokenizers/<sha256>/`, keyed by
+the bytes of `tokenizer.json` and `tokenizer_config.json`. A directory is built in a temporary
+sibling and renamed into place, so a reader never sees a partial one, and a second load of the
+same files reuses it. A file that cannot be converted raises `errors.InputError` naming it and
+the problem.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+from bert_keras.errors import InputError
+from bert_keras.files import writing
+
+TOKENIZER_JSON, TOKENIZER_CONFIG = "tokenizer.json", "tokenizer_config.json"
+SPIECE_MODEL = "spiece.model"
+CACHE_NAME = "bert_keras_tokenizers"
+_MANIFEST = "converted.json"  # written last into every cache directory: the files it holds
+_VERSION = b"bert_keras tokenizer.json conversion 1\n"  # change when the written files change
+
+
+def has_tokenizer_json(directory):
+    return tf.io.gfile.exists(os.path.join(directory, TOKENIZER_JSON))
+
+
+def cache_root():
+    """The directory of all converted tokenizers: `<tempdir>/bert_keras_tokenizers`."""
+    return os.path.join(tempfile.gettempdir(), CACHE_NAME)
+
+
+def convert(directory):
+    """The cache directory holding the classic files of `directory`'s `tokenizer.json`
+    (vocab.txt + tokenizer_config.json, or vocab.json + merges.txt), built if absent.
+
+    >>> import pathlib
+    >>> fixture = pathlib.Path(__file__).parents[2] / "tests" / "fixtures" / "families"
+    >>> sorted(os.listdir(convert(str(fixture / "distilbert"))))
+    ['converted.json', 'tokenizer_config.json', 'vocab.txt']
+    """
+    directory = os.fspath(directory)
+    source = os.path.join(directory, TOKENIZER_JSON)
+    data = _read_bytes(source)
+    config_file = os.path.join(directory, TOKENIZER_CONFIG)
+    config_data = _read_bytes(config_file) if tf.io.gfile.exists(config_file) else None
+    digest = hashlib.sha256(_VERSION)
+    for part in (data, config_data or b""):
+        digest.update(len(part).to_bytes(8, "little"))
+        digest.update(part)
+    target = os.path.join(cache_root(), digest.hexdigest())
+    if _complete(target):
+        return target
+    files = classic_files(data, source, config_data, config_file, directory)
+    return _publish(target, files, source)
+
+
+def classic_files(data, source="tokenizer.json", config_data=None,
+                  config_file="tokenizer_config.json", directory="."):
+    """{file name: text} of the classic files for the bytes `data` of `tokenizer.json`
+    (`source` names it in errors) and of `tokenizer_config.json` (`config_data`, or None).
+
+    >>> files = classic_files(json.dumps({"model": {
+    ...     "type": "WordPiece", "continuing_subword_prefix": "##",
+    ...     "vocab": {"[PAD]": 0, "hi": 2, "[UNK]": 1}},
+    ...     "normalizer": {"type": "BertNormalizer", "lowercase": False}}).encode())
+    >>> files["vocab.txt"], files["tokenizer_config.json"]
+    ('[PAD]\\n[UNK]\\nhi\\n', '{"do_lower_case": false}\\n')
+    """
+    spec = _parse(data, source)
+    model = _field(spec, "model", dict, source)
+    kind = _field(model, "type", str, source, "model.type")
+    if kind == "WordPiece":
+        return _wordpiece_files(spec, model, source, _config(config_data, config_file))
+    if kind == "BPE":
+        return _byte_bpe_files(spec, model, source)
+    if kind == "Unigram":
+        raise InputError(
+            f"{directory} has no {SPIECE_MODEL}: its {TOKENIZER_JSON} holds a Unigram "
+            f"(SentencePiece) model, which is not converted; put the checkpoint's {SPIECE_MODEL} "
+            "beside it.")
+    raise InputError(f"{source}: model.type is {kind!r}; only WordPiece, byte-level BPE and "
+                     f"Unigram (with its {SPIECE_MODEL}) tokenizers can be read.")
+
+
+def _read_bytes(path):
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return f.read()
+
+
+def _parse(data, source):
+    try:
+        return json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as e:
+        raise InputError(f"{source}: not UTF-8 text ({e.reason} at byte {e.start}).") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"{source}: not valid JSON ({e.msg} at line {e.lineno} column "
+                         f"{e.colno}).") from None
+
+
+def _field(obj, key, kind, source, name=None):
+    name = name or key
+    if not isinstance(obj, dict) or key not in obj:
+        raise InputError(f"{source}: has no {name}.")
+    value = obj[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise InputError(f"{source}: {name} is not {_KIND_NAMES.get(kind, kind.__name__)} "
+                         f"(it is {type(value).__name__}).")
+    return value
+
+
+_KIND_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer",
+               bool: "true or false"}
+
+
+def _config(config_data, config_file):
+    """`tokenizer_config.json` as a dict ({} when there is none)."""
+    if config_data is None:
+        return {}
+    config = _parse(config_data, config_file)
+    if not isinstance(config, dict):
+        raise InputError(f"{config_file}: not a JSON object.")
+    return config
+
+
+def _tokens_by_id(spec, model, source):
+    """The vocab (model.vocab and the added tokens it lacks) as a list in id order; every id
+    0..n-1 must be there exactly once."""
+    vocab = _field(model, "vocab", dict, source, "model.vocab")
+    by_id = {}
+    for token, token_id in vocab.items():
+        if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
+            raise InputError(f"{source}: model.vocab gives {token!r} the id {token_id!r}, not an "
+                             "id (an integer >= 0).")
+        if token_id in by_id:
+            raise InputError(f"{source}: model.vocab gives the id {token_id} to both "
+                             f"{by_id[token_id]!r} and {token!r}.")
+        by_id[token_id] = token
+    added = spec.get("added_tokens") or []
+    if not isinstance(added, list):
+        raise InputError(f"{source}: added_tokens is not a list.")
+    for entry in added:
+        if not (isinstance(entry, dict) and isinstance(entry.get("content"), str)
+                and isinstance(entry.get("id"), int) and entry["id"] >= 0):
+            raise InputError(f"{source}: added_tokens has an entry without a content string and "
+                             f"an id: {str(entry)[:80]}.")
+        token, token_id = entry["content"], entry["id"]
+        if token in vocab:
+            continue
+        if token_id in by_id and by_id[token_id] != token:
+            raise InputError(f"{source}: the added token {token!r} has the id {token_id} of "
+                             f"{by_id[token_id]!r}.")
+        by_id[token_id] = token
+    if not by_id:
+        raise InputError(f"{source}: model.vocab is empty.")
+    missing = [i for i in range(len(by_id)) if i not in by_id]
+    if missing:
+        raise InputError(f"{source}: the vocab has {len(by_id)} tokens but not the ids "
+                         f"{missing[:5]}{' ...' if len(missing) > 5 else ''} (ids must be "
+                         f"0..{len(by_id) - 1}, each once).")
+    return [by_id[i] for i in range(len(by_id))]
+
+
+def _lowercases(normalizer):
+    """Whether a tokenizer.json normalizer lower-cases (None: no normalizer, no)."""
+    if not isinstance(normalizer, dict):
+        return False
+    kind = normalizer.get("type")
+    if kind == "BertNormalizer":
+        return bool(normalizer.get("lowercase", True))
+    if kind == "Lowercase":
+        return True
+    if kind == "Sequence":
+        return any(_lowercases(n) for n in normalizer.get("normalizers") or [])
+    return False
+
+
+def _wordpiece_files(spec, model, source, config):
+    prefix = model.get("continuing_subword_prefix", "##")
+    if prefix != "##":
+        raise InputError(f"{source}: model.continuing_subword_prefix is {prefix!r}; BERT's "
+                         "WordPiece tokenizer reads only '##'.")
+    tokens = _tokens_by_id(spec, model, source)
+    bad = [t for t in tokens if not t or "\n" in t or "\r" in t]
+    if bad:
+        raise InputError(f"{source}: the vocab has tokens that cannot be lines of vocab.txt "
+                         f"(empty or with a line break): {bad[:5]!r}.")
+    if "do_lower_case" in config:
+        lower_case = bool(config["do_lower_case"])
+    else:
+        lower_case = _lowercases(spec.get("normalizer"))
+    return {"vocab.txt": "".join(t + "\n" for t in tokens),
+            TOKENIZER_CONFIG: json.dumps({"do_lower_case": lower_case}) + "\n"}
+
+
+def _byte_bpe_files(spec, model, source):
+    pre = spec.get("pre_tokenizer")
+    if not (isinstance(pre, dict) and pre.get("type") == "ByteLevel"):
+        kind = pre.get("type") if isinstance(pre, dict) else pre
+        raise InputError(f"{source}: a BPE model whose pre_tokenizer is {kind!r}, not ByteLevel; "
+                         "only byte-level BPE (RoBERTa, GPT-2) can be read.")
+    if pre.get("use_regex", True) is False or pre.get("add_prefix_space", False):
+        raise InputError(f"{source}: its ByteLevel pre_tokenizer has use_regex="
+                         f"{pre.get('use_regex', True)}, add_prefix_space="
+                         f"{pre.get('add_prefix_space', False)}; the byte-level BPE tokenizer "
+                         "splits as RoBERTa does (use_regex=true, add_prefix_space=false).")
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key):
+            raise InputError(f"{source}: model.{key} is {model[key]!r}; byte-level BPE has none.")
+    tokens = _tokens_by_id(spec, model, source)
+    merges = _field(model, "merges", list, source, "model.merges")
+    lines = []
+    for merge in merges:
+        if isinstance(merge, list) and len(merge) == 2 and all(isinstance(m, str) for m in merge):
+            pair = merge
+        elif isinstance(merge, str):
+            pair = merge.split(" ")
+        else:
+            pair = None
+        if pair is None or len(pair) != 2 or not all(pair) or any(
+                c in "".join(pair) for c in "\n\r"):
+            raise InputError(f"{source}: model.merges has {merge!r}, not a merge (\"a b\" or "
+                             "[a, b], two pieces without spaces).")
+        lines.append(f"{pair[0]} {pair[1]}\n")
+    vocab = {token: i for i, token in enumerate(tokens)}
+    return {"vocab.json": json.dumps(vocab, ensure_ascii=False) + "\n",
+            "merges.txt": "#version: 0.2\n" + "".join(lines)}
+
+
+def _complete(target):
+    """Whether the cache directory `target` holds every file its manifest names."""
+    try:
+        with open(os.path.join(target, _MANIFEST), encoding="utf-8") as f:
+            names = json.load(f)["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return all(os.path.isfile(os.path.join(target, name)) for name in names)
+
+
+def _publish(target, files, source):
+    """Writes `files` ({name: text}) into a temporary sibling of `target` and renames it to
+    `target`; reuses `target` if another process made it first. Returns `target`."""
+    root = os.path.dirname(target)
+    name = os.path.basename(target)
+    with writing(target):
+        os.makedirs(root, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=root)
+        try:
+            for file_name, text in files.items():
+                with open(os.path.join(tmp, file_name), "w", encoding="utf-8") as f:
+                    f.write(text)
+            with open(os.path.join(tmp, _MANIFEST), "w", encoding="utf-8") as f:
+                json.dump({"source": source, "files": sorted(files)}, f)
+            if os.path.lexists(target) and not _complete(target):
+                _set_aside(target)  # files removed by a temp cleaner: replaced as a whole
+            try:
+                os.replace(tmp, target)
+            except OSError:
+                if not _complete(target):  # not another process's complete directory
+                    raise
+        finally:
+            if os.path.lexists(tmp):
+                shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _set_aside(target):
+    old = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.old-",
+                           dir=os.path.dirname(target))
+    try:
+        os.rename(target, os.path.join(old, "stale"))
+    except FileNotFoundError:
+        pass  # another process set it aside first
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+__all__ = ["classic_files", "convert", "cache_root", "has_tokenizer_json"]
