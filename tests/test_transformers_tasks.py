@@ -21,7 +21,9 @@ from export_harness import _enc, _outputs, run_client
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FAMILIES = ROOT / "tests" / "fixtures" / "families"
-NAMES = ["bert", "roberta", "albert", "distilbert", "electra"]
+# RoBERTa's taggers and QA models wait for byte-level BPE offsets (issue 26); its classifier
+# and the checks before any tokenizing run.
+NAMES = ["bert", "albert", "distilbert", "electra"]
 CLASSIFIERS = ["roberta", "albert", "distilbert", "electra"]  # BERT's: test_checkpoints
 SINGLES = json.loads((FAMILIES / "texts.json").read_text(encoding="utf-8"))["singles"]
 
@@ -73,7 +75,7 @@ def test_a_head_that_is_not_exported_is_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_exports_answer_as_transformers_in_a_process_without_this_project(tmp_path):
-    """15 checkpoints (5 families x tagger / QA, 4 classifiers), exported float32 with the
+    """12 checkpoints (4 families x tagger / QA, 4 classifiers), exported float32 with the
     tool's defaults, served by the TF1 and TF2 loaders in `python -I -S`."""
     names = ([f"{n}_tagger" for n in NAMES] + [f"{n}_qa" for n in NAMES]
              + [f"{n}_classifier" for n in CLASSIFIERS])
@@ -127,11 +129,11 @@ def test_exports_answer_as_transformers_in_a_process_without_this_project(tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["roberta", "albert"])
+@pytest.mark.parametrize("family", ["albert"])
 @pytest.mark.parametrize("task", ["tagging", "span_qa"])
 def test_family_fine_tunes_tagging_and_span_qa_and_serves_them(tmp_path, family, task):
-    """tools/finetune.py -> tools/export.py with the byte-level BPE and SentencePiece
-    families (the WordPiece ones run BERT's paths): the export's words are the tokenizer's,
+    """tools/finetune.py -> tools/export.py with the SentencePiece family (the WordPiece ones
+    run BERT's paths; byte-level BPE has no offsets yet): the export's words are the tokenizer's,
     its character spans index the request text, and where the tokenizer's words are the
     CoNLL words the served tags are the tool's own eval predictions."""
     flagfile = {"tagging": "finetune_bible_ner", "span_qa": "finetune_wordnet_qa"}[task]
