@@ -48,7 +48,7 @@ def test_offsets_and_words_equal_transformers(name):
 @pytest.mark.parametrize("name", ["albert"])
 def test_offsets_run_in_a_tf_function(name):
     tokenizer = load_tokenizer(str(FAMILIES / name))
-    eager = tokenizer.tokenize_words_with_offsets(tf.constant(TEXTS[:4]))
-    graph = tf.function(tokenizer.tokenize_words_with_offsets)(tf.constant(TEXTS[:4]))
+    eager = tokenizer.tokenize_with_offsets(tf.constant(TEXTS[:4]))
+    graph = tf.function(tokenizer.tokenize_with_offsets)(tf.constant(TEXTS[:4]))
     for a, b in zip(eager, graph):
         assert a.to_list() == b.to_list()
