@@ -27,8 +27,7 @@ def char_of_byte(text):
     return np.array(table + [len(text)])
 
 
-# RoBERTa's byte-level BPE has no offsets yet (issue 26): its references are in offsets.json.
-@pytest.mark.parametrize("name", ["distilbert", "albert"])
+@pytest.mark.parametrize("name", ["distilbert", "roberta", "albert"])
 def test_offsets_and_words_equal_transformers(name):
     tokenizer = load_tokenizer(str(FAMILIES / name))
     ids, starts, ends = tokenizer.tokenize_words_with_offsets(tf.constant(TEXTS))  # (B,(W),(P))
@@ -45,7 +44,7 @@ def test_offsets_and_words_equal_transformers(name):
         assert words == ref["words"], repr(text)
 
 
-@pytest.mark.parametrize("name", ["albert"])
+@pytest.mark.parametrize("name", ["roberta", "albert"])
 def test_offsets_run_in_a_tf_function(name):
     tokenizer = load_tokenizer(str(FAMILIES / name))
     eager = tokenizer.tokenize_with_offsets(tf.constant(TEXTS[:4]))

@@ -8,9 +8,17 @@ non-space follows, so `\\s+` stops there (what `\\s+(?!\\S)` does), and the mark
 by `regex_split`; (2) every UTF-8 byte of a piece mapped to GPT-2's printable character
 (`bytes_to_unicode`); (3) the BPE merges, lowest rank first, all non-overlapping occurrences
 left to right, every piece of the batch in parallel in one `tf.while_loop`; (4) vocab ids.
-`\\s` is Python's Unicode whitespace, spelled out (RE2's `\\s` is ASCII only).
+`\\s` is Unicode whitespace (White_Space), spelled out (RE2's `\\s` is ASCII only).
 
-Shape legend: B texts, W pieces (words) of the batch, S symbols of the batch.
+`tokenize_with_offsets` also gives each piece's UTF-8 byte span in the original text, as
+transformers' fast tokenizer does (`offset_mapping`, in bytes): spans aligned to whole
+characters, a piece's leading and trailing spaces trimmed off (ByteLevel's trim_offsets).
+The pre-tokens (with their marker dropped) tile the text in order and the BPE pieces tile the
+pre-tokens, so a running sum of piece sizes places every piece in the text.
+`tokenize_words_with_offsets` groups them by pre-token, transformers' `word_ids()`.
+
+Shape legend: B texts, W pieces (words) of the batch, S symbols of the batch, C characters
+of the batch, P BPE pieces of the batch.
 """
 
 import json
@@ -20,15 +28,19 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_keras.text.packing import without_ids
+from bert_keras.text.words import group_words
 from bert_keras.errors import InputError
 
 VOCAB_FILE, MERGES_FILE = "vocab.json", "merges.txt"
-_WS = r"\t\n\x{0b}\f\r\x{1c}-\x{1f}\x{85}\p{Z}"  # Python's \s
+# `regex`'s \s (Unicode White_Space), which GPT-2 and tokenizers use: not \x1c-\x1f, which
+# Python's `re` \s and str.isspace() also have.
+_WS = r"\t\n\x{0b}\f\r\x{85}\p{Z}"
 _MARK = "\uE001"  # a private-use character: never in text that matters, never a piece
 _NUL = "\uE002"  # stands for NUL in regex_split, which reads C strings (NUL ends them)
 _PIECES = (rf"'s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+| ?[^{_WS}\p{{L}}\p{{N}}{_MARK}]+"
            rf"|[{_WS}]+")
 _NO_RANK = 2 ** 30
+_SPACE = "\u0120"  # GPT-2's character for the byte of " "
 
 
 def bytes_to_unicode():
@@ -118,12 +130,93 @@ class ByteBpeTokenizer(tf.Module):
         if texts.shape.rank == 0:
             return self.tokenize(tf.reshape(texts, [1]))[0]
         texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
+        words, merged = self._bpe(texts)
+        ids = merged.with_flat_values(self._ids.lookup(merged.flat_values))
+        return tf.RaggedTensor.from_row_splits(ids, words.row_splits).merge_dims(1, 2)
+
+    def tokenize_with_offsets(self, texts):
+        """Texts (str, list or string tensor [B]) -> (ids, starts, ends), int32 ragged
+        [B, (pieces)]: ids as `tokenize`'s; starts/ends UTF-8 byte offsets into the original
+        texts (end exclusive), e.g. for span QA and tagging.
+
+        The offsets are transformers' (ByteLevel, trim_offsets=True, add_prefix_space=False):
+        a piece's span is aligned to whole characters (a piece with only some bytes of a
+        character gets that character's span, so several pieces can share one), then the
+        piece's leading and trailing spaces ("Ġ") are trimmed off, so a piece that is only
+        spaces gets an empty span at the byte after them. Bytes that are not valid UTF-8 are
+        replaced before tokenizing (as `tokenize` does); a replacement character's span is
+        the bytes it replaced.
+        """
+        texts = tf.convert_to_tensor(texts, tf.string)
+        if texts.shape.rank == 0:
+            return tuple(t[0] for t in self.tokenize_with_offsets(tf.reshape(texts, [1])))
+        ids, starts, ends, _ = self._pieces_with_offsets(texts)
+        return ids, starts, ends
+
+    def tokenize_words_with_offsets(self, texts):
+        """Texts (str, list or string tensor [B]) -> (ids, starts, ends), int32 ragged
+        [B, (words), (pieces)]: the words are GPT-2's pre-tokens (`pre_tokenize`'s pieces, as
+        transformers' `word_ids()` numbers them), the pieces and byte offsets those of
+        `tokenize_with_offsets`."""
+        texts = tf.convert_to_tensor(texts, tf.string)
+        if texts.shape.rank == 0:
+            words = self.tokenize_words_with_offsets(tf.reshape(texts, [1]))
+            return tuple(w[0] for w in words)
+        ids, starts, ends, is_start = self._pieces_with_offsets(texts)
+        return group_words(is_start, ids, starts, ends)
+
+    def _bpe(self, texts):
+        """Valid UTF-8 texts [B] -> (pre-tokens [B, (W)], BPE pieces [W, (pieces)]), the pieces
+        strings of GPT-2 characters (one a byte)."""
         words = self.pre_tokenize(texts)  # (B, (W))
         chars = tf.strings.bytes_split(words.flat_values)  # (W, (bytes))
         symbols = chars.with_flat_values(self._byte_chars.lookup(chars.flat_values))
-        merged = self._merge(symbols.flat_values, symbols.row_splits)  # (W, (pieces))
-        ids = merged.with_flat_values(self._ids.lookup(merged.flat_values))
-        return tf.RaggedTensor.from_row_splits(ids, words.row_splits).merge_dims(1, 2)
+        return words, self._merge(symbols.flat_values, symbols.row_splits)  # (W, (pieces))
+
+    def _pieces_with_offsets(self, texts):
+        """Texts [B] -> (ids, starts, ends, is_start) ragged [B, (pieces)]: int32 ids and
+        original byte offsets (`tokenize_with_offsets`), and whether a piece starts a word."""
+        # Characters of the original texts, bad bytes replaced (what unicode_transcode does),
+        # with their original byte spans; re-encoded, they are the text `tokenize` reads.
+        codes, char_starts = tf.strings.unicode_decode_with_offsets(
+            texts, "UTF-8", errors="replace")  # (B, (C))
+        char_starts = tf.cast(char_starts.flat_values, tf.int32)
+        char_rows = codes.value_rowids()
+        last = tf.range(tf.size(char_rows, out_type=tf.int64)) == tf.gather(
+            codes.row_limits() - 1, char_rows)
+        char_ends = tf.where(last, tf.gather(tf.strings.length(texts), char_rows),
+                             tf.concat([char_starts[1:], char_starts[:1]], 0))  # next start
+        flat_codes = codes.flat_values
+        char_size = (1 + tf.cast(flat_codes >= 0x80, tf.int32)
+                     + tf.cast(flat_codes >= 0x800, tf.int32)
+                     + tf.cast(flat_codes >= 0x10000, tf.int32))  # (C,) UTF-8 bytes
+        # Bytes of each character in the pre-tokens: `pre_tokenize` drops _MARK and gives
+        # _NUL back as NUL, even where the text had them.
+        char_size = tf.where(flat_codes == ord(_MARK), 0,
+                             tf.where(flat_codes == ord(_NUL), 1, char_size))
+        char_of_byte = tf.repeat(tf.range(tf.size(char_size)), char_size)  # pre-tokens' bytes
+        words, merged = self._bpe(tf.strings.unicode_encode(codes, "UTF-8"))
+        # The pre-tokens tile each text in order, and their pieces tile the pre-tokens, so the
+        # pieces of the batch tile all the texts one after another: a piece's byte span in
+        # that concatenation is a running sum of piece sizes (a GPT-2 character is one byte).
+        pieces = merged.flat_values
+        size = tf.strings.length(pieces, unit="UTF8_CHAR")  # (P,) bytes
+        limit = tf.cumsum(size)  # (P,) where each piece ends in all the pre-tokens' bytes
+        start = tf.gather(char_starts, tf.gather(char_of_byte, limit - size))  # whole characters
+        end = tf.gather(char_ends, tf.gather(char_of_byte, limit - 1))
+        # ByteLevel's trim_offsets: the spaces at either end of a piece leave its span.
+        leading = size - tf.strings.length(tf.strings.regex_replace(pieces, f"^{_SPACE}+", ""),
+                                           unit="UTF8_CHAR")
+        trailing = size - tf.strings.length(tf.strings.regex_replace(pieces, f"{_SPACE}+$", ""),
+                                            unit="UTF8_CHAR")
+        start = tf.minimum(start + leading, end)
+        end = tf.maximum(end - trailing, start)
+        is_start = tf.range(tf.size(size, out_type=tf.int64)) == tf.gather(
+            merged.row_starts(), merged.value_rowids())
+        splits = tf.gather(merged.row_splits, words.row_splits)  # (B + 1,) pieces of each text
+        ids = self._ids.lookup(pieces)
+        return tuple(tf.RaggedTensor.from_row_splits(values, splits, validate=False)
+                     for values in (ids, start, end, is_start))
 
     def _merge(self, symbols, splits):
         """BPE on every word at once: symbols [S] strings with row_splits [W + 1]."""
