@@ -2,12 +2,26 @@
 Serving links), with the preprocessing of transformers' `AlbertTokenizer`.
 
 Pipeline (all TF ops): whitespace runs -> one space and the ends stripped; `` and '' -> ";
-(uncased) NFKD, combining marks (\\p{Mn}) removed, lower-case; then the SentencePiece model
-(its own normalization rule included). The same ids as `transformers.AlbertTokenizer` 5.x
-(tests/test_families.py). Known deviations: Google's original (and transformers 4 "slow")
-tokenizer re-splits pieces that end in digit + comma ("9,"); transformers 5 does not and
-neither do we. Accent stripping uses \\p{Mn}, where Python's `unicodedata.combining` differs
-on rare code points.
+(uncased) NFKD, marks removed, lower-case; then the SentencePiece model (its own normalization
+rule included), and the pieces of equal-score ties put in transformers' order (`_order_ties`).
+The same ids as `transformers.AlbertTokenizer` 5.x (tests/test_families.py), and with
+`tokenize_with_offsets` / `tokenize_words_with_offsets` its `offset_mapping` and `word_ids()`
+(tests/test_tokenizer_offsets.py).
+
+Known deviations: Google's original (and transformers 4 "slow") tokenizer re-splits pieces
+that end in digit + comma ("9,"); transformers 5 does not and neither do we. tokenizers'
+Unicode tables are of Unicode 9: code points assigned later (marks such as U+07FD, letters
+such as U+A7F2 or U+1CCD6) normalize differently. A run of a repeated root whose pieces cross
+the root's boundaries ("hah" + "a" + ... in "hahahaha") can still come out in another order
+than transformers' (see `_order_ties`). Offsets of a text that starts with a character the
+charsmap deletes (U+0007, ...) are those of the text: transformers shifts all of that text's
+offsets by the number of such characters (its Precompiled normalizer drops a deletion at the
+start when it aligns), which we do not copy. Cased models: a letter + combining mark that the
+charsmap composes spans both characters here, the letter alone in transformers.
+
+Speed (4,000 corpus lines in one tf.function batch, 2-core machine): `tokenize_with_offsets`
+runs at about half the rate of `tokenize` (per-character normalization of the distinct
+characters, tf-text's offsets op); use it only where offsets are needed.
 
 Example:
 >>> import pathlib
@@ -22,6 +36,7 @@ import json
 import os
 import shutil
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -34,6 +49,10 @@ MODEL_FILE = "spiece.model"
 # charsmap extends with the zero-width and BOM characters itself). Not \x1c-\x1f, which Python's
 # str.split() splits on but tokenizers' charsmap deletes ("a\x1cb" is the one word "ab").
 _SPACES = r"[\s\p{Z}\x{85}]+"
+# What tokenizers' StripAccents removes after NFKD: every mark (Mn, Mc, Me) of its Unicode 9
+# tables, where U+1CF2-U+1CF3 were still marks; not only \p{Mn} (Indic vowel signs are Mc).
+# Marks added after Unicode 9 (N'Ko U+07FD, Sinhala U+0D81, ...) it keeps and we remove.
+_MARKS = r"[\p{M}\x{1CF2}\x{1CF3}]"
 _PAIR_QUOTES = "``|''"  # -> '"' (transformers' Replace normalizers)
 # In the offsets path `` and '' become "\x01" + '"' (the same bytes, so the same offsets): the
 # '"' keeps the second character's span, as transformers aligns it, and "\x01" is deleted.
@@ -75,7 +94,9 @@ class SentencePieceTokenizer(tf.Module):
         self.cls_id, self.sep_id, self.mask_id = index["[CLS]"], index["[SEP]"], index["[MASK]"]
         self.pad_id, self.unk_id = index["<pad>"], index["<unk>"]
         self._starts_word = tf.constant([t.startswith(self.word_start_marker) for t in self._vocab])
-        self._tie_codes, self._tie_base = _tie_codes(self._vocab, self.word_start_marker)
+        self._tie_codes, self._tie_base, self._tie_limit = _tie_codes(self._vocab,
+                                                                      self.word_start_marker)
+        self._tie_codes_np = None if self._tie_codes is None else self._tie_codes.numpy()
 
     @property
     def vocab(self):
@@ -118,10 +139,10 @@ class SentencePieceTokenizer(tf.Module):
         return self._fold(texts)
 
     def _fold(self, texts):
-        """Uncased models: NFKD, combining marks removed, lower-case."""
+        """Uncased models: NFKD, marks removed, lower-case."""
         if self.lower_case:
             texts = tf_text.normalize_utf8(texts, "NFKD")
-            texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
+            texts = tf.strings.regex_replace(texts, _MARKS, "")
             texts = tf.strings.lower(texts, encoding="utf-8")
         return texts
 
@@ -131,54 +152,78 @@ class SentencePieceTokenizer(tf.Module):
         chars = tf.strings.regex_replace(chars, r"\x{0}", "\uE000")
         chars = tf.strings.regex_replace(chars, _SPACES, " ")
         chars = tf.strings.regex_replace(chars, r"\x{1}", "")  # _PAIR_QUOTE_MARK's first char
+        if not self.lower_case:
+            # The model's charsmap (NFKC) expands characters ("ﬁ" -> "fi", "ǌ" -> "nj"); done
+            # here, a piece that ends inside one still maps back to it. Marks are left to the
+            # charsmap, which composes them with the character before.
+            return tf.where(tf.strings.regex_full_match(chars, _MARKS), chars,
+                            tf_text.normalize_utf8(chars, "NFKC"))
         return self._fold(chars)
 
     def _order_ties(self, ids, begins=None, ends=None):
         """Pieces in the order of transformers' Unigram where the two differ: equal-score ties.
 
-        A run of one repeated character (or of one repeated root, "haha") split into pieces of
-        different lengths ("-----" + "--" or "--" + "-----") has segmentations of exactly the same
-        score in any order of its pieces. Both Viterbi searches keep, at each end position, the
-        first (longest) last piece of equal score; but tokenizers adds the scores in float64, where
-        these sums are exactly equal, while SentencePiece (tf-text) adds them in float32, where
-        their rounding differs with the order and so decides which order wins. transformers'
-        result is thus the pieces of each such run sorted by length (shortest first): sorted here.
-        Cost when no run is out of order: one gather and a comparison over the pieces.
+        A run of one repeated character (or root: "haha") split into pieces of different
+        lengths ("-----" + "--" or "--" + "-----") scores exactly the same in any order of its
+        pieces. Both Viterbi searches keep, at each end position, the first (longest) last piece
+        of equal score; but tokenizers adds the scores in float64 (per word), where these sums are
+        equal, while SentencePiece (tf-text) adds them in float32 (over the whole text), where
+        their rounding differs with the order and decides which order wins. transformers' result
+        is thus each such run's pieces sorted by length, shortest first: sorted here. (Scores
+        rounded to a coarse grid would make float32 exact, but only while the text's running
+        total is small, and they change near-ties between different pieces.) Cost when no run is
+        out of order: one gather and a comparison of neighbours (in NumPy when eager).
 
         ids [B, (P)] -> the same ids reordered; with begins/ends (byte offsets in the text that
         SentencePiece tokenized), also the offsets of the reordered pieces.
         """
+        unchanged = ids if begins is None else (ids, begins, ends)
         if self._tie_codes is None:
-            return ids if begins is None else (ids, begins, ends)
+            return unchanged
         flat = ids.flat_values
-        code = tf.gather(self._tie_codes, flat)  # root * base + byte length; -1: not a root piece
-        root = tf.math.floordiv(code, self._tie_base)
-        out_of_order = (code[1:] >= 0) & (root[1:] == root[:-1]) & (code[:-1] > code[1:])
         flats = (flat,) if begins is None else (flat, begins.flat_values, ends.flat_values)
+        limit = 2 * self._tie_limit  # see `_tie_codes`
+        if tf.executing_eagerly():
+            # The test below in NumPy: as TF ops it cost as much as the eager `tokenize` of a
+            # few texts (TF's per-op overhead).
+            code = self._tie_codes_np.take(flat.numpy())
+            step = code[:-1] - code[1:]
+            if not np.any((step > 0) & (step < limit)):
+                return unchanged
+        code = tf.gather(self._tie_codes, flat)
 
         def reorder():
-            pos = tf.range(tf.size(flat, out_type=tf.int64))
-            row_first = pos == tf.gather(ids.row_starts(), ids.value_rowids())
-            same = tf.concat([[False], (code[1:] >= 0) & (root[1:] == root[:-1])], 0)
-            run = tf.cumsum(tf.cast(tf.logical_not(same) | row_first, tf.int64)) - 1
-            length = tf.cast(tf.maximum(code, 0) % self._tie_base, tf.int64)
+            slot = tf.math.floordiv(code, self._tie_base)
+            row = tf.searchsorted(ids.row_splits, tf.range(tf.size(flat, out_type=tf.int64)),
+                                  side="right")  # row + 1 of each piece
+            new_run = tf.concat([[True], (slot[1:] != slot[:-1]) | (row[1:] != row[:-1])], 0)
+            run = tf.cumsum(tf.cast(new_run, tf.int64)) - 1
+            # UTF-8 bytes of a root piece, 0 for the others
+            length = tf.cast(code % self._tie_base // 2, tf.int64)
             order = tf.argsort(run * self._tie_base + length, stable=True)
             if begins is None:
                 return (tf.gather(flat, order),)
-            # The run's pieces tile its span: each piece starts where the shorter ones end.
+            # The pieces of a run tile its span, which ends where its last piece ends (a begin
+            # may include deleted characters before it): each starts where the shorter end.
             num_runs = run[-1] + 1
             length = tf.gather(length, order)
             before = tf.cumsum(length, exclusive=True)
-            run_begin = tf.math.unsorted_segment_min(flats[1], run, num_runs)
+            run_begin = (tf.math.unsorted_segment_max(flats[2], run, num_runs)
+                         - tf.math.unsorted_segment_sum(length, run, num_runs))
             run_before = tf.math.unsorted_segment_min(before, run, num_runs)
             run_size = tf.math.unsorted_segment_sum(tf.ones_like(run), run, num_runs)
             new_begin = tf.gather(run_begin, run) + before - tf.gather(run_before, run)
-            tiled = tf.gather(run_size, run) > 1
+            tiled = (tf.gather(run_size, run) > 1) & (length > 0)  # runs of root pieces
             return (tf.gather(flat, order),
                     tf.where(tiled, new_begin, tf.gather(flats[1], order)),
                     tf.where(tiled, new_begin + length, tf.gather(flats[2], order)))
 
-        flats = tf.cond(tf.reduce_any(out_of_order), reorder, lambda: flats)
+        if tf.executing_eagerly():
+            flats = reorder()
+        else:
+            step = code[:-1] - code[1:]
+            out_of_order = tf.reduce_any((step > 0) & (step < limit))
+            flats = tf.cond(out_of_order, reorder, lambda: flats)
         if begins is None:
             return ids.with_flat_values(flats[0])
         return tuple(ids.with_flat_values(f) for f in flats)
@@ -286,19 +331,27 @@ def _root(piece):
 
 
 def _tie_codes(vocab, marker):
-    """(int32 table [V], base) for `SentencePieceTokenizer._order_ties`: for a piece that
-    repeats a root which other pieces repeat too ("-", "--", "-----"; not word starts), root
-    index * base + its UTF-8 length in bytes, else -1. (None, 1) if no piece is such."""
+    """The table of `SentencePieceTokenizer._order_ties`: (codes int32 [V], base, limit), or
+    (None, 1, 0) if no two pieces repeat the same root.
+
+    Pieces that repeat a root which other pieces repeat too ("-", "--", "-----"; not word
+    starts) share a slot; every other piece has a slot of its own. codes = slot * base + 2 *
+    (UTF-8 bytes of a root piece, else 0), where limit is the longest root piece in bytes and
+    base = 4 * (limit + 1). A longer root piece comes right before a shorter one of the same root
+    exactly when 0 < codes[prev] - codes[next] < 2 * limit (other slots are > 2 * limit away).
+    """
     roots = collections.defaultdict(list)
     for i, piece in enumerate(vocab):
         if piece and not piece.startswith(marker):
             roots[_root(piece)].append(i)
-    shared = [ids for ids in roots.values() if len(ids) > 1]
+    shared = [ids for ids in roots.values() if len({vocab[i] for i in ids}) > 1]
     if not shared:
-        return None, 1
-    base = max(len(vocab[i].encode("utf-8")) for ids in shared for i in ids) + 1
-    codes = [-1] * len(vocab)
-    for r, ids in enumerate(shared):
+        return None, 1, 0
+    limit = max(len(vocab[i].encode("utf-8")) for ids in shared for i in ids)
+    base = 4 * (limit + 1)
+    codes = [(len(shared) + i) * base for i in range(len(vocab))]
+    for slot, ids in enumerate(shared):
         for i in ids:
-            codes[i] = r * base + len(vocab[i].encode("utf-8"))
-    return tf.constant(codes, tf.int32), base
+            codes[i] = slot * base + 2 * len(vocab[i].encode("utf-8"))
+    dtype = tf.int32 if (len(shared) + len(vocab)) * base < 2**31 else tf.int64
+    return tf.constant(codes, dtype), base, limit
