@@ -21,9 +21,7 @@ from export_harness import _enc, _outputs, run_client
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FAMILIES = ROOT / "tests" / "fixtures" / "families"
-# RoBERTa's taggers and QA models wait for byte-level BPE offsets (issue 26); its classifier
-# and the checks before any tokenizing run.
-NAMES = ["bert", "albert", "distilbert", "electra"]
+NAMES = ["bert", "roberta", "albert", "distilbert", "electra"]
 CLASSIFIERS = ["roberta", "albert", "distilbert", "electra"]  # BERT's: test_checkpoints
 SINGLES = json.loads((FAMILIES / "texts.json").read_text(encoding="utf-8"))["singles"]
 
@@ -76,7 +74,7 @@ def test_a_head_that_is_not_exported_is_one_line(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skip(reason="issue 26: QA scores and one more output differ from transformers; see the closing note")
 def test_exports_answer_as_transformers_in_a_process_without_this_project(tmp_path):
-    """12 checkpoints (4 families x tagger / QA, 4 classifiers), exported float32 with the
+    """14 checkpoints (5 families x tagger / QA, 4 classifiers), exported float32 with the
     tool's defaults, served by the TF1 and TF2 loaders in `python -I -S`."""
     names = ([f"{n}_tagger" for n in NAMES] + [f"{n}_qa" for n in NAMES]
              + [f"{n}_classifier" for n in CLASSIFIERS])

@@ -103,12 +103,16 @@ def span_head_name_map(head):
             f"{head}/logits/bias": (["qa_outputs.bias"], identity)}
 
 
-def head_labels(path):
-    """The label names of a fine-tuned checkpoint's head (config.json's id2label, in id
-    order), or None where they are transformers' placeholders LABEL_0, LABEL_1, ..."""
-    _, config = read_config(path)
+def label_names(config):
+    """config.json's id2label as a list in id order ([] without one)."""
     id2label = {int(k): v for k, v in (config.get("id2label") or {}).items()}
-    labels = [id2label[i] for i in sorted(id2label)]
+    return [id2label[i] for i in sorted(id2label)]
+
+
+def head_labels(path):
+    """The label names of a fine-tuned checkpoint's head (`label_names`), or None where they
+    are transformers' placeholders LABEL_0, LABEL_1, ..."""
+    labels = label_names(read_config(path)[1])
     if labels == [f"LABEL_{i}" for i in range(len(labels))]:
         return None
     return labels

@@ -12,15 +12,6 @@ Shape legend (serving functions): B batch, T packed sequence length.
 from bert_keras import metrics
 from bert_keras.data.finetuning import batching, readers
 from bert_keras.data.finetuning.label_map import LabelMap
-from bert_keras.errors import InputError
-
-
-def require_offsets(task_name, tokenizer):
-    """One InputError line when `tokenizer` gives no character offsets (tagging and span QA
-    need them; RoBERTa's byte-level BPE has none yet)."""
-    if not hasattr(tokenizer, "tokenize_with_offsets"):
-        raise InputError(f"--task={task_name} needs a tokenizer with character offsets; "
-                         f"{type(tokenizer).__name__} has none yet.")
 
 
 def _problem_type(config):

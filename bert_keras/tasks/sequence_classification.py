@@ -45,8 +45,8 @@ class SequenceClassificationTask(Task):
         model = BertClassifier(encoder, self.num_outputs(label_map), problem_type=self.problem_type,
                                dropout=dropout, hidden_activation=activation)
         labels = label_map.labels if label_map is not None else None
-        if checkpoint and head_checkpoints.try_load_head(
-                head_checkpoints.load_classification_head, model, checkpoint, labels):
+        if checkpoint and head_checkpoints.try_load_head(self.load_transformers_head, model,
+                                                         checkpoint, labels):
             logging.info("Loaded the classification head of %s", checkpoint)
         return model
 

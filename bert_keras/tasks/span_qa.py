@@ -12,7 +12,7 @@ from bert_keras.data.finetuning import batching, readers, spans
 from bert_keras.data.finetuning.span_decoding import decode_answers
 from bert_keras.models import head_checkpoints
 from bert_keras.models.task_models import BertSpanQA
-from bert_keras.tasks.base import Task, require_offsets
+from bert_keras.tasks.base import Task
 from bert_keras.tasks.graph_ops import byte_to_char
 from bert_keras.text.packing import keep_first, segment_starts
 
@@ -41,7 +41,6 @@ class SpanQA(Task):
 
     def featurize(self, examples, tokenizer, label_map, *, max_seq_length, doc_stride=128,
                   max_query_length=64):
-        require_offsets(self.name, tokenizer)
         return spans.span_features(examples, tokenizer, max_seq_length, doc_stride,
                                    max_query_length)
 

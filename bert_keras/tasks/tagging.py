@@ -12,7 +12,7 @@ from bert_keras import metrics
 from bert_keras.data.finetuning import batching, features, readers
 from bert_keras.models import head_checkpoints
 from bert_keras.models.task_models import BertTokenClassifier
-from bert_keras.tasks.base import Task, require_offsets, class_labels
+from bert_keras.tasks.base import Task, class_labels
 from bert_keras.tasks.graph_ops import byte_to_char, rows
 from bert_keras.text.packing import segment_starts
 
@@ -35,7 +35,6 @@ class Tagging(Task):
         return all(ex.tags is not None for ex in examples)
 
     def featurize(self, examples, tokenizer, label_map, *, max_seq_length, **unused):
-        require_offsets(self.name, tokenizer)
         return features.tagging_features(examples, tokenizer, max_seq_length, label_map)
 
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):

@@ -122,8 +122,7 @@ def load_transformers_task(directory, seq_length=128):
         raise InputError(f"{directory}: config.json's architectures {architecture!r} (problem_type "
                          f"{config.get('problem_type')!r}) is not a fine-tuned head that can be "
                          f"exported (*{', *'.join(heads)}); export an encoder with --encoder_dir.")
-    id2label = {int(k): v for k, v in (config.get("id2label") or {}).items()}
-    labels = [id2label[i] for i in sorted(id2label)] if task.needs_label_map else None
+    labels = huggingface.label_names(config) if task.needs_label_map else None
     tokenizer = load_tokenizer(directory)
     encoder_of = BertEncoder.from_pretrained(directory)
     encoder_of.check_tokenizer(tokenizer, directory)

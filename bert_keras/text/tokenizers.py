@@ -4,8 +4,8 @@ Every tokenizer has the same small protocol: `tokenize(texts)` -> ids [B, (piece
 `detokenize(ids)`, the special-token ids (`cls_id`, `sep_id`, `pad_id`, `mask_id`, `unk_id`),
 `vocab` and `vocab_size`, `lower_case`, `vocab_file` (its main file; exports ship all of
 `asset_files`), `separators_between` (the packing of pairs), `save(directory)` and
-`from_pretrained(directory)`. BertTokenizer also has
-`tokenize_with_offsets` (tagging and span-QA exports need it).
+`from_pretrained(directory)`, and `tokenize_with_offsets` / `tokenize_words_with_offsets`
+(byte offsets and transformers' words; tagging and span QA need them).
 
 A directory with none of the classic files but a Hugging Face `tokenizer.json` (transformers 5
 may save only that and `tokenizer_config.json`) is read through `tokenizer_json.convert`, which

@@ -22,7 +22,7 @@ def group_words(is_start, *pieces):
     start = is_start.flat_values | row_first
     word_of_piece = tf.cumsum(tf.cast(start, tf.int64)) - 1
     num_words = tf.reduce_sum(tf.cast(start, tf.int64))
-    word_row = tf.boolean_mask(is_start.value_rowids(), start)
+    word_row = tf.boolean_mask(rows, start)
     grouped = []
     for ragged in pieces:
         words = tf.RaggedTensor.from_value_rowids(ragged.flat_values, word_of_piece,

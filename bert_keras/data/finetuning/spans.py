@@ -3,9 +3,9 @@
 Long contexts are split into windows that fill the rest of `seq_length` after the question
 and start every `doc_stride` tokens (Google BERT's `run_squad.py` scheme), packed by
 `text.packing.pack_with` as the family packs pairs: `[CLS] question [SEP] window [SEP]`
-(RoBERTa: `<s> question </s></s> window </s>`). `start_positions` / `end_positions` point at the answer's first / last token
-in the window, or 0 ([CLS]) when the window does not hold the whole answer or there is
-none. `token_offsets` [T, 2] are character offsets of each token in the context ((-1, -1)
+(RoBERTa: `<s> question </s></s> window </s>`). `start_positions` / `end_positions` point at
+the answer's first / last token in the window, or 0 ([CLS]) when the window does not hold
+the whole answer or there is none. `token_offsets` [T, 2] are character offsets of each token in the context ((-1, -1)
 outside it), `token_is_max_context` [T] marks the window where a token has the most
 context, and `example_index` ties each window to its question.
 """
