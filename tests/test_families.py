@@ -142,12 +142,10 @@ def test_packed_inputs_and_outputs_from_raw_text(name):
         inputs = preprocessor(*[tf.constant(t) for t in texts])
         np.testing.assert_array_equal(inputs["input_word_ids"].numpy(), ref[f"{batch}_input_ids"])
         np.testing.assert_array_equal(inputs["input_mask"].numpy(), ref[f"{batch}_input_mask"])
-        if name.startswith("electra"):
-            np.testing.assert_array_equal(inputs["input_type_ids"].numpy(),
-                                          ref[f"{batch}_input_type_ids"])
-        # DistilBERT and RoBERTa have no token types. transformers 5's AlbertTokenizer gives the
-        # second text type 0, where ALBERT's own code (and we) give it 1: feed the reference's.
-        inputs = dict(inputs, input_type_ids=tf.constant(ref[f"{batch}_input_type_ids"]))
+        # Type ids as transformers 5's tokenizers give them (none, i.e. 0, from ALBERT's and
+        # RoBERTa's: `pair_type_ids`).
+        np.testing.assert_array_equal(inputs["input_type_ids"].numpy(),
+                                      ref[f"{batch}_input_type_ids"])
         mask = ref[f"{batch}_input_mask"].astype(bool)
         np.testing.assert_allclose(encoder(inputs)["sequence_output"].numpy()[mask],
                                    ref[f"{batch}_sequence_output"][mask], atol=1e-4)

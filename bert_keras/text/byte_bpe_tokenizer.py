@@ -72,6 +72,7 @@ class ByteBpeTokenizer(tf.Module):
         return {VOCAB_FILE: self.vocab_file, MERGES_FILE: self.merges_file}
 
     separators_between = 2  # <s> A </s></s> B </s>
+    pair_type_ids = False  # one token type (transformers sends no token_type_ids)
     word_start_marker = "\u0120"  # "Ġthe": pieces that start a word (whole-word masking)
     lower_case = False
 

@@ -76,10 +76,15 @@ def segment_starts(kept, separators_between=1):
 
 def pack_with(tokenizer, segments, seq_length, pad_to_seq_length=False):
     """`pack_segments` with the special tokens of `tokenizer` (and RoBERTa's double separator
-    between the two texts of a pair when the tokenizer says `separators_between = 2`)."""
-    return pack_segments(segments, seq_length, tokenizer.cls_id, tokenizer.sep_id,
-                         tokenizer.pad_id, pad_to_seq_length=pad_to_seq_length,
-                         separators_between=tokenizer.separators_between)
+    between the two texts of a pair when the tokenizer says `separators_between = 2`); type
+    ids all 0 when the tokenizer says `pair_type_ids = False` (transformers 5's ALBERT and
+    RoBERTa tokenizers send no token_type_ids)."""
+    inputs, kept = pack_segments(segments, seq_length, tokenizer.cls_id, tokenizer.sep_id,
+                                 tokenizer.pad_id, pad_to_seq_length=pad_to_seq_length,
+                                 separators_between=tokenizer.separators_between)
+    if not tokenizer.pair_type_ids:
+        inputs["input_type_ids"] = tf.zeros_like(inputs["input_type_ids"])
+    return inputs, kept
 
 
 def pack_segments(segments, seq_length, cls_id, sep_id, pad_id, pad_to_seq_length=False,

@@ -74,14 +74,18 @@ class SentencePieceTokenizer(tf.Module):
     Args:
       model_file: the `spiece.model` file.
       lower_case: lower-case and strip accents first (ALBERT's uncased models).
+      pair_type_ids: pack the second text of a pair as type 1 (Google's ALBERT); False packs
+        every token as type 0, as transformers 5's ALBERT tokenizer does (it sends no
+        token_type_ids), which is how checkpoints fine-tuned with it were trained.
     """
 
-    def __init__(self, model_file, lower_case=True):
+    def __init__(self, model_file, lower_case=True, pair_type_ids=True):
         super().__init__(name="sentencepiece_tokenizer")
         self.vocab_file = os.fspath(model_file)
         with tf.io.gfile.GFile(self.vocab_file, "rb") as f:
             model = f.read()
         self.lower_case = bool(lower_case)
+        self.pair_type_ids = bool(pair_type_ids)
         self._sp = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
         self.vocab_size = int(self._sp.vocab_size())
         self._vocab = tuple(t.decode("utf-8") for t in
@@ -105,16 +109,24 @@ class SentencePieceTokenizer(tf.Module):
     @classmethod
     def from_pretrained(cls, path):
         """The tokenizer of a checkpoint directory: its spiece.model (`find_model_file`), and
-        casing from tokenizer_config.json (`do_lower_case`, default True as in ALBERT)."""
-        lower_case = True
+        from tokenizer_config.json the casing (`do_lower_case`, default True as in ALBERT) and
+        whether pairs get type ids: `model_input_names` when it says, else none in a
+        transformers directory (it names a `tokenizer_class`; transformers 5 sends none),
+        else types 0 and 1 as Google's ALBERT."""
+        config = {}
         config_file = os.path.join(path, "tokenizer_config.json")
         if tf.io.gfile.exists(config_file):
             with tf.io.gfile.GFile(config_file) as f:
-                lower_case = bool(json.load(f).get("do_lower_case", True))
+                config = json.load(f)
+        if "model_input_names" in config:
+            pair_type_ids = "token_type_ids" in config["model_input_names"]
+        else:
+            pair_type_ids = "tokenizer_class" not in config
         model_file = find_model_file(path)
         if model_file is None:
             raise FileNotFoundError(f"{path} has no {MODEL_FILE} (nor a single *.model file).")
-        return cls(model_file, lower_case=lower_case)
+        return cls(model_file, lower_case=bool(config.get("do_lower_case", True)),
+                   pair_type_ids=pair_type_ids)
 
     @property
     def asset_files(self):
@@ -125,10 +137,12 @@ class SentencePieceTokenizer(tf.Module):
     word_start_marker = "\u2581"  # "▁the": pieces that start a word (whole-word masking)
 
     def save(self, directory):
-        """Writes spiece.model and the casing (tokenizer_config.json) to `directory`."""
+        """Writes spiece.model, the casing and the type ids of pairs (tokenizer_config.json,
+        in transformers' words) to `directory`."""
         shutil.copyfile(self.vocab_file, os.path.join(directory, MODEL_FILE))
+        inputs = ["input_ids"] + ["token_type_ids"] * self.pair_type_ids + ["attention_mask"]
         with open(os.path.join(directory, "tokenizer_config.json"), "w") as f:
-            json.dump({"do_lower_case": self.lower_case}, f)
+            json.dump({"do_lower_case": self.lower_case, "model_input_names": inputs}, f)
 
     def normalize(self, texts):
         # Some string ops read C strings, where a NUL ends the text. A private-use character

@@ -39,9 +39,11 @@ def load_tokenizer(path, lower_case=None):
     path = os.fspath(path)
     has = lambda name: tf.io.gfile.exists(os.path.join(path, name))  # noqa: E731
     if find_model_file(path):
-        if lower_case is None:
-            return SentencePieceTokenizer.from_pretrained(path)
-        return SentencePieceTokenizer(find_model_file(path), lower_case=lower_case)
+        tokenizer = SentencePieceTokenizer.from_pretrained(path)
+        if lower_case is None or lower_case == tokenizer.lower_case:
+            return tokenizer
+        return SentencePieceTokenizer(tokenizer.vocab_file, lower_case=lower_case,
+                                      pair_type_ids=tokenizer.pair_type_ids)
     if has("vocab.txt"):
         kwargs = {} if lower_case is None else dict(lower_case=lower_case)
         return BertTokenizer.from_pretrained(path, **kwargs)
