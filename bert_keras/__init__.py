@@ -7,6 +7,7 @@ optimization, models, metrics, tasks, training, serving.
 from bert_keras import metrics
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.configs import ConfigError
+from bert_keras.errors import InputError
 from bert_keras.data.finetuning import features as task_features
 from bert_keras.data.finetuning import readers as finetuning_data
 from bert_keras.data.finetuning.examples import ClassificationExample, SpanExample, TaggingExample
@@ -29,16 +30,21 @@ from bert_keras.models.distillation import DistillationPretrainer, student_from_
 from bert_keras.models.task_distillation import TaskDistiller
 from bert_keras.models.electra import ElectraPretrainer
 from bert_keras.models.task_models import BertClassifier, BertPretrainer, BertSpanQA, BertTokenClassifier
+from bert_keras.models.text_preprocessor import TextPreprocessor
 from bert_keras.names import IGNORE_LABEL, INPUT_NAMES
 from bert_keras.optimization import AdamW, Lamb, WarmupDecay, create_optimizer
-from bert_keras.serving.export import export_model, export_task, next_version, read_metadata, run_export
+from bert_keras.serving.export import (
+    export_model, export_saved_model, export_task, next_version, read_metadata, run_export)
 from bert_keras.serving.export_config import ExportConfig
 from bert_keras.serving.op_audit import OpAuditError, audit_saved_model
 from bert_keras.tasks.base import Task
 from bert_keras.tasks.registry import TASKS, get_task
 from bert_keras.tasks.task_io import load_task, save_task
 from bert_keras.text.preprocessor import BertPreprocessor
-from bert_keras.text.tokenizer import SPECIAL_TOKENS, BertTokenizer
+from bert_keras.text.byte_bpe_tokenizer import ByteBpeTokenizer
+from bert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
+from bert_keras.text.tokenizer import SPECIAL_TOKENS, BertTokenizer, WordPieceTokenizer
+from bert_keras.text.tokenizers import load_tokenizer
 from bert_keras.text.vocab import load_vocab, save_vocab
 from bert_keras.text.vocab_learning import learn_vocab, text_files_dataset
 from bert_keras.training.finetuning import run_finetuning

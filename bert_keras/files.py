@@ -1,4 +1,4 @@
-"""File helpers every layer uses: glob expansion and atomic writes.
+"""File helpers every layer uses: glob expansion, JSON reads and atomic writes.
 
 A final output is written to a temporary name beside it and renamed when complete
 (`atomic_path`, `write_text`), so a reader (or a rerun after a crash) never sees half a file
@@ -23,7 +23,7 @@ import shutil
 import tensorflow as tf
 from absl import logging
 
-from bert_keras.errors import write_error
+from bert_keras.errors import InputError, write_error
 
 
 class NoMatchingFiles(FileNotFoundError):
@@ -51,6 +51,55 @@ def expand_patterns(patterns):
             raise NoMatchingFiles(pattern)
         files.extend(matches)
     return files
+
+
+_JSON_KINDS = {dict: "a JSON object", list: "a JSON list", str: "a JSON string",
+               int: "a JSON number", float: "a JSON number", bool: "true or false",
+               type(None): "null"}
+
+
+def read_json(path, expect=dict):
+    """The JSON value of file `path` (a config.json, vocab.json, task.json, ...): an InputError
+    naming the file and the problem for one that is not UTF-8 JSON (e.g. cut short by an
+    interrupted download: the message gives where it breaks off) or whose top-level value is
+    not `expect` (dict, list, or None for any).
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "config.json")
+    >>> write_text(path, '{"hidden_size": 8, "num_')
+    >>> read_json(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bert_keras.errors.InputError: .../config.json: not valid JSON (it breaks off at line 1 column 20: cut short by an interrupted download or copy?).
+    """
+    with tf.io.gfile.GFile(os.fspath(path), "rb") as f:
+        return parse_json(f.read(), path, expect)
+
+
+def parse_json(data, path, expect=dict):
+    """`read_json` of the bytes `data` of file `path` (named in errors)."""
+    try:
+        text = data.decode("utf-8-sig")  # a byte-order mark is harmless
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text, so not JSON ({e.reason} at byte "
+                         f"{e.start}).") from None
+    if not text.strip():
+        raise InputError(f"{path}: empty, not JSON (an interrupted download or copy?).")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}: not valid JSON ({_json_problem(e, text)}).") from None
+    if expect is not None and not isinstance(value, expect):
+        raise InputError(f"{path}: holds {_JSON_KINDS[type(value)]}, not {_JSON_KINDS[expect]}.")
+    return value
+
+
+def _json_problem(error, text):
+    """Where and why JSON parsing stopped; a text that breaks off early says so."""
+    where = f"line {error.lineno} column {error.colno}"
+    if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
+        return f"it breaks off at {where}: cut short by an interrupted download or copy?"
+    return f"{error.msg} at {where}, char {error.pos}"
 
 
 @contextlib.contextmanager

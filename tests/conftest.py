@@ -86,7 +86,7 @@ def tiny_pairs_model(tmp_path_factory):
     base = tmp_path_factory.mktemp("models")
     info = dict(task="classification", seq_length=16, lower_case=True, labels=["no", "yes"],
                 text_fields=["text_a", "text_b"])
-    version_dir = export.export_model(model, tokenizer, info, base / "saved", "pairs")
+    version_dir = export.export_saved_model(model, tokenizer, info, base / "saved", "pairs")
     model.encoder.save_pretrained(str(base / "encoder"), tokenizer=tokenizer)
     task_io.save_task(str(base / "task"), model, tokenizer, "classification", 16,
                       labels=["no", "yes"], text_fields=["text_a", "text_b"])

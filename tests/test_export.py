@@ -110,7 +110,7 @@ def test_export_fails_and_leaves_nothing_on_unservable_op(tmp_path, tokenizer, e
                                                           monkeypatch):
     monkeypatch.setattr(op_audit, "TF_SERVING_TEXT_OPS", frozenset())  # tf-text ops now "missing"
     with pytest.raises(op_audit.OpAuditError, match="FastWordpieceTokenizeWithOffsets"):
-        export.export_model(encoder, tokenizer, _info("encoder"), tmp_path, "enc")
+        export.export_saved_model(encoder, tokenizer, _info("encoder"), tmp_path, "enc")
     assert os.listdir(tmp_path / "enc") == []
 
 
@@ -122,7 +122,7 @@ def test_export_removes_what_a_killed_export_left_and_keeps_a_running_one(tmp_pa
     (tmp_path / "enc" / f".tmp-1-{os.getppid()}").mkdir()  # a live process, still exporting
     monkeypatch.setattr(op_audit, "TF_SERVING_TEXT_OPS", frozenset())  # fail after the cleanup
     with pytest.raises(op_audit.OpAuditError):
-        export.export_model(encoder, tokenizer, _info("encoder"), tmp_path, "enc")
+        export.export_saved_model(encoder, tokenizer, _info("encoder"), tmp_path, "enc")
     assert os.listdir(tmp_path / "enc") == [f".tmp-1-{os.getppid()}"]
 
 
@@ -145,7 +145,7 @@ def classifier_export(tmp_path_factory, tokenizer, encoder):
     model = models.BertClassifier(encoder, num_classes=3)
     base = tmp_path_factory.mktemp("saved_models")
     info = _info("classification", labels=["neg", "neu", "pos"], text_fields=["text_a", "text_b"])
-    path = export.export_model(model, tokenizer, info, base, "pairs")
+    path = export.export_saved_model(model, tokenizer, info, base, "pairs")
     return model, path
 
 
@@ -212,7 +212,7 @@ def test_classifier_served_without_project(tmp_path, tokenizer, classifier_expor
 def test_bfloat16_export_has_bfloat16_encoder_weights(tmp_path, tokenizer, classifier_export):
     model, _ = classifier_export
     info = _info("classification", labels=["neg", "neu", "pos"], text_fields=["text_a", "text_b"])
-    path = export.export_model(model, tokenizer, info, tmp_path, "pairs16", dtype="bfloat16")
+    path = export.export_saved_model(model, tokenizer, info, tmp_path, "pairs16", dtype="bfloat16")
     assert export.read_metadata(path)["dtype"] == "bfloat16"
     reader = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
     dtypes = reader.get_variable_to_dtype_map()  # the encoder's weights, not cast per request

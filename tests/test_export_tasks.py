@@ -32,11 +32,11 @@ def test_every_model_type_served_without_project(tmp_path, tokenizer, encoder):
                        _info("regression")),
     }
     base = tmp_path / "saved_models"
-    paths = {task: export.export_model(m, tokenizer, info, base, task) for task, (m, info) in cases.items()}
+    paths = {task: export.export_saved_model(m, tokenizer, info, base, task) for task, (m, info) in cases.items()}
     # Versions: the next free integer; a taken version is refused.
     assert export.next_version(base / "encoder") == 2
     with pytest.raises(FileExistsError):
-        export.export_model(encoder, tokenizer, _info("encoder"), base, "encoder", version=1)
+        export.export_saved_model(encoder, tokenizer, _info("encoder"), base, "encoder", version=1)
     extra = {
         paths["tagging"]: [["serving_default", {"text": _enc(np.array(["", LONG_TEXT, b"caf\xe9 x"], object))}]],
         paths["span_qa"]: [["serving_default", {"question": _enc(np.array(["who?", ""], object)),

@@ -172,8 +172,16 @@ def test_teacher_weights_are_not_trained(tiny_encoder):
     assert {id(v) for v in model.encoder.trainable_weights} <= trained
 
 
+def test_electra_and_distillation_imply_no_pair_task():
+    for objective, pair_mode in (("mlm", "nsp"), ("electra", "none"), ("distill", "none")):
+        config = PretrainConfig(model_dir="/tmp/x", objective=objective, teacher_checkpoint=(
+            "/tmp" if objective == "distill" else None),
+            train_text="bert_keras/assets/web_bible_corpus.txt.gz")
+        assert config.pair_mode == pair_mode
+
+
 @pytest.mark.parametrize("options, message", [
-    (dict(objective="electra"), "trains no sentence-pair task"),
+    (dict(objective="electra", pair_mode="nsp"), "trains no sentence-pair task"),
     (dict(objective="distill", pair_mode="none"), "needs --teacher_checkpoint"),
     (dict(objective="electra", pair_mode="none", generator_size=1.5), "generator_size"),
     (dict(objective="mlm", teacher_checkpoint="/tmp"), "only it takes one"),

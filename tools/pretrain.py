@@ -8,9 +8,9 @@ Example (a small BERT on the bundled corpus, a few minutes on 2 CPU cores):
 ELECTRA on the same data, and a student distilled from that BERT:
 
   python tools/pretrain.py --flagfile=flags/pretrain_mini.flags --objective=electra \
-    --pair_mode=none --model_dir=/tmp/electra_mini
+    --model_dir=/tmp/electra_mini
   python tools/pretrain.py --flagfile=flags/pretrain_mini.flags --objective=distill \
-    --pair_mode=none --teacher_checkpoint=/tmp/bert_mini --model_dir=/tmp/distil_mini
+    --teacher_checkpoint=/tmp/bert_mini --model_dir=/tmp/distil_mini
 
 Rerun the same command after a crash to resume from the last checkpoint. The encoder lands
 in MODEL_DIR/encoder (load it with bk.BertEncoder.from_pretrained); TensorBoard scalars in

@@ -110,3 +110,17 @@ def try_load_head(load, model, path, labels=None):
     except checkpoints.CheckpointError:
         return False
     return True
+
+
+def fine_tuned_labels(path, head):
+    """The label names (id2label, placeholders included) of a fine-tuned Hugging Face
+    checkpoint whose `architectures` names `head` (e.g. "ForTokenClassification"), else None.
+
+    >>> fine_tuned_labels("tests/fixtures/families/roberta_tagger", "ForTokenClassification")
+    ['O', 'B-PER', 'I-PER', 'B-LOC', 'I-LOC']
+    """
+    if checkpoints.detect_format(path) != "huggingface":
+        return None
+    if not (huggingface.head_architecture(path) or "").endswith(head):
+        return None
+    return huggingface.label_names(huggingface.read_config(path)[1]) or None

@@ -37,13 +37,20 @@ own weights and the result is divided by the number of replicas, as Keras does f
 own losses.
 """
 
-import keras
-import tensorflow as tf  # noqa: F401  (the doctests use it)
+import os
 
-from bert_keras.models import heads
+import keras
+import tensorflow as tf
+
+from bert_keras.errors import InputError
+from bert_keras.models import head_checkpoints, heads, text_inputs
+from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.losses import TokenAccuracy, TokenCrossEntropy
+from bert_keras.models.task_directory import is_task_directory, load_task_directory
+from bert_keras.models.text_preprocessor import TEXT_FIELDS, TextPreprocessor
 from bert_keras.names import INPUT_NAMES
 from bert_keras.optimization import AdamW
+from bert_keras.text.tokenizers import load_tokenizer
 
 PROBLEM_TYPES = ("single_label", "multi_label", "regression")
 
@@ -58,14 +65,95 @@ def _encoder_inputs():
 
 
 class _BertTask(keras.Model):
-    """Shared machinery: "auto" compile defaults, target renaming, (de)serialization."""
+    """Shared machinery: "auto" compile defaults, target renaming, (de)serialization, raw
+    text through the carried preprocessor, `from_pretrained`."""
 
     default_learning_rate = 5e-5
+    head_name = None  # the head layer's attribute, kept by from_pretrained when it fits
+    # The class name ending of transformers' model with this head, and head_checkpoints'
+    # loader of that head.
+    transformers_head = None
+    load_transformers_head = None
 
-    def _finish_init(self, encoder, output_keys=None):
+    def _finish_init(self, encoder, output_keys=None, preprocessor=None):
         self.encoder = encoder
+        self.preprocessor = preprocessor  # TextPreprocessor or None (ids only)
         self._output_keys = list(output_keys or [])  # Keys of a dict output, in order.
         self.compile()
+
+    # --- from a checkpoint directory -----------------------------------------------------
+    @classmethod
+    def from_pretrained(cls, path, seq_length=128, **kwargs):
+        """This task model over the encoder of checkpoint directory `path` (transformers,
+        Google TF1, ours, or a task directory of tools/finetune.py), carrying its tokenizer
+        (`seq_length`: the longest packed row). A fine-tuned head in the directory is kept
+        when its shape fits; `kwargs` go to the constructor (e.g. `num_classes`)."""
+        path = os.fspath(path)
+        if is_task_directory(path):
+            trained, tokenizer, info = load_task_directory(path)
+            encoder, labels = getattr(trained, "encoder", trained), info.get("labels")
+        else:
+            trained, tokenizer = None, load_tokenizer(path)
+            encoder = BertEncoder.from_pretrained(path)
+            encoder.check_tokenizer(tokenizer, path)
+            labels = head_checkpoints.fine_tuned_labels(path, cls.transformers_head)
+        model = cls(encoder, preprocessor=TextPreprocessor(tokenizer, seq_length),
+                    **cls._pretrained_arguments(path, trained, labels, dict(kwargs)))
+        if isinstance(trained, cls):
+            model._keep_head(trained)
+        elif trained is None and cls.load_transformers_head is not None:
+            head_checkpoints.try_load_head(cls.load_transformers_head, model, path)
+        return model
+
+    @classmethod
+    def _pretrained_arguments(cls, path, trained, labels, kwargs):
+        """The constructor arguments that the directory decides unless `kwargs` gives them:
+        `trained` is a task directory's model (or None), `labels` its head's label names."""
+        return kwargs
+
+    def _keep_head(self, trained):
+        """The head weights of `trained` (a task directory's model of this class) when each
+        has this head's shape."""
+        mine, theirs = getattr(self, self.head_name), getattr(trained, self.head_name)
+        weights = theirs.get_weights()
+        if [w.shape for w in weights] == [tuple(v.shape) for v in mine.weights]:
+            mine.set_weights(weights)
+
+    # --- raw text ------------------------------------------------------------------------
+    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        """(x, y, sample_weight, batch_size) for Keras: raw text becomes a dataset of packed
+        batches (the preprocessor in the input pipeline); anything else is unchanged."""
+        if self.preprocessor is None or not text_inputs.is_text(x):
+            return x, y, sample_weight, batch_size
+        self.preprocessor.text_fields = TEXT_FIELDS[text_inputs.text_count(x)]
+        return text_inputs.text_dataset(x, self.preprocessor, y, sample_weight, batch_size,
+                                        shuffle), None, None, None
+
+    def _validation_text(self, data):
+        if isinstance(data, tuple) and text_inputs.is_text(data[0]):
+            return self._text(*data)[0]
+        return self._text(data)[0] if data is not None else None
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, sample_weight=None,
+            validation_data=None, shuffle=True, **kwargs):
+        """Keras `fit`; `x` may also be raw text (see `text_inputs`) when the model carries a
+        preprocessor (`from_pretrained`)."""
+        x, y, sample_weight, batch_size = self._text(x, y, sample_weight, batch_size, shuffle)
+        shuffle = shuffle and not isinstance(x, tf.data.Dataset)  # ours is shuffled already
+        return super().fit(x, y, batch_size=batch_size, epochs=epochs,
+                           sample_weight=sample_weight, shuffle=shuffle,
+                           validation_data=self._validation_text(validation_data), **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """Keras `evaluate`; `x` may be raw text, as in `fit`."""
+        x, y, sample_weight, batch_size = self._text(x, y, sample_weight, batch_size)
+        return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
+                                **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """Keras `predict`; `x` may be raw text, as in `fit`."""
+        x, _, _, batch_size = self._text(x, batch_size=batch_size)
+        return super().predict(x, batch_size=batch_size, **kwargs)
 
     # --- compile defaults -------------------------------------------------------------
     def _default_loss(self):
@@ -151,17 +239,22 @@ class _BertTask(keras.Model):
         raise NotImplementedError
 
     def get_config(self):
-        return dict(
+        config = dict(
             name=self.name,
             trainable=self.trainable,
             encoder=keras.saving.serialize_keras_object(self.encoder),
             **self._task_config(),
         )
+        if self.preprocessor is not None:
+            config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
+        return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        for key in ("encoder", "preprocessor"):
+            if config.get(key) is not None:
+                config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
 
 
@@ -277,8 +370,12 @@ class BertClassifier(_BertTask):
     (4, 3)
     """
 
+    head_name = "classification_head"
+    transformers_head = "ForSequenceClassification"
+    load_transformers_head = staticmethod(head_checkpoints.load_classification_head)
+
     def __init__(self, encoder, num_classes, problem_type="single_label", dropout=0.1,
-                 hidden_activation=None, **kwargs):
+                 hidden_activation=None, labels=None, preprocessor=None, **kwargs):
         if problem_type not in PROBLEM_TYPES:
             raise ValueError(f"BertClassifier: problem_type must be one of {PROBLEM_TYPES}, got {problem_type!r}.")
         head = heads.ClassificationHead(
@@ -293,8 +390,23 @@ class BertClassifier(_BertTask):
         self.problem_type = problem_type
         self.dropout = dropout
         self.hidden_activation = hidden_activation
+        self.labels = _label_names(labels, num_classes)
         self.classification_head = head
-        self._finish_init(encoder)
+        self._finish_init(encoder, preprocessor=preprocessor)
+
+    @classmethod
+    def _pretrained_arguments(cls, path, trained, labels, kwargs):
+        if kwargs.get("num_classes") is None:
+            kwargs["num_classes"] = _class_count(path, labels)
+        if isinstance(trained, cls):
+            kwargs.setdefault("problem_type", trained.problem_type)
+            kwargs.setdefault("hidden_activation", trained.hidden_activation)
+        else:
+            kwargs.setdefault("hidden_activation",
+                              head_checkpoints.classifier_head_activation(path))
+        if labels is not None and len(labels) == kwargs["num_classes"]:
+            kwargs.setdefault("labels", labels)
+        return kwargs
 
     def _default_loss(self):
         if self.problem_type == "single_label":
@@ -312,7 +424,7 @@ class BertClassifier(_BertTask):
 
     def _task_config(self):
         return dict(num_classes=self.num_classes, problem_type=self.problem_type, dropout=self.dropout,
-                    hidden_activation=self.hidden_activation)
+                    hidden_activation=self.hidden_activation, labels=self.labels)
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -336,7 +448,12 @@ class BertTokenClassifier(_BertTask):
     (2, 6, 5)
     """
 
-    def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
+    head_name = "token_classification_head"
+    transformers_head = "ForTokenClassification"
+    load_transformers_head = staticmethod(head_checkpoints.load_token_classification_head)
+
+    def __init__(self, encoder, num_classes, dropout=0.1, labels=None, preprocessor=None,
+                 **kwargs):
         head = heads.TokenClassificationHead(
             num_classes, dropout=dropout, initializer_range=encoder.initializer_range,
             dtype=encoder.dtype_policy, name="token_classification_head",
@@ -346,8 +463,17 @@ class BertTokenClassifier(_BertTask):
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
+        self.labels = _label_names(labels, num_classes)
         self.token_classification_head = head
-        self._finish_init(encoder)
+        self._finish_init(encoder, preprocessor=preprocessor)
+
+    @classmethod
+    def _pretrained_arguments(cls, path, trained, labels, kwargs):
+        if kwargs.get("num_classes") is None:
+            kwargs["num_classes"] = _class_count(path, labels)
+        if labels is not None and len(labels) == kwargs["num_classes"]:
+            kwargs.setdefault("labels", labels)
+        return kwargs
 
     def _default_loss(self):
         return TokenCrossEntropy(epsilon=0.0, ignore_negative_labels=True)
@@ -356,7 +482,7 @@ class BertTokenClassifier(_BertTask):
         return [TokenAccuracy(name="accuracy")]
 
     def _task_config(self):
-        return dict(num_classes=self.num_classes, dropout=self.dropout)
+        return dict(num_classes=self.num_classes, dropout=self.dropout, labels=self.labels)
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -383,7 +509,11 @@ class BertSpanQA(_BertTask):
 
     _RENAMES = {"start_positions": "start_logits", "end_positions": "end_logits"}
 
-    def __init__(self, encoder, **kwargs):
+    head_name = "span_head"
+    transformers_head = "ForQuestionAnswering"
+    load_transformers_head = staticmethod(head_checkpoints.load_span_head)
+
+    def __init__(self, encoder, preprocessor=None, **kwargs):
         head = heads.SpanHead(
             initializer_range=encoder.initializer_range, dtype=encoder.dtype_policy, name="span_head"
         )
@@ -391,7 +521,7 @@ class BertSpanQA(_BertTask):
         start, end = head(encoder(inputs)["sequence_output"], inputs["input_mask"])  # (B, T) each
         super().__init__(inputs=inputs, outputs={"start_logits": start, "end_logits": end}, **kwargs)
         self.span_head = head
-        self._finish_init(encoder, ["start_logits", "end_logits"])
+        self._finish_init(encoder, ["start_logits", "end_logits"], preprocessor=preprocessor)
 
     def _default_loss(self):
         return {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -409,3 +539,20 @@ class BertSpanQA(_BertTask):
 
     def _task_config(self):
         return {}
+
+
+def _label_names(labels, num_classes):
+    """`labels` as a list of num_classes strings, or None (unnamed, or transformers'
+    placeholders LABEL_0, LABEL_1, ...)."""
+    if labels is None or list(labels) == [f"LABEL_{i}" for i in range(len(labels))]:
+        return None
+    if len(labels) != num_classes:
+        raise ValueError(f"{len(labels)} labels {list(labels)[:5]} for {num_classes} classes.")
+    return [str(label) for label in labels]
+
+
+def _class_count(path, labels):
+    if not labels:
+        raise InputError(f"{path} has no fine-tuned head that names its classes: give "
+                         "num_classes=.")
+    return len(labels)

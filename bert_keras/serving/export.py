@@ -46,7 +46,9 @@ from bert_keras.serving import op_audit
 from bert_keras.serving import signatures as sigs
 from bert_keras.serving.export_config import DTYPES
 from bert_keras.serving.warmup import warmup_requests, write_warmup
+from bert_keras.errors import InputError
 from bert_keras.tasks import task_io
+from bert_keras.tasks.registry import task_of_model
 from bert_keras.text.tokenizers import load_tokenizer
 
 METADATA_FILE = "bert_keras_metadata.json"
@@ -153,8 +155,36 @@ def _remove_abandoned_exports(model_dir):
         shutil.rmtree(os.path.join(model_dir, name), ignore_errors=True)
 
 
-def export_model(model, tokenizer, info, base_dir, model_name, version=None, dtype="float32",
-                 top_k=5, max_answer_tokens=30, extra_allowed_ops=(), examples=None):
+def export_model(model, export_dir_base, model_name, labels=None, seq_length=None, **kwargs):
+    """Exports a task model built in user code (`BertClassifier.from_pretrained(...)`, then
+    `fit`) as `tools/export.py` does: BASE/MODEL_NAME/VERSION/, warmed up and audited.
+
+    The tokenizer is the model's preprocessor's, the task type its class's
+    (`registry.task_of_model`), the label names `labels` or the model's, the inputs those it
+    was fit on (`text`, or `text_a` + `text_b`); `seq_length` defaults to the
+    preprocessor's. `kwargs`: version, dtype, top_k, ... of `export_saved_model`. Returns the
+    version directory.
+
+    >>> path = bk.export_model(classifier, "saved_models", "topics",  # doctest: +SKIP
+    ...                        labels=["law", "poetry", "prophecy"])
+    """
+    preprocessor = getattr(model, "preprocessor", None)
+    if preprocessor is None:
+        raise InputError(f"{type(model).__name__} carries no tokenizer: build it with "
+                         "from_pretrained(...), or pass preprocessor=TextPreprocessor(tokenizer).")
+    task = task_of_model(model)
+    labels = labels if labels is not None else getattr(model, "labels", None)
+    info = dict(task=task.name, labels=None if labels is None else [str(x) for x in labels],
+                seq_length=seq_length or preprocessor.seq_length,
+                lower_case=preprocessor.tokenizer.lower_case,
+                text_fields=list(preprocessor.text_fields))
+    return export_saved_model(model, preprocessor.tokenizer, info, export_dir_base, model_name,
+                              **kwargs)
+
+
+def export_saved_model(model, tokenizer, info, base_dir, model_name, version=None,
+                       dtype="float32", top_k=5, max_answer_tokens=30, extra_allowed_ops=(),
+                       examples=None):
     """Exports a Keras task model (or bare encoder) to BASE_DIR/MODEL_NAME/VERSION/.
 
     Args:
@@ -237,12 +267,12 @@ def _tf_variable(variable):
 
 def export_task(task_dir, base_dir, model_name=None, **kwargs):
     """Exports a trained task directory (`bert_keras.tasks.task_io.save_task`); see
-    `export_model`. model_name defaults to the directory's name (its parent's for .../best,
-    .../final)."""
+    `export_saved_model`. model_name defaults to the directory's name (its parent's for
+    .../best, .../final)."""
     model, tokenizer, info = task_io.load_task(task_dir)
     if model_name is None:
         model_name = default_model_name(task_dir)
-    return export_model(model, tokenizer, info, base_dir, model_name, **kwargs)
+    return export_saved_model(model, tokenizer, info, base_dir, model_name, **kwargs)
 
 
 def run_export(config):
@@ -258,11 +288,11 @@ def run_export(config):
                     lower_case=tokenizer.lower_case, text_fields=["text"])
     if config.seq_length:
         info = dict(info, seq_length=config.seq_length)
-    return export_model(model, tokenizer, info, config.export_dir_base,
-                        config.model_name or default_model_name(source), version=config.version,
-                        dtype=config.dtype, top_k=config.top_k,
-                        max_answer_tokens=config.max_answer_tokens,
-                        extra_allowed_ops=config.allow_ops)
+    return export_saved_model(model, tokenizer, info, config.export_dir_base,
+                              config.model_name or default_model_name(source),
+                              version=config.version, dtype=config.dtype, top_k=config.top_k,
+                              max_answer_tokens=config.max_answer_tokens,
+                              extra_allowed_ops=config.allow_ops)
 
 
 def default_model_name(path):

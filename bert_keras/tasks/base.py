@@ -92,6 +92,10 @@ class Task:
 
     # -- model and evaluation -----------------------------------------------------------------
 
+    def builds(self, model):
+        """Whether `model` is a model of this task type (`registry.task_of_model`)."""
+        return False
+
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):
         """The task model over `encoder`; `checkpoint`: the directory the encoder came from
         (a family's own head, or a fine-tuned head, may come with it)."""

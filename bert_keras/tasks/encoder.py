@@ -1,5 +1,6 @@
 """A bare encoder in an export: text in, the pooled and per-token representations out."""
 
+from bert_keras.models.encoder import BertEncoder
 from bert_keras.tasks.base import Task
 
 
@@ -9,6 +10,9 @@ class Encoder(Task):
     name = "encoder"
     finetunable = False
     needs_label_map = False
+
+    def builds(self, model):
+        return isinstance(model, BertEncoder)
 
     def serve(self, fns, texts):
         inputs, _ = self.preprocess(fns, texts)

@@ -8,6 +8,7 @@ Shape legend: B batch, P [MASK] tokens of a text, K top-k predictions, V vocabul
 
 import tensorflow as tf
 
+from bert_keras.models.task_models import BertPretrainer
 from bert_keras.tasks.base import Task
 
 MASK_LITERAL = "[MASK]"
@@ -19,6 +20,9 @@ class Pretraining(Task):
     name = "pretraining"
     finetunable = False
     needs_label_map = False
+
+    def builds(self, model):
+        return isinstance(model, BertPretrainer)
 
     def export_metadata(self, fns):
         return {"top_k": fns.top_k}

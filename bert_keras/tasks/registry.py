@@ -23,6 +23,14 @@ TASKS = tuple(TASK_TYPES)
 FINETUNING_TASKS = tuple(name for name, cls in TASK_TYPES.items() if cls.finetunable)
 
 
+def task_of_model(model):
+    """The Task object whose `builds(model)` is true; ValueError if none."""
+    for cls in TASK_TYPES.values():
+        if cls().builds(model):
+            return cls()
+    raise ValueError(f"{type(model).__name__} is not a model of a task type {TASKS}.")
+
+
 def get_task(name):
     """The Task object of a task name; ValueError naming the known ones."""
     if name not in TASK_TYPES:

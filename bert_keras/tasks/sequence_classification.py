@@ -37,6 +37,9 @@ class SequenceClassificationTask(Task):
     def num_outputs(self, label_map):
         return len(label_map)
 
+    def builds(self, model):
+        return isinstance(model, BertClassifier) and model.problem_type == self.problem_type
+
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):
         """BertClassifier with the head of the checkpoint's family (RoBERTa, ELECTRA and
         DistilBERT have their own), and its weights when the checkpoint is a fine-tuned

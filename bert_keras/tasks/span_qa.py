@@ -44,6 +44,9 @@ class SpanQA(Task):
         return spans.span_features(examples, tokenizer, max_seq_length, doc_stride,
                                    max_query_length)
 
+    def builds(self, model):
+        return isinstance(model, BertSpanQA)
+
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):
         """BertSpanQA, with the head of a fine-tuned `*ForQuestionAnswering` checkpoint."""
         model = BertSpanQA(encoder)

@@ -37,6 +37,9 @@ class Tagging(Task):
     def featurize(self, examples, tokenizer, label_map, *, max_seq_length, **unused):
         return features.tagging_features(examples, tokenizer, max_seq_length, label_map)
 
+    def builds(self, model):
+        return isinstance(model, BertTokenClassifier)
+
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):
         """BertTokenClassifier, with the head of a fine-tuned `*ForTokenClassification`
         checkpoint when its tags are these."""

