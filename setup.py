@@ -5,8 +5,10 @@ setuptools.setup(
     name="bert_keras",
     version="0.1.0",
     description="BERT in TensorFlow 2.21 / Keras 3: data, pretraining, fine-tuning, serving.",
-    packages=setuptools.find_packages(include=["bert_keras", "bert_keras.*"]) + ["bert_keras_tools"],
-    # tools/ is installed as the package bert_keras_tools: the console scripts below import it.
+    packages=setuptools.find_packages(include=["bert_keras", "bert_keras.*"])
+    + ["bert_keras_tools", "bert_keras_tools.bench"],
+    # tools/ is installed as the package bert_keras_tools (tools/bench/ as bert_keras_tools.bench,
+    # the benchmarks' parts): the console scripts below import it.
     package_dir={"bert_keras_tools": "tools"},
     package_data={"bert_keras": ["assets/*"]},
     python_requires=">=3.10,<3.13",
@@ -22,8 +24,8 @@ setuptools.setup(
     entry_points={"console_scripts": [
         f"bert-keras-{tool.replace('_', '-')} = bert_keras_tools.{tool}:run" for tool in (
             "build_vocab", "create_pretraining_data", "pretrain", "finetune", "export",
-            "predict", "convert_checkpoint", "benchmark", "benchmark_data", "quickstart")
-    ]},
+            "predict", "convert_checkpoint", "benchmark", "quickstart")
+    ] + ["bert-keras-benchmark-data = bert_keras_tools.bench.data:run"]},
     extras_require={
         # To read the scalars the tools write (MODEL_DIR/train, OUTPUT_DIR): the tools write
         # them with tf.summary alone, so TensorBoard itself is optional.

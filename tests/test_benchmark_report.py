@@ -3,8 +3,7 @@ per-CPU-kind layout. Pure Python on synthetic rows: nothing is measured, no Tens
 
 import doctest
 
-from bert_keras_tools import (benchmark_file, benchmark_goals, benchmark_machine,
-                              benchmark_report, benchmark_table)
+from bert_keras_tools.bench import file, goals, machine, report, table
 
 
 def row(section, shape, system, value, metric="sequences/s", **extra):
@@ -26,18 +25,18 @@ def encoder_rows(ours, hf):
 
 
 def test_encoder_goal_compares_each_family_at_its_best():
-    found = benchmark_goals.goals(encoder_rows(98.3, 90.6))
+    found = goals.goals(encoder_rows(98.3, 90.6))
     goal = goal_of(found, "encoder inference bert_tiny 32x128")
     assert goal.status == "met"
     assert goal.measured.startswith(
         "1.08x (98.3 vs 90.6 seq/s: bert_keras bf16 vs HF torch bf16 weights")
-    found = benchmark_goals.goals(encoder_rows(80.0, 90.6))
+    found = goals.goals(encoder_rows(80.0, 90.6))
     assert goal_of(found, "encoder inference").status == "missed"
 
 
 def test_goals_without_rows_say_what_is_missing():
     rows = encoder_rows(98.3, 90.6)
-    found = benchmark_goals.goals([r for r in rows if not r["system"].startswith("HF")])
+    found = goals.goals([r for r in rows if not r["system"].startswith("HF")])
     assert goal_of(found, "encoder inference").status == "not measured (no HF row with a figure)"
     assert goal_of(found, "encoder on real sentences bert_tiny").status.startswith("not measured")
     assert (goal_of(found, "bert_base inference").status
@@ -48,7 +47,7 @@ def test_goals_without_rows_say_what_is_missing():
 def test_failed_rows_do_not_count():
     rows = encoder_rows(98.3, 90.6)
     rows.append(row("encoder", "bert_tiny 32x128", "bert_keras bf16 weights", None, error="OOM"))
-    assert goal_of(benchmark_goals.goals(rows), "encoder inference").status == "met"
+    assert goal_of(goals.goals(rows), "encoder inference").status == "met"
 
 
 def test_real_sentences_goal_takes_bucketed_bert_keras_rows_only():
@@ -56,7 +55,7 @@ def test_real_sentences_goal_takes_bucketed_bert_keras_rows_only():
     rows = [row("encoder (real sentences)", shape, "bert_keras bf16 weights bucketed", 200.0),
             row("encoder (real sentences)", shape, "bert_keras bf16 weights pad-128", 300.0),
             row("encoder (real sentences)", shape, "HF torch bf16 autocast bucketed", 250.0)]
-    goal = goal_of(benchmark_goals.goals(rows), "encoder on real sentences")
+    goal = goal_of(goals.goals(rows), "encoder on real sentences")
     assert (goal.status, goal.measured[:5]) == ("missed", "0.80x")
 
 
@@ -67,12 +66,12 @@ def test_training_goals_vs_keras_hub_and_hf():
         ("keras-hub BertTextClassifier bf16", 21.0))]
     vs_keras_hub = f"fine-tuning train step {shape}: best bert_keras ≥ 1.5x"
     vs_hf = f"fine-tuning train step {shape}: best bert_keras ≥ 1.0x"
-    found = benchmark_goals.goals(rows)
+    found = goals.goals(rows)
     goal = goal_of(found, vs_keras_hub)
     assert (goal.status, goal.measured[:5]) == ("met", "1.50x")  # vs the best keras-hub (bf16)
     assert goal_of(found, vs_hf).status == "not measured (no HF row with a figure)"
     rows.append(row("finetune", shape, "HF torch bf16 autocast train", 35.0, metric))
-    goal = goal_of(benchmark_goals.goals(rows), vs_hf)
+    goal = goal_of(goals.goals(rows), vs_hf)
     assert (goal.status, goal.measured[:5]) == ("missed", "0.90x")
     goal = goal_of(found, "pretraining train step bert_tiny: best bert_keras ≥ 1.5x")
     assert goal.status == "not measured (no pretrain rows for bert_tiny)"
@@ -90,11 +89,11 @@ def export_rows(ours_p50, hf_p50):
 
 
 def test_export_latency_goal_lower_is_better():
-    goal = goal_of(benchmark_goals.goals(export_rows(10.7, 16.2)), "exported model p50")
+    goal = goal_of(goals.goals(export_rows(10.7, 16.2)), "exported model p50")
     assert goal.status == "met"
     assert goal.measured == ("1.51x (p50 10.7 vs 16.2 ms; p99 14.1 vs 18.7 ms: "
                              "bert_keras SavedModel bf16 vs HF torch f32 eager)")
-    goal = goal_of(benchmark_goals.goals(export_rows(22.5, 16.2)), "exported model p50")
+    goal = goal_of(goals.goals(export_rows(22.5, 16.2)), "exported model p50")
     assert goal.status == "missed"
 
 
@@ -103,38 +102,38 @@ def test_base_peak_share_goal():
     base = [row("encoder", "bert_base 32x128", "bert_keras bf16 weights", 36.6, mfu=0.85),
             row("encoder", "bert_base 32x128", "bert_keras f32", 14.5, mfu=0.95),
             row("encoder", "bert_base 32x128", "HF torch f32", 12.7, mfu=0.2)]
-    goal = goal_of(benchmark_goals.goals([peak] + base), "bert_base inference")
+    goal = goal_of(goals.goals([peak] + base), "bert_base inference")
     assert (goal.status, goal.measured[:4]) == ("met", "85% ")  # the fastest row's, not the highest
     base[0]["mfu"] = 0.5
-    assert goal_of(benchmark_goals.goals([peak] + base), "bert_base inference").status == "missed"
-    goal = goal_of(benchmark_goals.goals(base), "bert_base inference")
+    assert goal_of(goals.goals([peak] + base), "bert_base inference").status == "missed"
+    goal = goal_of(goals.goals(base), "bert_base inference")
     assert goal.status == "not measured (no bf16 matmul peak in this run)"
 
 
 def test_float32_goal_against_the_previous_run_of_the_kind():
     xla = row("encoder", "bert_tiny 32x128", "bert_keras f32 XLA", 40.0)
     now = encoder_rows(98.3, 90.6) + [xla] + export_rows(10.7, 16.2)  # latencies not compared
-    assert (goal_of(benchmark_goals.goals(now), "float32").status
+    assert (goal_of(goals.goals(now), "float32").status
             == "not measured (no earlier run of this kind)")
     before = [dict(r, value=r["value"] * 1.02) for r in now]  # 2% faster before: within 5%
-    goal = goal_of(benchmark_goals.goals(now, before), "float32")
+    goal = goal_of(goals.goals(now, before), "float32")
     assert (goal.status, goal.measured[:11]) == ("met", "worst 0.98x")
     assert goal.measured.endswith("; 2 rows compared")
     before = [dict(r, value=50.0) if r["system"] == xla["system"] else r for r in before]
-    goal = goal_of(benchmark_goals.goals(now, before), "float32")
+    goal = goal_of(goals.goals(now, before), "float32")
     assert goal.status == "missed"
     assert goal.measured.startswith("worst 0.80x (40.0 vs 50.0 seq/s: encoder bert_tiny 32x128 "
                                     "bert_keras f32 XLA)")
     other = [dict(r, shape="bert_other 32x128") for r in before]
-    goal = goal_of(benchmark_goals.goals(now, other), "float32")
+    goal = goal_of(goals.goals(now, other), "float32")
     assert goal.status == "not measured (no bert_keras f32 row in both runs)"
 
 
 def test_cpu_kind_from_flags():
-    assert benchmark_machine.cpu_kind({"avx2", "avx512_bf16", "amx_bf16"}) == "AMX"
-    assert benchmark_machine.cpu_kind({"avx2", "avx512_bf16"}) == "AVX512-BF16"
-    assert benchmark_machine.cpu_kind({"avx2", "avx512f"}) == "AVX2"
-    assert benchmark_machine.cpu_kind(set()) == "other"
+    assert machine.cpu_kind({"avx2", "avx512_bf16", "amx_bf16"}) == "AMX"
+    assert machine.cpu_kind({"avx2", "avx512_bf16"}) == "AVX512-BF16"
+    assert machine.cpu_kind({"avx2", "avx512f"}) == "AVX2"
+    assert machine.cpu_kind(set()) == "other"
 
 
 def finished_rows():
@@ -143,13 +142,13 @@ def finished_rows():
              for r in encoder_rows(98.278, 90.63)]
     rows.append(row("encoder", "bert_tiny 32x128", "keras-hub default (predict)", None,
                     error="worker died | exit 1\nTraceback"))
-    return benchmark_report.finish_rows(rows, "value")
+    return report.finish_rows(rows, "value")
 
 
 def test_results_table_round_trips():
     rows = finished_rows()
-    parsed = benchmark_table.parse_results("text before\n\n" + benchmark_table.render_results(rows)
-                                           + "\n\ntext after\n")
+    parsed = table.parse_results("text before\n\n" + table.render_results(rows)
+                                 + "\n\ntext after\n")
     assert len(parsed) == len(rows)
     for original, back in zip(rows, parsed):
         for key in ("section", "shape", "system", "metric"):
@@ -162,7 +161,7 @@ def test_results_table_round_trips():
     assert parsed[1]["value"] == 98.3 and parsed[1]["mfu"] == 0.8
     assert parsed[-1]["value"] is None
     assert parsed[-1]["error"] == "worker died | exit 1 Traceback"
-    assert benchmark_table.parse_results("no table here\n") == []
+    assert table.parse_results("no table here\n") == []
 
 
 NOTES = ("## Notes\n\nHand-written; mentions\n## CPU kind: AMX\nwithout being a section.\n\n"
@@ -173,44 +172,44 @@ def section(kind, rows, previous=None, date="2026-11-23"):
     run = dict(kind=kind, command="python tools/benchmark.py --sections=encoder", rounds=1,
                basis="value", machine=f"a CPU, 2 CPU cores, CPU kind {kind}", date=date,
                versions="tensorflow 2.21.0")
-    return benchmark_report.render_section(rows, previous, run)
+    return report.render_section(rows, previous, run)
 
 
 def test_a_run_replaces_only_its_own_kinds_section():
     amx = section("AMX", finished_rows(), date="2026-11-22")
     old_avx = section("AVX512-BF16", finished_rows())
-    text = benchmark_file.INTRO + amx + old_avx + NOTES
-    intro, sections, notes = benchmark_file.split(text)
+    text = file.INTRO + amx + old_avx + NOTES
+    intro, sections, notes = file.split(text)
     assert (intro, [kind for kind, _ in sections], notes) == (
-        benchmark_file.INTRO, ["AMX", "AVX512-BF16"], NOTES)
+        file.INTRO, ["AMX", "AVX512-BF16"], NOTES)
 
-    previous = benchmark_table.parse_results(benchmark_file.section_of(text, "AVX512-BF16"))
+    previous = table.parse_results(file.section_of(text, "AVX512-BF16"))
     rows = [dict(r, value=r["value"] and r["value"] * 0.9) for r in finished_rows()]
     new_avx = section("AVX512-BF16", rows, previous, date="2026-11-24")
-    new = benchmark_file.replace_section(text, "AVX512-BF16", new_avx)
+    new = file.replace_section(text, "AVX512-BF16", new_avx)
 
-    assert new == benchmark_file.INTRO + amx + new_avx + NOTES
-    assert new.endswith(NOTES) and benchmark_file.section_of(new, "AMX") == amx
+    assert new == file.INTRO + amx + new_avx + NOTES
+    assert new.endswith(NOTES) and file.section_of(new, "AMX") == amx
     assert "Date: 2026-11-24" in new and "Date: 2026-11-23" not in new
     float32 = [line for line in new_avx.splitlines() if line.startswith("| float32 not slower")]
     assert float32 and float32[0].endswith("| missed |")  # 0.90x the section it replaced
 
-    added = benchmark_file.replace_section(new, "AVX2", section("AVX2", finished_rows()))
-    assert [kind for kind, _ in benchmark_file.split(added)[1]] == ["AMX", "AVX512-BF16", "AVX2"]
-    assert added.startswith(benchmark_file.INTRO + amx + new_avx) and added.endswith(NOTES)
+    added = file.replace_section(new, "AVX2", section("AVX2", finished_rows()))
+    assert [kind for kind, _ in file.split(added)[1]] == ["AMX", "AVX512-BF16", "AVX2"]
+    assert added.startswith(file.INTRO + amx + new_avx) and added.endswith(NOTES)
 
 
 def test_a_new_file_gets_the_intro_and_empty_notes():
-    text = benchmark_file.replace_section("", "AVX2", section("AVX2", finished_rows()))
-    assert text.startswith(benchmark_file.INTRO + "## CPU kind: AVX2\n")
+    text = file.replace_section("", "AVX2", section("AVX2", finished_rows()))
+    assert text.startswith(file.INTRO + "## CPU kind: AVX2\n")
     assert "### Goals\n" in text and "### Results\n" in text
-    assert text.endswith("\n\n" + benchmark_file.EMPTY_NOTES)
-    replaced = benchmark_file.replace_section(text, "AVX2", section("AVX2", []),
-                                              notes="## Notes\n\nnew\n")
+    assert text.endswith("\n\n" + file.EMPTY_NOTES)
+    replaced = file.replace_section(text, "AVX2", section("AVX2", []),
+                                    notes="## Notes\n\nnew\n")
     assert replaced.endswith("\n\n## Notes\n\nnew\n")
 
 
 def test_docstring_examples_of_the_report_modules():
     # tools/ is outside pytest's --doctest-modules paths; these examples are pure Python.
-    for module in (benchmark_file, benchmark_goals, benchmark_machine, benchmark_table):
+    for module in (file, goals, machine, table):
         assert doctest.testmod(module).failed == 0, module.__name__

@@ -9,10 +9,10 @@ import os
 
 from absl import flags
 
-from bert_keras_tools.benchmark_flops import encoder_flops, preset_shape
-from bert_keras_tools.benchmark_inputs import VOCAB_SIZE, worker_inputs, write_real_inputs
-from bert_keras_tools.benchmark_runner import measure_interleaved, wanted
-from bert_keras_tools.benchmark_timing import configure_tf, time_calls
+from bert_keras_tools.bench.flops import encoder_flops, preset_shape
+from bert_keras_tools.bench.inputs import VOCAB_SIZE, worker_inputs, write_real_inputs
+from bert_keras_tools.bench.runner import measure_interleaved, wanted
+from bert_keras_tools.bench.timing import configure_tf, time_calls
 
 FLAGS = flags.FLAGS
 

@@ -7,12 +7,12 @@ side) run them and read the flags that tools/benchmark.py defines.
 
 from absl import flags
 
-from bert_keras_tools.benchmark_encoder import (huggingface_config, huggingface_inputs,
+from bert_keras_tools.bench.encoder import (huggingface_config, huggingface_inputs,
                                                keras_hub_backbone)
-from bert_keras_tools.benchmark_flops import train_flops
-from bert_keras_tools.benchmark_inputs import VOCAB_SIZE, fixed_inputs
-from bert_keras_tools.benchmark_runner import measure_interleaved, section_hook, wanted
-from bert_keras_tools.benchmark_timing import configure_tf, time_calls
+from bert_keras_tools.bench.flops import train_flops
+from bert_keras_tools.bench.inputs import VOCAB_SIZE, fixed_inputs
+from bert_keras_tools.bench.runner import measure_interleaved, section_hook, wanted
+from bert_keras_tools.bench.timing import configure_tf, time_calls
 
 FLAGS = flags.FLAGS
 

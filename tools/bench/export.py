@@ -9,11 +9,11 @@ import tempfile
 
 from absl import flags
 
-from bert_keras_tools.benchmark_encoder import huggingface_inputs, huggingface_model
-from bert_keras_tools.benchmark_flops import encoder_flops
-from bert_keras_tools.benchmark_inputs import VOCAB_SIZE, fixed_inputs, real_sentences
-from bert_keras_tools.benchmark_runner import measure_interleaved, section_hook, wanted
-from bert_keras_tools.benchmark_timing import configure_tf, latencies, time_calls
+from bert_keras_tools.bench.encoder import huggingface_inputs, huggingface_model
+from bert_keras_tools.bench.flops import encoder_flops
+from bert_keras_tools.bench.inputs import VOCAB_SIZE, fixed_inputs, real_sentences
+from bert_keras_tools.bench.runner import measure_interleaved, section_hook, wanted
+from bert_keras_tools.bench.timing import configure_tf, latencies, time_calls
 
 FLAGS = flags.FLAGS
 
@@ -36,7 +36,8 @@ def run_bert_keras_export(spec):
     info = dict(task="encoder", labels=None, seq_length=spec["seq"], lower_case=True,
                 text_fields=["text"])
     with tempfile.TemporaryDirectory() as base:
-        path = export.export_model(encoder, tokenizer, info, base, "bench", dtype=spec["dtype"])
+        path = export.export_saved_model(encoder, tokenizer, info, base, "bench",
+                                           dtype=spec["dtype"])
         loaded = tf.saved_model.load(path)
     return measure_serving(spec, loaded.signatures["encode"],
                            lambda b: {k: tf.constant(v) for k, v in b.items()},

@@ -8,7 +8,7 @@ import gzip
 import os
 import pathlib
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]  # tools/bench/ -> the repository root
 CORPUS = REPO / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
 VOCAB_SIZE = 30522
 

@@ -3,7 +3,7 @@
 Each goal is met, missed, or not measured (and what is missing). A system family "at its
 best" is its fastest row in the group (same section, shape and metric): bert_keras, HF and
 keras-hub are the systems whose names start with those words. Rows are those of
-benchmark_report.finish_rows (or parsed back from a Results table), so `mfu` is there when
+report.finish_rows (or parsed back from a Results table), so `mfu` is there when
 the run measured the bf16 matmul peak.
 
 >>> rows = [dict(section="encoder", shape="bert_tiny 32x128", system=system,
@@ -16,7 +16,7 @@ measured='1.08x (98.3 vs 90.6 seq/s: bert_keras bf16 vs HF torch bf16 weights)',
 
 import collections
 
-from bert_keras_tools.benchmark_table import is_latency, rate
+from bert_keras_tools.bench.table import is_latency, rate
 
 Goal = collections.namedtuple("Goal", "goal measured status")
 

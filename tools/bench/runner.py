@@ -13,11 +13,11 @@ import sys
 
 from absl import flags, logging
 
-from bert_keras_tools.benchmark_inputs import REPO
+from bert_keras_tools.bench.inputs import REPO
 
 FLAGS = flags.FLAGS
-# The script a worker subprocess runs: tools/benchmark.py, next to this module.
-BENCHMARK_SCRIPT = pathlib.Path(__file__).resolve().with_name("benchmark.py")
+# The script a worker subprocess runs: tools/benchmark.py, next to this package.
+BENCHMARK_SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmark.py"
 
 
 # Section hooks for modules other engineers are writing: each returns rows or a reason.

@@ -5,9 +5,9 @@ import dataclasses
 
 from absl import app, flags
 
-from bert_keras_tools.benchmark_inputs import VOCAB_SIZE
-from bert_keras_tools.benchmark_runner import measure_interleaved
-from bert_keras_tools.benchmark_timing import configure_tf, time_calls
+from bert_keras_tools.bench.inputs import VOCAB_SIZE
+from bert_keras_tools.bench.runner import measure_interleaved
+from bert_keras_tools.bench.timing import configure_tf, time_calls
 
 FLAGS = flags.FLAGS
 

@@ -9,6 +9,7 @@ AMX, 2x with AVX512-BF16, slower on AVX2), so BENCHMARKS.md keeps one section pe
 'other'
 """
 
+import datetime
 import os
 import platform
 import subprocess
@@ -52,3 +53,10 @@ def versions_line():
         except md.PackageNotFoundError:
             pass
     return ", ".join(parts)
+
+
+def describe_run(command, rounds):
+    """The command and the machine of a run, as its section and --rows_json give them."""
+    kind = cpu_kind()
+    return dict(command=command, rounds=rounds, kind=kind, machine=machine_line(kind),
+                date=datetime.date.today().isoformat(), versions=versions_line())

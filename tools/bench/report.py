@@ -1,8 +1,8 @@
 """The report of tools/benchmark.py: ratios to the peers, model TFLOP/s and % of peak, and the
 section of BENCHMARKS.md for one CPU kind (its command, machine, Goals and Results tables)."""
 
-from bert_keras_tools import benchmark_goals, benchmark_table
-from bert_keras_tools.benchmark_table import PEERS, is_latency, rate
+from bert_keras_tools.bench import goals, table
+from bert_keras_tools.bench.table import PEERS, is_latency, rate
 
 
 def add_ratios(rows, peak_bf16, basis="value"):
@@ -40,7 +40,7 @@ def render_section(rows, previous, run):
     rounds and basis ("value" or "cpu", as in add_ratios).
     """
     column = "value" if run["basis"] == "value" else "per CPU-s"
-    found = benchmark_goals.goals(rows, previous, run["basis"])
+    found = goals.goals(rows, previous, run["basis"])
     lines = [
         f"## CPU kind: {run['kind']}",
         "",
@@ -51,11 +51,11 @@ def render_section(rows, previous, run):
         "",
         "### Goals",
         "",
-        benchmark_goals.render_goals(found),
+        goals.render_goals(found),
         "",
         "### Results",
         "",
-        benchmark_table.render_results(rows),
+        table.render_results(rows),
         "",
         "",
     ]

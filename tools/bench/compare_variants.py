@@ -21,10 +21,10 @@ reused, so rerunning continues where a run stopped; --fresh starts over):
 Calibration and inference time the machine: run them with nothing else busy.
 
 Example (about 70 minutes on 2 CPU cores):
-  python tools/compare_variants.py
+  python -m bert_keras_tools.bench.compare_variants
 Example (a reduced run for tests, about 2 minutes):
-  python tools/compare_variants.py --reduced --variants=bert,distilbert --tasks=paraphrase \
-    --run_dir=/tmp/variants
+  python -m bert_keras_tools.bench.compare_variants --reduced --variants=bert,distilbert \
+    --tasks=paraphrase --run_dir=/tmp/variants
 """
 
 import json
@@ -38,7 +38,9 @@ import time
 
 from absl import app, flags
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]  # tools/bench/ -> the repository root
+# The command, as results.json records it.
+COMMAND = "python -m bert_keras_tools.bench.compare_variants"
 ASSETS = "bert_keras/assets"
 
 flags.DEFINE_string("run_dir", "runs/variants", "Where every stage writes its outputs.")
@@ -279,8 +281,8 @@ def main(argv):
         print(f"{name}: {results[name]['finetune']}", flush=True)
     for name, encoder_dir in encoders.items():
         results[name]["inference"] = inference_rate(encoder_dir)
-    results_file = dict(machine=machine(), budget_seconds=budget, command=" ".join(sys.argv),
-                        variants=results)
+    results_file = dict(machine=machine(), budget_seconds=budget,
+                        command=" ".join([COMMAND] + sys.argv[1:]), variants=results)
     write_json(run_dir / "results.json", results_file)
     markdown = table(results)
     (run_dir / "variants.md").write_text(markdown, encoding="utf-8")

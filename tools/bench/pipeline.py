@@ -9,9 +9,9 @@ import os
 
 from absl import flags
 
-from bert_keras_tools.benchmark_inputs import CORPUS
-from bert_keras_tools.benchmark_runner import measure_interleaved, section_hook, wanted
-from bert_keras_tools.benchmark_timing import configure_tf, time_calls
+from bert_keras_tools.bench.inputs import CORPUS
+from bert_keras_tools.bench.runner import measure_interleaved, section_hook, wanted
+from bert_keras_tools.bench.timing import configure_tf, time_calls
 
 FLAGS = flags.FLAGS
 
