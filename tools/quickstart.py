@@ -188,7 +188,7 @@ def main(argv):
         probability = dict(zip(labels, out["probabilities"]))
         print(f"gold {gold} predicted {out['labels']} p(same verse)={probability.get('1', 0):.3f}"
               f"\n  A: {text_a[:100]}\n  B: {text_b[:100]}")
-    print(f"\nDone in {time.time() - started:.0f} s. Serve it: see README 'Serving'.")
+    print(f"\nDone in {time.time() - started:.0f} s. Serve it: see docs/serving.md.")
 
 
 
