@@ -1,7 +1,8 @@
-"""Crash safety of fine-tuning: kill -9 mid-epoch and during the best/ save, then the same
-command resumes and ends with the metrics of an uninterrupted run; best/ and encoder
-directories are replaced atomically; a new run removes an earlier run's outputs; a rerun with
-other flags or data is refused."""
+"""Crash safety of fine-tuning: kill -9 mid-epoch (before and after a --checkpoint_every
+checkpoint inside the epoch) and during the best/ save, then the same command resumes and ends
+with the metrics of an uninterrupted run; best/ and encoder directories are replaced
+atomically; a new run removes an earlier run's outputs; a rerun with other flags or data is
+refused."""
 
 import json
 import os
@@ -71,11 +72,21 @@ def kill_when(args, ready, timeout=120):
     return proc
 
 
-def latest_epoch(out):
-    index = out / "checkpoints" / "checkpoint"
-    if not index.exists():
+def saved_position(out):
+    """(epochs done, batches done of the next epoch) of the latest checkpoint in `out`, or None."""
+    import tensorflow as tf
+
+    path = tf.train.latest_checkpoint(str(out / "checkpoints"))
+    if path is None:
         return None
-    return int(index.read_text().split('"')[1].rsplit("-", 1)[1])
+    state = json.loads(tf.train.load_variable(path, "state/.ATTRIBUTES/VARIABLE_VALUE"))
+    return state["epoch"], state["batch"]
+
+
+def resume_line(stdout):
+    lines = [line for line in stdout.splitlines() if line.startswith("Resuming from")]
+    assert len(lines) == 1, stdout
+    return lines[0]
 
 
 def probabilities(rows):
@@ -267,7 +278,7 @@ def test_kill_9_mid_epoch_then_the_same_command_resumes_with_the_same_results(
 
     proc = kill_when(args, in_epoch_2)
     assert proc.returncode == -signal.SIGKILL
-    assert latest_epoch(out) == 1 and len(metrics_of(out)["epochs"]) == 1
+    assert saved_position(out) == (1, 0) and len(metrics_of(out)["epochs"]) == 1
 
     # Other flags: refused, naming them, and the unfinished run is left as it was.
     other = run_tool(tool_args(tiny_checkpoint, out, learning_rate=2e-3, max_seq_length=48))
@@ -275,7 +286,7 @@ def test_kill_9_mid_epoch_then_the_same_command_resumes_with_the_same_results(
     assert "finetune: " in other.stderr and "Traceback" not in other.stderr
     assert "--learning_rate=0.002 (was 0.001)" in other.stderr
     assert "--max_seq_length=48 (was 64)" in other.stderr
-    assert "unfinished run" in other.stderr and latest_epoch(out) == 1
+    assert "unfinished run" in other.stderr and saved_position(out) == (1, 0)
 
     rerun = run_tool(args + ["--verbose=2"])  # verbosity may change
     assert rerun.returncode == 0, rerun.stderr[-3000:]
@@ -302,7 +313,7 @@ def test_kill_9_during_the_best_save_keeps_a_complete_best_and_resumes(
         p.startswith(".best.tmp-") for p in os.listdir(out)))
     assert proc.returncode == -signal.SIGKILL
     assert [p for p in os.listdir(out) if p.startswith(".best.")], "not killed during the save"
-    assert latest_epoch(out) == 1  # the checkpoint precedes the best/ save
+    assert saved_position(out) == (1, 0)  # the checkpoint precedes the best/ save
     if (out / "best").exists():  # a previous save, complete
         task_io.load_task(str(out / "best"))
 
@@ -317,18 +328,139 @@ def test_kill_9_during_the_best_save_keeps_a_complete_best_and_resumes(
 @pytest.mark.slow
 def test_kill_9_inside_the_checkpoint_write_leaves_shards_that_the_resume_removes(
         tiny_checkpoint, uninterrupted, tmp_path, killed_in_checkpoint_write):
-    """Killed between writing epoch 2's checkpoint shards (checkpoints/ckpt-2_temp/) and
-    merging them: the rerun resumes from epoch 1, removes the shards, ends as if uninterrupted."""
+    """Killed between writing epoch 2's checkpoint shards (checkpoints/ckpt-STEP_temp/, STEP =
+    2 epochs of steps) and merging them: the rerun resumes from epoch 1, removes the shards,
+    ends as if uninterrupted."""
     out = tmp_path / "run"
     args = tool_args(tiny_checkpoint, out)
     killed = killed_in_checkpoint_write(args, 2, cwd=ROOT, env=ENV, capture_output=True,
                                         text=True, timeout=300)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    assert (out / "checkpoints" / "ckpt-2_temp").is_dir() and latest_epoch(out) == 1
+    removed = out / "checkpoints" / f"ckpt-{2 * metrics_of(out)['steps_per_epoch']}_temp"
+    assert removed.is_dir() and saved_position(out) == (1, 0)
 
     rerun = run_tool(args)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "epoch 1 of 3 done" in rerun.stdout, rerun.stdout
-    removed = out / "checkpoints" / "ckpt-2_temp"
     assert f"unfinished checkpoint(s) of a killed run: {removed}" in rerun.stderr
     assert_same_results(out, uninterrupted)
+
+
+@pytest.mark.slow
+def test_kill_9_after_a_checkpoint_inside_an_epoch_resumes_there_with_the_same_results(
+        tiny_checkpoint, uninterrupted, tmp_path, killed_in_checkpoint_write):
+    """40 steps an epoch. --checkpoint_every=15: killed in the write of step 30, so the latest
+    checkpoint is step 15, inside epoch 1 (no epoch done yet). The rerun, with
+    --checkpoint_every=25 (free: it changes no result), skips epoch 1's first 15 batches and is
+    killed in the write of step 75: the latest is step 50, 10 steps into epoch 2, after epoch 1's
+    eval and best/ save. The next rerun skips those 10 batches and ends with the figures and
+    weights of the uninterrupted run, which checkpointed at epoch ends only."""
+    from bert_keras.tasks import task_io
+
+    out = tmp_path / "run"
+    run_options = dict(cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+
+    first = killed_in_checkpoint_write(tool_args(tiny_checkpoint, out, checkpoint_every=15), 2,
+                                       **run_options)
+    assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
+    assert saved_position(out) == (0, 15) and not (out / "metrics.json").exists()
+
+    second = killed_in_checkpoint_write(tool_args(tiny_checkpoint, out, checkpoint_every=25), 4,
+                                        **run_options)
+    assert second.returncode == -signal.SIGKILL, second.stderr[-3000:]
+    assert resume_line(second.stdout).endswith(
+        "epoch 0 of 3 done and 15 of 40 steps of epoch 1, training from its step 16.")
+    assert saved_position(out) == (1, 10) and len(metrics_of(out)["epochs"]) == 1
+
+    last = run_tool(tool_args(tiny_checkpoint, out, checkpoint_every=15))
+    assert last.returncode == 0, last.stderr[-3000:]
+    assert resume_line(last.stdout).endswith(
+        "epoch 1 of 3 done and 10 of 40 steps of epoch 2, training from its step 11.")
+    assert_same_results(out, uninterrupted)
+    resumed, reference = (task_io.load_task(str(run / "best"))[0] for run in (out, uninterrupted))
+    for got, want in zip(resumed.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+
+
+# -- mid-epoch checkpoints (callbacks.MidEpochCheckpoint, RestoreMetricStates) ------------------
+
+def _sgd_regression():
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    return model
+
+
+def _batches(n):
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, 2)).astype("float32"), rng.normal(size=n).astype("float32")
+
+
+def test_mid_epoch_checkpoints_fall_on_multiples_of_the_global_step_never_at_the_epoch_end():
+    from bert_keras.training.callbacks import MidEpochCheckpoint
+
+    model = _sgd_regression()
+    x, y = _batches(10)
+    saved = []
+    # Resumed 3 batches into an epoch of 10 that starts at global step 20: steps 25 and 30 are
+    # multiples of 5, but 30 ends the epoch (its own checkpoint follows).
+    checkpoints = MidEpochCheckpoint(lambda done, states: saved.append((done, states)),
+                                     batches_per_epoch=10, first_batch=3, epoch_start_step=20,
+                                     every_steps=5)
+    model.fit(x[3:], y[3:], batch_size=1, callbacks=[checkpoints], verbose=0, shuffle=False)
+    assert [done for done, _ in saved] == [5]
+    assert len(saved[0][1]) == len(model.metrics_variables)
+
+
+def test_with_checkpoint_every_0_mid_epoch_checkpoints_follow_the_training_time():
+    import keras
+    from bert_keras.training.callbacks import MidEpochCheckpoint
+
+    now = [0.0]
+
+    class TwoHundredFiftySecondBatches(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            now[0] += 250.0
+
+    model = _sgd_regression()
+    x, y = _batches(10)
+    saved = []
+    checkpoints = MidEpochCheckpoint(lambda done, states: saved.append(done), batches_per_epoch=10,
+                                     every_steps=0, every_seconds=600, clock=lambda: now[0])
+    model.fit(x, y, batch_size=1, callbacks=[TwoHundredFiftySecondBatches(), checkpoints],
+              verbose=0, shuffle=False)
+    assert saved == [3, 6, 9]  # 750 s, 1500 s, 2250 s; batch 10 ends the epoch
+
+
+def test_an_epoch_resumed_from_a_mid_epoch_checkpoint_reports_the_loss_over_all_its_batches():
+    from bert_keras.training.callbacks import MidEpochCheckpoint, RestoreMetricStates
+
+    x, y = _batches(6)
+    uninterrupted = _sgd_regression()
+    initial = uninterrupted.get_weights()
+    want = uninterrupted.fit(x, y, batch_size=1, verbose=0, shuffle=False).history["loss"][-1]
+
+    # The first half, checkpointed after batch 3; the model keeps the checkpoint's weights,
+    # its metrics are reset by the next fit and come back from the checkpoint's state.
+    resumed = _sgd_regression()
+    resumed.set_weights(initial)
+    saved = []
+    resumed.fit(x[:3], y[:3], batch_size=1, verbose=0, shuffle=False, callbacks=[
+        MidEpochCheckpoint(lambda done, states: saved.append(states), batches_per_epoch=6,
+                           every_steps=3)])
+    got = resumed.fit(x[3:], y[3:], batch_size=1, verbose=0, shuffle=False,
+                      callbacks=[RestoreMetricStates(saved[0])]).history["loss"][-1]
+    assert got == pytest.approx(want, rel=1e-6)
+    for a, b in zip(resumed.get_weights(), uninterrupted.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_checkpoint_every_must_not_be_negative(tiny_checkpoint, tmp_path):
+    from bert_keras.configs import ConfigError
+    from bert_keras.training.finetuning_config import FinetuneConfig
+
+    with pytest.raises(ConfigError, match=r"--checkpoint_every must be >= 0 .*got -5"):
+        FinetuneConfig(task="classification", init_checkpoint=str(tiny_checkpoint),
+                       output_dir=str(tmp_path), checkpoint_every=-5)

@@ -112,8 +112,8 @@ def test_finetune_checkpoint_on_a_full_disk(tmp_path, tiny_pairs_model, task_fil
     proc = run_tool("finetune", *FINETUNE, *task_files,
                     f"--init_checkpoint={tiny_pairs_model['encoder']}",
                     f"--output_dir={output}", max_file_bytes=200_000)
-    assert_refused(proc, output / "best", output / "checkpoints" / "ckpt-1", PROBLEM)
-    assert not list((output / "checkpoints").glob("ckpt-1.*"))
+    assert_refused(proc, output / "best", output / "checkpoints" / "ckpt-4", PROBLEM)
+    assert not list((output / "checkpoints").glob("ckpt-4.*"))
 
 
 def test_finetune_best_on_a_full_disk(tmp_path, tiny_pairs_model, task_files):
@@ -131,7 +131,7 @@ def test_finetune_best_on_a_full_disk(tmp_path, tiny_pairs_model, task_files):
                     f"--init_checkpoint={tiny_pairs_model['encoder']}",
                     f"--output_dir={output}", prelude=prelude, max_file_bytes=2**40)
     assert_refused(proc, output / "best", output / "best", PROBLEM)
-    assert (output / "checkpoints" / "ckpt-1.index").exists()  # the rerun resumes from it
+    assert (output / "checkpoints" / "ckpt-4.index").exists()  # the rerun resumes from it
 
 
 def test_export_on_a_full_disk(tmp_path, tiny_pairs_model):

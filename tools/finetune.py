@@ -19,13 +19,16 @@ OUTPUT_DIR/
   test_predictions.jsonl   the best model's predictions on --test_file
   best/                    task_io.save_task: model.keras, vocab.txt, task.json (labels) -> export;
                            replaced atomically, so it is always a complete directory
-  checkpoints/             the last completed epoch (model, optimizer, state) until the run ends
+  checkpoints/             the latest checkpoint (model, optimizer, data position) until the
+                           run ends: one at each epoch's end and, inside an epoch, every
+                           --checkpoint_every steps (default 0: every 10 minutes of training)
 
-Crash-safe: after a crash or kill -9, rerun the same command: it resumes from the last
-completed epoch ("Resuming from checkpoint ...") and ends with the same metrics as an
-uninterrupted run. Rerunning a finished run says so and trains nothing; to train again,
-delete OUTPUT_DIR or pass another one. An OUTPUT_DIR holding a run with other flags (or other
-data) is refused with the differing flags named (--verbose may differ). A new run into an
+Crash-safe: after a crash or kill -9, rerun the same command: it resumes from the latest
+checkpoint ("Resuming from checkpoint ..."), mid-epoch included (it skips the batches of the
+epoch already trained), and ends with the same metrics as an uninterrupted run. Rerunning a
+finished run says so and trains nothing; to train again, delete OUTPUT_DIR or pass another
+one. An OUTPUT_DIR holding a run with other flags (or other data) is refused with the
+differing flags named (--verbose and --checkpoint_every may differ). A new run into an
 OUTPUT_DIR with outputs of an earlier, unrecognised run (e.g. of an older version) removes
 them first and logs which.
 

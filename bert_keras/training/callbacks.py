@@ -3,6 +3,10 @@
 All of them count *optimizer updates* ("steps"), not Keras batches: with gradient accumulation
 one step is `accumulation_steps` batches, and after a resume the count starts at the restored
 step, so logs, TensorBoard and checkpoint names continue where the crashed run stopped.
+
+Fine-tuning (`training.finetuning`, one fit call per epoch) adds `MidEpochCheckpoint`, which
+saves inside an epoch every N steps or every few minutes, and `RestoreMetricStates`, which
+gives an epoch resumed mid-way the running loss and metrics it had when it was saved.
 """
 
 import math
@@ -212,3 +216,70 @@ def _duration(seconds):
     if seconds >= 3600:
         return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
     return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+# -- fine-tuning: checkpoints inside an epoch ---------------------------------------------------
+
+def metric_states(model):
+    """The values of `model`'s metric variables (the running sums and counts of the epoch's loss
+    and metrics) as JSON-able lists, in `model.metrics_variables` order; float32 values
+    round-trip through JSON exactly."""
+    return [keras.ops.convert_to_numpy(v).tolist() for v in model.metrics_variables]
+
+
+class MidEpochCheckpoint(keras.callbacks.Callback):
+    """Fine-tuning: calls `save(batches_done, metric_states)` inside an epoch, so that a kill
+    loses minutes of work instead of the epoch.
+
+    One fit call trains one epoch of `batches_per_epoch` batches (one batch is one optimizer
+    step), from batch `first_batch` (the batches a resumed run skips). The save is due after the
+    epoch's `batches_done`-th batch when `every_steps` > 0 and the global step
+    `epoch_start_step + batches_done` is a multiple of it (the same steps whether or not the run
+    was resumed), or with `every_steps` = 0 when `every_seconds` of `clock()` passed since the
+    fit began or the last save. Never after the last batch: the epoch's own checkpoint follows.
+    """
+
+    def __init__(self, save, *, batches_per_epoch, first_batch=0, epoch_start_step=0,
+                 every_steps=0, every_seconds=600.0, clock=time.monotonic):
+        super().__init__()
+        self.save = save
+        self.batches_per_epoch = batches_per_epoch
+        self.first_batch = first_batch
+        self.epoch_start_step = epoch_start_step
+        self.every_steps = every_steps
+        self.every_seconds = every_seconds
+        self.clock = clock
+        self._last_save = None
+
+    def on_train_begin(self, logs=None):
+        self._last_save = self.clock()
+
+    def on_train_batch_end(self, batch, logs=None):
+        batches_done = self.first_batch + batch + 1
+        if batches_done >= self.batches_per_epoch or not self._due(batches_done):
+            return
+        self.save(batches_done, metric_states(self.model))
+        self._last_save = self.clock()
+
+    def _due(self, batches_done):
+        if self.every_steps > 0:
+            return (self.epoch_start_step + batches_done) % self.every_steps == 0
+        return self.clock() - self._last_save >= self.every_seconds
+
+
+class RestoreMetricStates(keras.callbacks.Callback):
+    """Sets the model's metric variables to `states` (of `metric_states`) when the epoch begins,
+    after `fit` has reset them: the loss and metrics of an epoch resumed mid-way then average
+    over all its batches, as in an uninterrupted run."""
+
+    def __init__(self, states):
+        super().__init__()
+        self.states = states
+
+    def on_epoch_begin(self, epoch, logs=None):
+        variables = self.model.metrics_variables
+        if len(variables) != len(self.states):
+            raise ValueError(f"the checkpoint holds {len(self.states)} metric values, the model "
+                             f"has {len(variables)} metric variables")
+        for variable, value in zip(variables, self.states):
+            variable.assign(np.asarray(value, dtype=variable.dtype))

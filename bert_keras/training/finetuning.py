@@ -10,11 +10,13 @@ command line over it.
 OUTPUT_DIR/ flags.json (the config), metrics.json (per-epoch eval metrics, the best epoch's,
 test metrics, baselines; `"complete": true` once finished), eval_predictions.jsonl,
 test_predictions.jsonl, best/ (task_io.save_task: model.keras, vocab.txt, task.json; replaced
-atomically) and, until the run finishes, checkpoints/ (the last completed epoch).
+atomically) and, until the run finishes, checkpoints/ (the latest checkpoint).
 
-Crash safety (`finetuning_state`): each epoch ends with a checkpoint, so rerunning the same
-call after a crash (even `kill -9`) resumes from the last completed epoch and ends with the
-same figures as an uninterrupted run; rerunning a complete run trains nothing.
+Crash safety (`finetuning_state`): each epoch ends with a checkpoint, and `--checkpoint_every`
+steps (default: every 10 minutes of training) add checkpoints inside an epoch, so rerunning the
+same call after a crash (even `kill -9`) resumes from the latest one, mid-epoch included (the
+batches of the epoch already trained are skipped), and ends with the same figures as an
+uninterrupted run; rerunning a complete run trains nothing.
 
 Task distillation (`--teacher_dir`, `finetuning_teacher`): the model also learns a fine-tuned
 teacher's outputs on the training data (alpha x soft-target loss + (1 - alpha) x the task's
@@ -45,10 +47,11 @@ from bert_keras.models.encoder import BertEncoder
 from bert_keras.tasks import task_io
 from bert_keras.tasks.registry import get_task
 from bert_keras.text.tokenizers import load_tokenizer
+from bert_keras.training import callbacks as callbacks_lib
 from bert_keras.training import finetuning_state as state_lib
 from bert_keras.training.finetuning_teacher import Teacher
 from bert_keras.training import strategy as strategy_lib
-from bert_keras.training.finetuning_config import FinetuneConfig
+from bert_keras.training.finetuning_config import TIMED_CHECKPOINT_SECONDS, FinetuneConfig
 from bert_keras.optimization import create_optimizer
 from bert_keras.training.precision import dtype_policy, resolve_dtype
 
@@ -137,23 +140,58 @@ class _Epochs:
     def __init__(self, run, model, checkpoint):
         self.run, self.model, self.checkpoint = run, model, checkpoint
         self.done, self.best, self.best_rows = 0, None, None
+        # Where a resumed run takes up epoch `done` + 1: the batches of it already trained, and
+        # its running metric values then (`callbacks.metric_states`; None: from its start).
+        self.resume_batch, self.resume_metrics = 0, None
 
     def resume(self, saved):
-        """Takes up the state of `EpochCheckpoint.restore` (model and optimizer are restored)."""
+        """Takes up the state of `TrainingCheckpoint.restore` (model and optimizer are
+        restored): after an epoch, or inside one."""
         run, record = self.run, self.run.record
         state_lib.check_same_data(run.config.output_dir, "an unfinished run",
                                   saved["data_fingerprint"], record["data_fingerprint"])
         self.done = saved["epoch"]
+        self.resume_batch = saved.get("batch", 0)  # older versions saved at epoch ends only
+        self.resume_metrics = saved.get("metric_states")
         record["epochs"], record["best_epoch"] = saved["epochs"], saved["best_epoch"]
-        best = record["epochs"][record["best_epoch"] - 1]
+        best = record["epochs"][record["best_epoch"] - 1] if record["best_epoch"] else {}
         self.best = best["eval"][run.main_metric] if "eval" in best else None
         run.started = time.time() - saved["seconds"]
-        print(f"Resuming from checkpoint {saved['path']}: epoch {self.done} of "
-              f"{run.config.num_train_epochs} done, training from epoch {self.done + 1}.",
-              flush=True)
-        if record["best_epoch"] == self.done:
-            # The kill may have cut this epoch's best/ save, which follows its checkpoint.
+        print(f"Resuming from checkpoint {saved['path']}: {self._position()}.", flush=True)
+        if record["best_epoch"] == self.done and not self.resume_batch:
+            # The kill may have cut this epoch's best/ save, which follows its checkpoint (a
+            # checkpoint inside the next epoch comes after a complete save).
             run.save_best(self.model, best.get("eval", {}))
+
+    def _position(self):
+        """Where a resumed run starts, in words."""
+        epochs, done = self.run.config.num_train_epochs, f"epoch {self.done} of"
+        if not self.resume_batch:
+            return f"{done} {epochs} done, training from epoch {self.done + 1}"
+        steps = self.run.record["steps_per_epoch"]
+        return (f"{done} {epochs} done and {self.resume_batch} of {steps} steps of epoch "
+                f"{self.done + 1}, training from its step {self.resume_batch + 1}")
+
+    def take_resume_point(self):
+        """(batches to skip, metric states or None) for the next epoch to train: the resumed
+        position the first time, (0, None) after."""
+        point = self.resume_batch, self.resume_metrics
+        self.resume_batch, self.resume_metrics = 0, None
+        return point
+
+    def save_mid_epoch(self, batches_done, metric_states):
+        """Checkpoints epoch `done` + 1 after `batches_done` of its batches, with its running
+        metric values."""
+        self._save(batches_done, metric_states=metric_states)
+
+    def _save(self, batch, **more):
+        """Checkpoints the model, the optimizer and the run's state at `batch` batches into
+        the epoch after the `done` completed ones."""
+        run, record = self.run, self.run.record
+        step = self.done * record["steps_per_epoch"] + batch
+        self.checkpoint.save(step, dict(
+            epoch=self.done, batch=batch, epochs=record["epochs"], best_epoch=record["best_epoch"],
+            seconds=time.time() - run.started, data_fingerprint=record["data_fingerprint"], **more))
 
     def end(self, epoch, train_loss, train_metrics=None):
         """After `epoch` (1-based): evaluate, checkpoint, then write best/ (if better) and
@@ -185,9 +223,7 @@ class _Epochs:
             record["best_epoch"], self.best_rows = epoch, rows
         self.done = epoch
         # The checkpoint first: a kill during the best/ save is then redone by `resume`.
-        self.checkpoint.save(epoch, dict(
-            epoch=epoch, epochs=record["epochs"], best_epoch=record["best_epoch"],
-            seconds=time.time() - run.started, data_fingerprint=record["data_fingerprint"]))
+        self._save(0)
         if better:
             run.save_best(self.model, entry.get("eval", {}))
         write_json(os.path.join(run.config.output_dir, "metrics.json"), record)
@@ -203,10 +239,11 @@ def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test
     `test_examples`, optional `label_map`; default from the training examples),
     `config.train_file` (and eval/test files) or `config.tfds_name`.
 
-    Rerunning the same call resumes an unfinished run from its last completed epoch, and
-    returns a complete run's record without training; other flags or data for an output dir
-    holding a run raise `finetuning_state.ResumeError`. A new run first removes an earlier
-    run's outputs from the output dir.
+    Rerunning the same call resumes an unfinished run from its latest checkpoint (after an
+    epoch, or inside one: see `config.checkpoint_every`), and returns a complete run's record
+    without training; other flags or data for an output dir holding a run raise
+    `finetuning_state.ResumeError`. A new run first removes an earlier run's outputs from the
+    output dir.
     """
     config = config or FinetuneConfig(**options)
     config.validate_data_source(has_examples=train_examples is not None)
@@ -224,7 +261,7 @@ def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test
 
     # Data, label map and features first: bad data fails before the model is built.
     run = _Run(config, train_examples, eval_examples, test_examples, label_map, teacher)
-    config, task = run.config, run.task
+    config = run.config
     if complete:
         state_lib.check_same_data(output_dir, what, complete.get("data_fingerprint"),
                                   run.record["data_fingerprint"])
@@ -242,23 +279,46 @@ def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test
         teacher.annotate(run)  # its logits on the training data, before the student exists
         keras.utils.set_random_seed(config.seed)  # the student starts as it would without one
     trainer, model = _build_model(run)
-    epochs = _Epochs(run, model, state_lib.EpochCheckpoint(output_dir, trainer))
+    epochs = _Epochs(run, model, state_lib.TrainingCheckpoint(output_dir, trainer))
     saved = epochs.checkpoint.restore()
     if saved:
         epochs.resume(saved)
     for epoch in range(epochs.done, config.num_train_epochs):
-        # A dataset per epoch, shuffled by (seed, epoch): a resumed run sees the same batches.
-        options = dict(shuffle=True, seed=state_lib.epoch_seed(config.seed, epoch),
-                       pad_id=run.tokenizer.pad_id)
-        train_ds = (teacher.dataset(task, run.train_features, config.train_batch_size, **options)
-                    if teacher is not None else
-                    task.dataset(run.train_features, config.train_batch_size, **options))
-        history = trainer.fit(train_ds, initial_epoch=epoch, epochs=epoch + 1,
-                              verbose=config.verbose, shuffle=False)
-        logs = {k: v[-1] for k, v in history.history.items()}
+        logs = _train_epoch(run, trainer, epochs, epoch)
         # With a teacher: the soft and hard loss terms and the teacher agreement, as train_*.
         epochs.end(epoch + 1, logs.pop("loss"), logs if teacher is not None else None)
     return _finish(run, model, epochs)
+
+
+def _epoch_dataset(run, epoch):
+    """The training batches of `epoch` (0-based), shuffled by (seed, epoch) only: a resumed run
+    sees the batches of an uninterrupted one."""
+    config, teacher = run.config, run.teacher
+    options = dict(shuffle=True, seed=state_lib.epoch_seed(config.seed, epoch),
+                   pad_id=run.tokenizer.pad_id)
+    if teacher is not None:
+        return teacher.dataset(run.task, run.train_features, config.train_batch_size, **options)
+    return run.task.dataset(run.train_features, config.train_batch_size, **options)
+
+
+def _train_epoch(run, trainer, epochs, epoch):
+    """Trains epoch `epoch` (0-based) from where a resumed run left it, checkpointing inside it
+    every `--checkpoint_every` steps (0: every TIMED_CHECKPOINT_SECONDS); returns its last
+    training logs (loss and metrics: means over all its batches, resumed or not)."""
+    config, steps_per_epoch = run.config, run.record["steps_per_epoch"]
+    first_batch, metric_states = epochs.take_resume_point()
+    dataset = _epoch_dataset(run, epoch)
+    if first_batch:  # trained before the kill
+        dataset = dataset.skip(first_batch)
+    callbacks = [callbacks_lib.MidEpochCheckpoint(
+        epochs.save_mid_epoch, batches_per_epoch=steps_per_epoch, first_batch=first_batch,
+        epoch_start_step=epoch * steps_per_epoch, every_steps=config.checkpoint_every,
+        every_seconds=TIMED_CHECKPOINT_SECONDS)]
+    if metric_states is not None:
+        callbacks.append(callbacks_lib.RestoreMetricStates(metric_states))
+    history = trainer.fit(dataset, initial_epoch=epoch, epochs=epoch + 1, callbacks=callbacks,
+                          verbose=config.verbose, shuffle=False)
+    return {k: v[-1] for k, v in history.history.items()}
 
 
 def _build_model(run):

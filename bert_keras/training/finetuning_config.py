@@ -20,6 +20,8 @@ from bert_keras.training.precision import AUTO, DTYPES
 
 FORMATS = ("auto", "tsv", "csv", "jsonl", "squad_json", "squad_jsonl", "conll")
 GLUE_MAIN_METRICS = {"cola": "mcc", "mrpc": "f1", "qqp": "f1", "stsb": "pearson"}
+# --checkpoint_every=0: seconds of training between the checkpoints inside an epoch.
+TIMED_CHECKPOINT_SECONDS = 600
 
 
 def infer_format(path, task):
@@ -112,6 +114,11 @@ class FinetuneConfig(Config):
                                         choices=("one_device", "mirrored"))
     jit_compile: bool = option(False, "XLA-compile the train step (slower in bf16 on CPU).")
     seed: int = option(42, "Random seed (weights of the head, dropout, shuffling).")
+    checkpoint_every: int = option(
+        0, "Steps between the checkpoints written inside an epoch, from which a rerun after a "
+        "crash or kill resumes mid-epoch (each epoch also ends with one); 0: one every "
+        f"{TIMED_CHECKPOINT_SECONDS // 60} minutes of training. Changes no result, so a resumed "
+        "run may pass another value.")
     verbose: int = option(2, "Keras fit verbosity: 0 silent, 1 progress bar, 2 one line per epoch.")
 
     def validate(self):
@@ -135,6 +142,9 @@ class FinetuneConfig(Config):
         check(self.max_seq_length >= shortest,
               f"--max_seq_length={self.max_seq_length} leaves no room for the text: at least "
               f"{shortest} ([CLS], [SEP]{', text b and its [SEP]' if shortest == 5 else ''}).")
+        check(self.checkpoint_every >= 0,
+              f"--checkpoint_every must be >= 0 (0: every {TIMED_CHECKPOINT_SECONDS // 60} "
+              f"minutes), got {self.checkpoint_every}.")
         for name in ("max_train_examples", "max_eval_examples"):  # 0 would silently mean all
             value = getattr(self, name)
             check(value is None or value >= 1, f"--{name} must be >= 1 when given, got {value}.")

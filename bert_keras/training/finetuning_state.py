@@ -1,13 +1,16 @@
 """Crash-safe fine-tuning: the resumable state of a run in OUTPUT_DIR, and the checks that a
 rerun continues the same run.
 
-At the end of every epoch `EpochCheckpoint.save` writes OUTPUT_DIR/checkpoints/ckpt-EPOCH
-(model + optimizer + the dropout layers' seed states, and the run's record so far as JSON) with a
-`tf.train.CheckpointManager`, whose index file is replaced only once the files are complete. The
-data order of an epoch depends only on the seed and the epoch (`epoch_seed`), so a rerun of the
-same command after a crash (even `kill -9`) restores the last completed epoch and ends with the
-figures of an uninterrupted run. A finished run deletes its checkpoints and marks metrics.json
-`"complete": true`; rerunning it trains nothing.
+`TrainingCheckpoint.save` writes OUTPUT_DIR/checkpoints/ckpt-STEP (model + optimizer + the
+dropout layers' seed states, and the run's state as JSON) with a `tf.train.CheckpointManager`,
+whose index file is replaced only once the files are complete; STEP counts optimizer steps
+(batches) from the start of the run. Every epoch ends with one, and `--checkpoint_every`
+writes more inside an epoch. The state holds the position in the data: the epochs done and the
+batches done of the next one (0 at an epoch's end), with the epoch's running loss and metrics.
+The data order of an epoch depends only on the seed and the epoch (`epoch_seed`), so a rerun of
+the same command after a crash (even `kill -9`) restores the checkpoint, skips the batches of
+the epoch already trained and ends with the figures of an uninterrupted run. A finished run
+deletes its checkpoints and marks metrics.json `"complete": true`; rerunning it trains nothing.
 
 An output dir belongs to one run: a rerun whose flags (flags.json) or data (a fingerprint of the
 features) differ from the run found there raises `ResumeError` naming them.
@@ -34,7 +37,7 @@ CHECKPOINT_SUBDIR = "checkpoints"
 OUTPUTS = ("metrics.json", "eval_predictions.jsonl", "test_predictions.jsonl", "best",
            CHECKPOINT_SUBDIR)
 # Options that may differ between the runs of one output dir (they change no result).
-FREE_OPTIONS = ("output_dir", "verbose")
+FREE_OPTIONS = ("output_dir", "verbose", "checkpoint_every")
 
 
 class ResumeError(InputError):
@@ -131,9 +134,10 @@ def _seed_states(model):
     return [v for v in model.variables if id(v) not in weights]
 
 
-class EpochCheckpoint:
-    """OUTPUT_DIR/checkpoints/ckpt-EPOCH: model, optimizer, seed states and a JSON state dict.
-    The model's optimizer must be built (its slots exist before a restore)."""
+class TrainingCheckpoint:
+    """OUTPUT_DIR/checkpoints/ckpt-STEP: model, optimizer, seed states and a JSON state dict;
+    only the latest is kept. The model's optimizer must be built (its slots exist before a
+    restore)."""
 
     def __init__(self, output_dir, model):
         self.directory = os.path.join(output_dir, CHECKPOINT_SUBDIR)
@@ -157,14 +161,15 @@ class EpochCheckpoint:
                               f"{self.directory} to start over.") from None
         return dict(json.loads(self.state.numpy().decode()), path=path)
 
-    def save(self, epoch, state):
-        """Saves the model and optimizer after `epoch` (1-based) with `state` (JSON-able)."""
+    def save(self, step, state):
+        """Saves the model and optimizer after `step` (optimizer steps of the run so far) with
+        `state` (JSON-able)."""
         self.state.assign(json.dumps(state, default=float))
         try:  # a full disk (WriteError) or another failure: the previous one stays the latest
-            with writing(os.path.join(self.directory, f"ckpt-{epoch}")):
-                self.manager.save(checkpoint_number=epoch)
+            with writing(os.path.join(self.directory, f"ckpt-{step}")):
+                self.manager.save(checkpoint_number=step)
         except tf.errors.OpError as e:
-            raise OSError(f"{self.directory}: cannot write the checkpoint of epoch {epoch}: "
+            raise OSError(f"{self.directory}: cannot write the checkpoint of step {step}: "
                           f"{e.message}") from None
 
     def delete(self):
