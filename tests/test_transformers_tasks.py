@@ -188,3 +188,26 @@ def test_seq_length_is_refused_not_clamped(tmp_path, seq_length, words):
     assert result.returncode == 1 and words in result.stderr, result.stderr[-2000:]
     assert f"--seq_length={seq_length}" in result.stderr and "Traceback" not in result.stderr
     assert not any((tmp_path / "saved").rglob("saved_model.pb"))
+
+
+@pytest.mark.parametrize("name", ["albert_classifier", "roberta_classifier"])
+def test_a_pair_classifier_exports_with_pairs(tmp_path, name):
+    """--pairs: text_a + text_b in, transformers' pair probabilities out (ALBERT and RoBERTa
+    packed without token types, as transformers 5's tokenizers send none)."""
+    import tensorflow as tf
+
+    path = export.run_export(bk.ExportConfig(task_dir=str(FAMILIES / name), seq_length=64,
+                                             pairs=True, export_dir_base=str(tmp_path)))
+    pairs = json.loads((FAMILIES / "texts.json").read_text(encoding="utf-8"))["pairs"]
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    out = serve(text_a=tf.constant([a for a, _ in pairs]), text_b=tf.constant([b for _, b in pairs]))
+    logits = np.load(FAMILIES / name / "reference.npz")["pairs_logits"]
+    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+    np.testing.assert_allclose(out["probabilities"].numpy(),
+                               probabilities / probabilities.sum(-1, keepdims=True), atol=1e-4)
+
+
+def test_pairs_are_refused_for_a_model_that_takes_none(tmp_path):
+    with pytest.raises(bk.InputError, match="--pairs"):
+        export.run_export(bk.ExportConfig(task_dir=str(FAMILIES / "bert_tagger"), pairs=True,
+                                          export_dir_base=str(tmp_path)))

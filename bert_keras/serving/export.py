@@ -48,7 +48,7 @@ from bert_keras.serving.export_config import DTYPES
 from bert_keras.serving.warmup import warmup_requests, write_warmup
 from bert_keras.errors import InputError
 from bert_keras.tasks import task_io
-from bert_keras.tasks.registry import task_of_model
+from bert_keras.tasks.registry import get_task, task_of_model
 from bert_keras.text.tokenizers import load_tokenizer
 
 METADATA_FILE = "bert_keras_metadata.json"
@@ -288,6 +288,11 @@ def run_export(config):
                     lower_case=tokenizer.lower_case, text_fields=["text"])
     if config.seq_length:
         info = dict(info, seq_length=config.seq_length)
+    if config.pairs:
+        if not get_task(info["task"]).serves_pairs:
+            raise InputError(f"--pairs: {source} is a {info['task']} model, whose export does "
+                             "not take text pairs.")
+        info = dict(info, text_fields=["text_a", "text_b"])
     return export_saved_model(model, tokenizer, info, config.export_dir_base,
                               config.model_name or default_model_name(source),
                               version=config.version, dtype=config.dtype, top_k=config.top_k,

@@ -34,6 +34,9 @@ class ExportConfig(Config):
                              "seq_length (128 for --encoder_dir and transformers checkpoints, "
                              "or the position table where shorter); refused beyond the "
                              "position table.")
+    pairs: bool = option(False, "Serve a classifier of text pairs (inputs text_a, text_b): for "
+                         "a fine-tuned transformers *ForSequenceClassification checkpoint, "
+                         "which does not say; a task directory says it in task.json.")
     top_k: int = option(5, "Fill-mask predictions per [MASK] (pretraining models).")
     max_answer_tokens: int = option(30, "Longest answer span in tokens (span QA).")
     allow_ops: tuple = option((), "Extra op names the audit accepts (only if your model server "

@@ -35,6 +35,7 @@ class Task:
     main_metric = None  # eval metric that picks the best epoch (higher is better)
     label_keys = "labels"  # target key(s) of the features (see batching.make_dataset)
     needs_label_map = True
+    serves_pairs = False  # its export may take two texts (text_a, text_b) per example
     token_outputs = ()  # per-token model outputs, trimmed per feature by batching.predict
     # Task distillation (--teacher_dir): how the student's logits are compared with the
     # teacher's, one of models.task_distillation.SOFT_TARGETS; None: not distillable.

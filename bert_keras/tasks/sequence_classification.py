@@ -21,6 +21,7 @@ class SequenceClassificationTask(Task):
 
     label_type = "single"  # readers' label_type
     problem_type = "single_label"  # BertClassifier's problem_type
+    serves_pairs = True
     transformers_head = "ForSequenceClassification"
     transformers_problem_types = (None, "single_label_classification")
 
