@@ -70,7 +70,7 @@ def read_json(path, expect=dict):
     >>> read_json(path)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    bert_keras.errors.InputError: .../config.json: not valid JSON (it breaks off at line 1 column 20: cut short by an interrupted download or copy?).
+    bert_keras.errors.InputError: .../config.json: not valid JSON (it breaks off at line 1 column 20...
     """
     with tf.io.gfile.GFile(os.fspath(path), "rb") as f:
         return parse_json(f.read(), path, expect)

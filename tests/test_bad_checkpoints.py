@@ -88,7 +88,7 @@ def task_dir(tmp_path_factory, encoder_dir):
 
 
 @pytest.mark.parametrize("broken, words", [
-    ("model.keras", ["model.keras", "corrupt"]), ("task.json", ["task.json", "corrupt"])])
+    ("model.keras", ["model.keras", "corrupt"]), ("task.json", ["task.json", "cut short"])])
 def test_a_truncated_task_directory_names_the_file(task_dir, tmp_path, broken, words):
     bad = _copy(task_dir, tmp_path / "best")
     path = bad / broken

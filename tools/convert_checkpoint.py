@@ -1,9 +1,11 @@
 r"""Converts a BERT checkpoint between Hugging Face, Google TF1 and bert_keras layouts.
 
-Reads a Hugging Face directory (config.json, model.safetensors, vocab.txt), a Google TF1
+Reads a Hugging Face directory (config.json, model.safetensors and its family's tokenizer
+files: vocab.txt, vocab.json + merges.txt, spiece.model or tokenizer.json), a Google TF1
 directory (bert_config.json, bert_model.ckpt.*, vocab.txt) or a bert_keras directory, checks
 every tensor against the encoder's exact name map, and writes a directory that
-`bk.BertEncoder.from_pretrained` and `bk.BertTokenizer.from_pretrained` load.
+`bk.BertEncoder.from_pretrained` and `bk.load_tokenizer` load, with every file of the
+tokenizer (`tokenizer.save`).
 
 Example:
   python tools/convert_checkpoint.py --input_dir=all-MiniLM-L6-v2/ \
@@ -44,7 +46,8 @@ def main(argv):
         encoder.save_pretrained(FLAGS.output_dir, tokenizer)
     logging.info("Wrote %s (%s, %d layers, hidden %d, vocab %d).", FLAGS.output_dir,
                  FLAGS.output_format, encoder.num_layers, encoder.hidden_size, encoder.vocab_size)
-    print(f"Converted {FLAGS.input_dir} -> {FLAGS.output_dir} ({FLAGS.output_format})")
+    print(f"Converted {FLAGS.input_dir} -> {FLAGS.output_dir} ({FLAGS.output_format}; "
+          f"tokenizer files {', '.join(sorted(tokenizer.asset_files))})")
 
 
 

@@ -1,11 +1,13 @@
 """Checkpoint directories of each source layout, read into our variable names.
 
-One module per layout (`huggingface` with a module per family, `google`, `own`), each with
-`is_layout(files)`,
+One reader per layout (`huggingface`, `google`, `own`), each with `is_layout(files)`,
 `encoder_config(path)`, `read_tensors(path)` and an exact name map from our variable paths
-to its tensor names; `assign.assign_weights` applies a map strictly. This package does not
-import the models: it hands them configs, tensors and name maps
-(`bert_keras.models.encoder.BertEncoder.from_pretrained` builds and fills the encoder).
+to its tensor names; `assign.assign_weights` applies a map strictly. What differs between
+families (config keys, tensor names, heads, Google dialects) is not here: the readers of
+the Hugging Face and Google layouts ask the family registry (`bert_keras.families`) for the
+checkpoint's family module. This package does not import the models: it hands them configs,
+tensors and name maps (`bert_keras.models.encoder.BertEncoder.from_pretrained` builds and
+fills the encoder).
 
 Example:
 >>> import bert_keras as bk  # doctest: +SKIP
@@ -16,7 +18,9 @@ import os
 
 from bert_keras.checkpoints import google, huggingface, own
 from bert_keras.checkpoints.assign import CheckpointError, assign_weights
+from bert_keras.checkpoints.integrity import check_finite
 from bert_keras.errors import InputError
+from bert_keras.families import DEFAULT_MODEL_TYPE
 
 LAYOUTS = {"bert_keras": own, "huggingface": huggingface, "google": google}
 
@@ -48,9 +52,12 @@ def read_encoder_config(path):
 
 
 def read_tensors(path):
-    """(format, {name: numpy array}) of the weights in a checkpoint directory."""
+    """(format, {name: numpy array}) of the weights in a checkpoint directory (InputError
+    naming a tensor that holds a NaN or an infinity)."""
     fmt = detect_format(path)
-    return fmt, LAYOUTS[fmt].read_tensors(path)
+    tensors = LAYOUTS[fmt].read_tensors(path)
+    check_finite(tensors, path)
+    return fmt, tensors
 
 
 def encoder_name_map(fmt, tensors, encoder, path):
@@ -63,10 +70,10 @@ def encoder_name_map(fmt, tensors, encoder, path):
 
 
 def pretraining_head_name_map(fmt, mlm_head="masked_lm_head", nsp_head="next_sentence_head",
-                              next_sentence=True, family="bert"):
+                              next_sentence=True, family=DEFAULT_MODEL_TYPE):
     """Our pretraining-head variable paths -> (checkpoint tensor names, convert) for a "google"
-    or "huggingface" checkpoint (of `family`, Hugging Face's model_type: "bert", "roberta",
-    "albert", "distilbert" or "electra"). The decoder matrix is the tied word-embedding table,
+    or "huggingface" checkpoint (of `family`, transformers' model_type, a key of
+    `bert_keras.families.FAMILIES`). The decoder matrix is the tied word-embedding table,
     which the encoder import sets.
 
     >>> pretraining_head_name_map("google")["masked_lm_head/decoder/output_bias"][0]

@@ -10,36 +10,21 @@ import re
 import numpy as np
 
 from bert_keras.errors import InputError
+from bert_keras.families import head_prefixes
+# The combine functions of name maps, imported from here by the layout readers.
+from bert_keras.families.converters import (  # noqa: F401
+    concat_columns, identity, transpose, transpose_concat)
 
 
 class CheckpointError(InputError):
     """A checkpoint does not match the model: names the tensors at fault."""
 
 
-def identity(x):
-    return x
-
-
-def transpose(w):  # PyTorch Linear stores (out, in); Keras Dense (in, out).
-    return np.asarray(w).T
-
-
-def concat_columns(*kernels):
-    return np.concatenate(kernels, axis=-1)
-
-
-def transpose_concat(*weights):
-    return np.concatenate([np.asarray(w).T for w in weights], axis=-1)
-
-
-# Tensors a full checkpoint carries that the encoder does not use: the task heads of each
+# Tensors a full checkpoint carries that the encoder does not use: the task heads of every
 # family (loaded, where they are, by the task models), optimizer slots, step counters, Hugging
 # Face's constant position ids.
-_HEADS = ("cls", "lm_head", "vocab_transform", "vocab_layer_norm", "vocab_projector",
-          "discriminator_predictions", "generator", "generator_predictions", "generator_lm_head", "classifier",
-          "pre_classifier", "qa_outputs", "predictions", "sop_classifier")
 _SKIPPED = re.compile(
-    rf"(^({'|'.join(_HEADS)})[./])|(adam_[mv]$)|(^global_step$)|(position_ids$)"
+    rf"(^({'|'.join(head_prefixes())})[./])|(adam_[mv]$)|(^global_step$)|(position_ids$)"
     r"|(^_CHECKPOINTABLE_OBJECT_GRAPH$)"
 )
 

@@ -1,7 +1,8 @@
-"""Google's TF1 checkpoint directories: `bert_model.ckpt.*` / `model.ckpt-*` files with BERT
-(`bert_config.json`), ALBERT (`albert_config.json`) or ELECTRA (no config file; its variables
-are under `electra/`) names. One module per dialect (`google_bert`, `google_albert`,
-`google_electra`) maps the config and our variable paths to its variable names."""
+"""Google's TF1 checkpoint directories: `bert_model.ckpt.*` / `model.ckpt-*` files in the
+dialect of one family. A layout reader that asks the family registry: each family with a
+Google layout (`bert_keras.families.google_layouts`: BERT's `bert_config.json`, ALBERT's
+`albert_config.json`, ELECTRA's `electra/` variables and no config file) maps the config and
+our variable paths to its variable names."""
 
 import json
 import os
@@ -9,10 +10,10 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.checkpoints import google_albert, google_bert, google_electra
 from bert_keras.checkpoints.assign import concat_columns, identity, transpose
-from bert_keras.text.vocab import save_vocab
 from bert_keras.errors import InputError
+from bert_keras.files import read_json
+from bert_keras.families import bert, google_layouts, google_names
 
 
 def is_layout(files):
@@ -35,27 +36,32 @@ def _variable_shapes(path):
 
 
 def _dialect(path):
-    """(dialect module, its config dict or the variable shapes for ELECTRA)."""
-    for dialect in (google_bert, google_albert):
-        config_file = os.path.join(path, dialect.CONFIG_FILE)
-        if os.path.exists(config_file):
-            with open(config_file) as f:
-                return dialect, json.load(f)
+    """(the GoogleLayout of `path`, its config dict or, for a dialect known by a marker
+    variable, the variable shapes)."""
+    layouts = google_layouts()
+    for layout in layouts:
+        config_file = layout.config_file and os.path.join(path, layout.config_file)
+        if config_file and os.path.exists(config_file):
+            return layout, read_json(config_file)
     shapes = _variable_shapes(path)
-    if google_electra.MARKER in shapes:
-        return google_electra, shapes
+    for layout in layouts:
+        if layout.marker and layout.marker in shapes:
+            return layout, shapes
+    names = [layout.name for layout in layouts]
+    files = [f"no {layout.config_file}" for layout in layouts if layout.config_file]
+    markers = [f"no {layout.marker} variable" for layout in layouts if layout.marker]
     raise InputError(
-        f"{path} holds a TensorFlow checkpoint but is not one of Google's BERT, ALBERT or "
-        f"ELECTRA checkpoints: no {google_bert.CONFIG_FILE}, no {google_albert.CONFIG_FILE}, and "
-        f"no {google_electra.MARKER} variable. (A bert_keras pretraining model_dir is exported "
+        f"{path} holds a TensorFlow checkpoint but is not one of Google's "
+        f"{', '.join(names[:-1])} or {names[-1]} checkpoints: {', '.join(files)}, and "
+        f"{' or '.join(markers)}. (A bert_keras pretraining model_dir is exported "
         "to an encoder directory with `tools/export.py` / `BertEncoder.save_pretrained`.)"
     )
 
 
 def encoder_config(path):
     """The BertEncoder arguments of a Google checkpoint directory."""
-    dialect, config = _dialect(path)
-    return dialect.encoder_config(config, path)
+    layout, config = _dialect(path)
+    return layout.encoder_config(config, path)
 
 
 def read_tensors(path):
@@ -66,8 +72,8 @@ def read_tensors(path):
 
 def encoder_name_map(arch, path):
     """Our variable paths -> (Google TF1 variable names, combine) for checkpoint `path`."""
-    dialect, _ = _dialect(path)
-    names = dialect.encoder_names(arch)
+    layout, _ = _dialect(path)
+    names = layout.encoder_names(arch)
     if not arch.get("use_pooler", True):
         names = {k: v for k, v in names.items() if not k.startswith("pooler/")}
     # TF1 kernels are already (in, out); the fused qkv concatenates columns.
@@ -112,7 +118,7 @@ def save_google_checkpoint(encoder, path, tokenizer=None):
                          f"{other or dict(type_vocab_size=arch['type_vocab_size'])}.")
     variables = {v.path: v for v in encoder.weights}
     tensors = {}
-    for our_path, sources in google_bert.encoder_names(arch).items():
+    for our_path, sources in bert.GOOGLE.encoder_names(arch).items():
         value = np.asarray(variables[our_path].numpy(), np.float32)
         for source, part in zip(sources, np.split(value, len(sources), axis=-1)):
             tensors[source] = part
@@ -123,7 +129,7 @@ def save_google_checkpoint(encoder, path, tokenizer=None):
         shape_and_slices=[""] * len(names),
         tensors=[tf.constant(tensors[n]) for n in names],
     )
-    google_act = {v: k for k, v in google_bert.ACTIVATIONS.items()}[arch["activation"]]
+    google_act = {v: k for k, v in google_names.ACTIVATIONS.items()}[arch["activation"]]
     config = dict(
         vocab_size=arch["vocab_size"], hidden_size=arch["hidden_size"],
         num_hidden_layers=arch["num_layers"], num_attention_heads=arch["num_heads"],
@@ -132,9 +138,9 @@ def save_google_checkpoint(encoder, path, tokenizer=None):
         max_position_embeddings=arch["max_positions"], type_vocab_size=arch["type_vocab_size"],
         initializer_range=arch["initializer_range"],
     )
-    with open(os.path.join(path, "bert_config.json"), "w") as f:
+    with open(os.path.join(path, bert.GOOGLE.config_file), "w") as f:
         json.dump(config, f, indent=2)
     with open(os.path.join(path, "checkpoint"), "w") as f:
         f.write('model_checkpoint_path: "bert_model.ckpt"\n')
     if tokenizer is not None:
-        save_vocab(tokenizer.vocab, os.path.join(path, "vocab.txt"))
+        tokenizer.save(path)  # every file of its tokenizer, the casing included

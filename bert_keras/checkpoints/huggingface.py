@@ -1,48 +1,47 @@
 """The Hugging Face layout: `config.json` + `model.safetensors` (read with numpy, no torch).
 
-`config.json`'s `model_type` picks the family module (`hf_bert` for BERT and RoBERTa,
-`hf_albert`, `hf_distilbert`, `hf_electra`), which maps the config to BertEncoder arguments and our
-variable paths to its tensor names. Whether the file has a pooler decides `use_pooler`
-(task-model files of RoBERTa and ALBERT often have none; DistilBERT and ELECTRA never).
+A layout reader that asks the family registry (`bert_keras.families`): `config.json`'s
+`model_type` picks the family module, which maps the config to BertEncoder arguments and our
+variable paths to its tensor names, and names its heads' tensors; this module reads the files
+and builds the heads' name maps from those tables. Whether the file holds one of the family's
+`POOLER_TENSORS` decides `use_pooler` (task-model files of RoBERTa and ALBERT often have none;
+DistilBERT and ELECTRA never).
 """
 
-import json
 import os
 import re
 
-from bert_keras.checkpoints import hf_albert, hf_bert, hf_distilbert, hf_electra
-from bert_keras.checkpoints.assign import identity, transpose
+from bert_keras.checkpoints.assign import CheckpointError, identity, transpose
 from bert_keras.checkpoints.safetensors import read_safetensors, tensor_names
-from bert_keras.errors import InputError
-
-FAMILIES = {"bert": hf_bert, "roberta": hf_bert, "albert": hf_albert,
-            "distilbert": hf_distilbert, "electra": hf_electra}
-POOLERS = ("pooler.dense.weight", "bert.pooler.dense.weight", "roberta.pooler.dense.weight")
+from bert_keras.families import (  # noqa: F401  (FAMILIES: this module's API)
+    DEFAULT_MODEL_TYPE, FAMILIES, family_of_config, get_family)
+from bert_keras.families.transformers_names import SPAN_CLASSIFIER, TOKEN_CLASSIFIER
+from bert_keras.files import read_json
 
 
 def is_layout(files):
     return "config.json" in files and "model.safetensors" in files
 
 
+def read_family(path):
+    """(family module, config.json dict) of checkpoint directory `path`; InputError naming it
+    for a model_type that no family reads."""
+    config = read_json(os.path.join(path, "config.json"))
+    return family_of_config(config, path), config
+
+
 def read_config(path):
-    """(model_type, config.json dict); ValueError for a family we do not read."""
-    with open(os.path.join(path, "config.json")) as f:
-        config = json.load(f)
-    model_type = config.get("model_type", "bert")
-    if model_type not in FAMILIES:
-        raise InputError(f"{path}: model_type {model_type!r} is not one of {sorted(FAMILIES)}.")
-    return model_type, config
+    """(model_type, config.json dict) of checkpoint directory `path` (`read_family`)."""
+    family, config = read_family(path)
+    return family.MODEL_TYPE, config
 
 
 def encoder_config(path):
     """The BertEncoder arguments of `path`/config.json."""
-    model_type, config = read_config(path)
-    arguments = FAMILIES[model_type].encoder_config(config, path)
+    family, config = read_family(path)
+    arguments = family.encoder_config(config, path)
     names = tensor_names(os.path.join(path, "model.safetensors"))
-    if FAMILIES[model_type] is hf_bert:
-        arguments["use_pooler"] = any(n in POOLERS for n in names)
-    elif FAMILIES[model_type] is hf_albert:
-        arguments["use_pooler"] = hf_albert.has_pooler(names)
+    arguments["use_pooler"] = any(n in family.POOLER_TENSORS for n in names)
     return arguments
 
 
@@ -55,28 +54,14 @@ def read_tensors(path):
 
 
 def encoder_name_map(arch, tensors, path):
-    model_type, _ = read_config(path)
-    if model_type == "roberta":
-        return hf_bert.encoder_name_map(arch, tensors, family="roberta")
-    return FAMILIES[model_type].encoder_name_map(arch, tensors)
-
-
-# The sequence-classification head of each family: (hidden activation of the head, name of its
-# hidden dense or None, name of its output dense), in `*ForSequenceClassification` files.
-CLASSIFIER_HEADS = {
-    "bert": (None, None, "classifier"),
-    "albert": (None, None, "classifier"),
-    "roberta": ("tanh", "classifier.dense", "classifier.out_proj"),
-    "electra": ("gelu", "classifier.dense", "classifier.out_proj"),
-    "distilbert": ("relu", "pre_classifier", "classifier"),
-}
+    """Our encoder's variable paths -> the tensor names of checkpoint `path`'s family."""
+    return read_family(path)[0].encoder_name_map(arch, tensors)
 
 
 def classifier_head(path):
     """(hidden_activation, name map builder) of the classification head of checkpoint `path`:
     the builder maps a ClassificationHead named `head` to the file's head tensors."""
-    model_type, _ = read_config(path)
-    activation, hidden, output = CLASSIFIER_HEADS[model_type]
+    activation, hidden, output = read_family(path)[0].CLASSIFIER_HEAD
 
     def name_map(head):
         names = {f"{head}/logits/kernel": ([f"{output}.weight"], transpose),
@@ -92,15 +77,15 @@ def classifier_head(path):
 def token_classifier_head_name_map(head):
     """A TokenClassificationHead named `head` -> `*ForTokenClassification`'s `classifier` (the
     same in the five families)."""
-    return {f"{head}/logits/kernel": (["classifier.weight"], transpose),
-            f"{head}/logits/bias": (["classifier.bias"], identity)}
+    return {f"{head}/logits/kernel": ([f"{TOKEN_CLASSIFIER}.weight"], transpose),
+            f"{head}/logits/bias": ([f"{TOKEN_CLASSIFIER}.bias"], identity)}
 
 
 def span_head_name_map(head):
     """A SpanHead named `head` -> `*ForQuestionAnswering`'s `qa_outputs` (start, end rows; the
     same in the five families)."""
-    return {f"{head}/logits/kernel": (["qa_outputs.weight"], transpose),
-            f"{head}/logits/bias": (["qa_outputs.bias"], identity)}
+    return {f"{head}/logits/kernel": ([f"{SPAN_CLASSIFIER}.weight"], transpose),
+            f"{head}/logits/bias": ([f"{SPAN_CLASSIFIER}.bias"], identity)}
 
 
 def label_names(config):
@@ -124,19 +109,52 @@ def head_architecture(path):
     return (read_config(path)[1].get("architectures") or [None])[0]
 
 
-def pretraining_head_name_map(mlm_head, nsp_head, next_sentence=True, family="bert"):
-    return hf_bert.pretraining_head_name_map(mlm_head, nsp_head, next_sentence, family)
+def pretraining_head_name_map(mlm_head, nsp_head, next_sentence=True,
+                              family=DEFAULT_MODEL_TYPE):
+    """Our pretraining-head variable paths -> the head tensor names of the `*ForPreTraining` /
+    `*ForMaskedLM` files of `family` (transformers' model_type); ValueError when the family
+    has no pair-task head and `next_sentence` asks for one.
+
+    >>> pretraining_head_name_map("m", "n", False, "roberta")["m/decoder/output_bias"][0]
+    ['lm_head.bias']
+    """
+    heads = get_family(family, "pretraining_head_name_map").MASKED_LM_HEAD
+    _, dense, layer_norm, bias, pair = heads
+    m, n = mlm_head, nsp_head
+    names = {
+        f"{m}/transform/kernel": ([f"{dense}.weight"], transpose),
+        f"{m}/transform/bias": ([f"{dense}.bias"], identity),
+        f"{m}/transform_layer_norm/gamma": ([f"{layer_norm}.weight"], identity),
+        f"{m}/transform_layer_norm/beta": ([f"{layer_norm}.bias"], identity),
+        f"{m}/decoder/output_bias": ([bias], identity),
+    }
+    if next_sentence:
+        if pair is None:
+            raise ValueError(f"Hugging Face {family} checkpoints have no next-sentence head.")
+        names.update({
+            f"{n}/logits/kernel": ([f"{pair}.weight"], transpose),
+            f"{n}/logits/bias": ([f"{pair}.bias"], identity),
+        })
+    return names
 
 
 def masked_lm_activation(path):
     """The activation of the masked-LM head of checkpoint `path`'s family when it is not the
     encoder's (RoBERTa and ELECTRA's generator: the exact GELU), else None."""
-    return hf_bert.MASKED_LM_HEADS[read_config(path)[0]][0]
+    return read_family(path)[0].MASKED_LM_HEAD.activation
 
 
-def replaced_token_head_name_map(head):
-    """A ReplacedTokenHead named `head` -> `ElectraForPreTraining`'s discriminator head."""
-    p = "discriminator_predictions"
+def replaced_token_head_name_map(head, path):
+    """A ReplacedTokenHead named `head` -> the discriminator head of checkpoint `path`'s
+    family (`ElectraForPreTraining`'s); CheckpointError for a family without one."""
+    if not os.path.exists(os.path.join(path, "config.json")):
+        raise CheckpointError(f"Checkpoint {path} has no config.json: a replaced-token detection "
+                              "head is read from a transformers directory.")
+    family = read_family(path)[0]
+    p = family.REPLACED_TOKEN_HEAD
+    if p is None:
+        raise CheckpointError(f"Checkpoint {path} is a {family.MODEL_TYPE} model, whose family "
+                              "has no replaced-token detection head.")
     return {f"{head}/hidden/kernel": ([f"{p}.dense.weight"], transpose),
             f"{head}/hidden/bias": ([f"{p}.dense.bias"], identity),
             f"{head}/logits/kernel": ([f"{p}.dense_prediction.weight"], transpose),

@@ -1,14 +1,14 @@
 """Our own layout: `bert_keras.json` (the encoder's arguments, casing) and `model.safetensors`
 keyed by the Keras variable paths, so the file does not depend on Python class names."""
 
-import json
 import os
 
 import numpy as np
 
 from bert_keras.checkpoints.assign import identity
 from bert_keras.checkpoints.safetensors import read_safetensors, write_safetensors
-from bert_keras.files import write_directory, write_json
+from bert_keras.errors import InputError
+from bert_keras.files import read_json, write_directory, write_json
 
 CONFIG_FILE = "bert_keras.json"
 
@@ -18,8 +18,13 @@ def is_layout(files):
 
 
 def encoder_config(path):
-    with open(os.path.join(path, CONFIG_FILE)) as f:
-        return json.load(f)["encoder"]
+    """The BertEncoder arguments in `path`/bert_keras.json."""
+    config_file = os.path.join(path, CONFIG_FILE)
+    config = read_json(config_file)
+    if not isinstance(config.get("encoder"), dict):
+        raise InputError(f"{config_file} has no \"encoder\" object (the encoder's arguments); "
+                         "save the encoder again with `BertEncoder.save_pretrained`.")
+    return config["encoder"]
 
 
 def read_tensors(path):

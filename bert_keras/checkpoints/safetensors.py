@@ -5,6 +5,7 @@ its dtype, shape and byte range, then the raw little-endian data.
 """
 
 import json
+import math
 import os
 import struct
 
@@ -21,6 +22,15 @@ def _bfloat16_to_float32(raw):
     return (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
 
 
+# safetensors' own limit: a header larger than this is damage, not a model.
+MAX_HEADER_SIZE = 100_000_000
+# Integer tensors a checkpoint may hold: transformers' constant buffers. Any other tensor is a
+# weight, read into a float variable: integers there are damage (or a quantized model), never
+# a value to cast.
+INTEGER_BUFFERS = ("position_ids", "token_type_ids")
+_FLOAT_DTYPES = ("F64", "F32", "F16", "BF16")
+
+
 def _read_header(f, path, file_size):
     head = f.read(8)
     if len(head) < 8:
@@ -29,6 +39,9 @@ def _read_header(f, path, file_size):
     if header_size > file_size - 8:
         raise InputError(f"{path} is not a safetensors file: header size {header_size} "
                          f"exceeds the file size {file_size}.")
+    if header_size > MAX_HEADER_SIZE:
+        raise InputError(f"{path} is not a safetensors file: header size {header_size:,} is over "
+                         f"the format's limit of {MAX_HEADER_SIZE:,} bytes.")
     try:
         header = json.loads(f.read(header_size))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -39,24 +52,51 @@ def _read_header(f, path, file_size):
     return header, 8 + header_size
 
 
+def _is_count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _check_entry(path, name, info, body_size):
-    """A header entry's byte range fits the file and matches its dtype and shape."""
-    try:
-        start, end = (int(v) for v in info["data_offsets"])
-        dtype, shape = info["dtype"], [int(d) for d in info["shape"]]
-    except (KeyError, TypeError, ValueError):
-        raise InputError(f"{path}: the header entry of tensor {name} is malformed: {info!r}.") from None
+    """A header entry's byte range fits the file and matches its dtype and shape; an integer
+    dtype only for `INTEGER_BUFFERS`."""
+    offsets = info.get("data_offsets") if isinstance(info, dict) else None
+    shape = info.get("shape") if isinstance(info, dict) else None
+    if (not isinstance(offsets, list) or len(offsets) != 2 or not all(map(_is_count, offsets))
+            or not isinstance(shape, list) or not all(map(_is_count, shape))):
+        raise InputError(f"{path}: the header entry of tensor {name} is malformed: {info!r}.")
+    (start, end), dtype = offsets, info.get("dtype")
     if dtype != "BF16" and dtype not in _DTYPES:
         raise InputError(f"{path}: tensor {name} has unsupported dtype {dtype}.")
+    if dtype not in _FLOAT_DTYPES and name.rsplit(".", 1)[-1] not in INTEGER_BUFFERS:
+        raise InputError(f"{path}: tensor {name} is stored as {dtype}, but it is a weight: a "
+                         "weight must be a float tensor (F32, F16, BF16 or F64); the file is "
+                         "damaged, or quantized, which bert_keras does not read.")
     if end > body_size:
         raise InputError(f"{path} is truncated: tensor {name} ends at byte {end} of the data "
                          f"but the file holds {body_size} bytes of data (an interrupted "
                          "download or copy?).")
     width = 2 if dtype == "BF16" else np.dtype(_DTYPES[dtype]).itemsize
-    if not 0 <= start <= end or end - start != width * int(np.prod(shape)):
+    if not start <= end or end - start != width * math.prod(shape):
         raise InputError(f"{path} is corrupt: tensor {name} ({dtype}, shape {shape}) has "
                          f"{end - start} bytes at [{start}, {end}).")
     return start, end, dtype, shape
+
+
+def _check_layout(path, ranges, body_size):
+    """The tensors' byte ranges ({name: (start, end)}) tile the data exactly, as the format
+    requires: no two overlap, no byte is left between them or after the last."""
+    position, previous = 0, None
+    for name, (start, end) in sorted(ranges.items(), key=lambda item: item[1]):
+        if start < position:
+            raise InputError(f"{path} is corrupt: tensors {previous} and {name} overlap (bytes "
+                             f"[{start}, {min(end, position)}) of the data are in both).")
+        if start > position:
+            raise InputError(f"{path} is corrupt: bytes [{position}, {start}) of the data, "
+                             f"before tensor {name}, belong to no tensor.")
+        position, previous = end, name
+    if position != body_size:
+        raise InputError(f"{path} is corrupt: it holds {body_size - position:,} bytes of data "
+                         "after its last tensor (a damaged file, or two files joined?).")
 
 
 def tensor_names(path):
@@ -66,7 +106,10 @@ def tensor_names(path):
 
 
 def read_safetensors(path):
-    """{name: numpy array} of every tensor in the file (bfloat16 widened to float32).
+    """{name: numpy array} of every tensor in the file (bfloat16 widened to float32); an
+    InputError naming the file (and the tensor) for a damaged one: a header that is not the
+    format's, a tensor cut off, of the wrong byte size, overlapping another, or a weight of an
+    integer dtype.
 
     >>> tensors = read_safetensors("model.safetensors")  # doctest: +SKIP
     """
@@ -75,9 +118,10 @@ def read_safetensors(path):
     with open(path, "rb") as f:
         header, body_start = _read_header(f, path, len(data))
     body = memoryview(data)[body_start:]
+    entries = {name: _check_entry(path, name, info, len(body)) for name, info in header.items()}
+    _check_layout(path, {name: entry[:2] for name, entry in entries.items()}, len(body))
     tensors = {}
-    for name, info in header.items():
-        start, end, dtype, shape = _check_entry(path, name, info, len(body))
+    for name, (start, end, dtype, shape) in entries.items():
         raw = body[start:end]
         if dtype == "BF16":
             array = _bfloat16_to_float32(raw)

@@ -129,7 +129,7 @@ class BertEncoder(keras.Model):
         tokens = token_embedding(inputs["input_word_ids"])  # (B, T, E)
         if segment_embedding:  # the sum in BERT's order (float addition is not associative)
             type_ids = inputs["input_type_ids"]
-            if type_vocab_size == 1:  # RoBERTa: one token type, whatever the packer says
+            if type_vocab_size == 1:  # one token type: all are type 0, whatever the packer says
                 type_ids = ops.zeros_like(type_ids)
             tokens = tokens + segment_embedding(type_ids)
         x = tokens + position_embedding(tokens)

@@ -8,9 +8,10 @@ of the task models over it, through the exact name maps of `bert_keras.checkpoin
 
 from bert_keras import checkpoints
 from bert_keras.checkpoints import huggingface
+from bert_keras.families import DEFAULT_MODEL_TYPE
 
 
-def load_pretraining_heads(pretrainer, checkpoint, fmt=None, family="bert"):
+def load_pretraining_heads(pretrainer, checkpoint, fmt=None, family=DEFAULT_MODEL_TYPE):
     """Sets a BertPretrainer's MLM (and NSP / SOP) head weights from a Google or HF checkpoint.
 
     `checkpoint`: a checkpoint directory (read with `bert_keras.checkpoints.read_tensors`; a
@@ -52,7 +53,7 @@ def load_replaced_token_head(electra, path):
     >>> load_replaced_token_head(model, "electra-small-discriminator/")  # doctest: +SKIP
     """
     _, tensors = checkpoints.read_tensors(path)
-    name_map = huggingface.replaced_token_head_name_map(electra.discriminator_head.name)
+    name_map = huggingface.replaced_token_head_name_map(electra.discriminator_head.name, path)
     checkpoints.assign_weights(electra, name_map, tensors, path, partial=True)
 
 

@@ -6,7 +6,6 @@ models' `from_pretrained` can start from one.
 >>> model, tokenizer, info = load_task_directory("runs/paraphrase/best")  # doctest: +SKIP
 """
 
-import json
 import os
 import warnings
 import zipfile
@@ -14,6 +13,7 @@ import zipfile
 import keras
 
 from bert_keras.errors import InputError
+from bert_keras.files import read_json
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.text.tokenizers import load_tokenizer
 
@@ -33,13 +33,11 @@ def read_task_info(directory):
             f"{directory} is not a trained task directory: no task.json (written last by "
             "tools/finetune.py and tools/pretrain.py, so the run may not have finished)."
         )
-    try:
-        with open(info_path, encoding="utf-8") as f:
-            info = json.load(f)
-        info["lower_case"], info["task"]
-    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as e:
-        raise InputError(f"{info_path} is corrupt ({type(e).__name__}: {e}); rerun the "
-                         "fine-tuning or pretraining that wrote it.") from None
+    info = read_json(info_path)
+    missing = [key for key in ("task", "lower_case") if key not in info]
+    if missing:
+        raise InputError(f"{info_path} is corrupt (no {missing}); rerun the fine-tuning or "
+                         "pretraining that wrote it.")
     return info
 
 

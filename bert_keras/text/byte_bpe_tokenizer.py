@@ -21,7 +21,6 @@ Shape legend: B texts, W pieces (words) of the batch, S symbols of the batch, C 
 of the batch, P BPE pieces of the batch.
 """
 
-import json
 import os
 
 import tensorflow as tf
@@ -30,6 +29,7 @@ import tensorflow_text as tf_text
 from bert_keras.text.packing import without_ids
 from bert_keras.text.words import group_words
 from bert_keras.errors import InputError
+from bert_keras.files import read_json
 
 VOCAB_FILE, MERGES_FILE = "vocab.json", "merges.txt"
 # `regex`'s \s (Unicode White_Space), which GPT-2 and tokenizers use: not \x1c-\x1f, which
@@ -53,6 +53,70 @@ def bytes_to_unicode():
             chars[b] = chr(256 + n)
             n += 1
     return chars
+
+
+def read_vocab_json(path):
+    """{token: id} of a vocab.json; InputError naming the file unless it is a JSON object of
+    strings to the ids 0..n-1, each id once (the id is a row of the embedding)."""
+    index = read_json(path)
+    token_of = {}  # id -> token
+    for token, token_id in index.items():
+        if not isinstance(token_id, int) or isinstance(token_id, bool):
+            raise InputError(f"{path}: the id of {token!r} is {token_id!r}, not an integer.")
+        if token_id in token_of:
+            raise InputError(f"{path}: {token_of[token_id]!r} and {token!r} both have the id "
+                             f"{token_id}; each id must belong to one token.")
+        token_of[token_id] = token
+    outside = sorted(i for i in token_of if not 0 <= i < len(index))
+    if outside:
+        absent = next(i for i in range(len(index)) if i not in token_of)
+        raise InputError(f"{path}: its {len(index):,} tokens must have the ids "
+                         f"0..{len(index) - 1}, but {token_of[outside[0]]!r} has the id "
+                         f"{outside[0]} and no token has the id {absent}.")
+    return index
+
+
+def read_merges(path, index, vocab_path):
+    """The merges of merges.txt in rank order ("a b": merge a and b), each checked: two pieces
+    separated by one space, not seen before, the pieces and their merge in `index` (the
+    vocab of `vocab_path`). `#version` lines (tokenizers' header) and blank lines are skipped.
+    InputError naming the file and the line otherwise, or when there is no merge at all."""
+    lines = _text_lines(path)
+    merges, line_of = [], {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.startswith("#version"):
+            continue
+        left, _, right = line.partition(" ")
+        if not left or not right or " " in right:
+            cut = " (the file is cut short?)" if number == len(lines) else ""
+            raise InputError(f"{path}: line {number} is {line!r}, not a merge (two pieces "
+                             f"separated by one space){cut}.")
+        if line in line_of:
+            raise InputError(f"{path}: the merge {line!r} is on line {line_of[line]} and again "
+                             f"on line {number}.")
+        for piece in (left, right, left + right):
+            if piece not in index:
+                raise InputError(f"{path}: line {number} merges {left!r} and {right!r}, but "
+                                 f"{piece!r} is not in {vocab_path}.")
+        line_of[line] = number
+        merges.append(line)
+    if not merges:
+        raise InputError(f"{path} holds no merges (it is empty or has only a #version line).")
+    return merges
+
+
+def _text_lines(path):
+    """The lines of UTF-8 text file `path`, newlines (\\n or \\r\\n) removed."""
+    with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start}).") from None
+    lines = text.split("\n")
+    if lines[-1] == "":  # the newline that ends the last line
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
 
 
 class ByteBpeTokenizer(tf.Module):
@@ -79,11 +143,8 @@ class ByteBpeTokenizer(tf.Module):
     def __init__(self, vocab_file, merges_file):
         super().__init__(name="byte_bpe_tokenizer")
         self.vocab_file, self.merges_file = os.fspath(vocab_file), os.fspath(merges_file)
-        with tf.io.gfile.GFile(self.vocab_file) as f:
-            index = json.load(f)
-        with tf.io.gfile.GFile(self.merges_file) as f:
-            merges = [line.rstrip("\n") for line in f if line.strip()]
-        merges = [m for m in merges if not m.startswith("#version")]
+        index = read_vocab_json(self.vocab_file)
+        merges = read_merges(self.merges_file, index, self.vocab_file)
         self._vocab = tuple(sorted(index, key=index.get))
         self.vocab_size = len(self._vocab)
         missing = [t for t in ("<s>", "</s>", "<pad>", "<unk>", "<mask>") if t not in index]

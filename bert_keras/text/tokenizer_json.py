@@ -29,7 +29,7 @@ import tempfile
 import tensorflow as tf
 
 from bert_keras.errors import InputError
-from bert_keras.files import writing
+from bert_keras.files import parse_json, writing
 
 TOKENIZER_JSON, TOKENIZER_CONFIG = "tokenizer.json", "tokenizer_config.json"
 SPIECE_MODEL = "spiece.model"
@@ -105,14 +105,10 @@ def _read_bytes(path):
         return f.read()
 
 
-def _parse(data, source):
-    try:
-        return json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as e:
-        raise InputError(f"{source}: not UTF-8 text ({e.reason} at byte {e.start}).") from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"{source}: not valid JSON ({e.msg} at line {e.lineno} column "
-                         f"{e.colno}).") from None
+def _parse(data, source, expect=None):
+    """The JSON value in the bytes `data` of file `source` (InputError naming it if not JSON,
+    or not an `expect`)."""
+    return parse_json(data, source, expect)
 
 
 def _field(obj, key, kind, source, name=None):
@@ -134,10 +130,7 @@ def _config(config_data, config_file):
     """`tokenizer_config.json` as a dict ({} when there is none)."""
     if config_data is None:
         return {}
-    config = _parse(config_data, config_file)
-    if not isinstance(config, dict):
-        raise InputError(f"{config_file}: not a JSON object.")
-    return config
+    return _parse(config_data, config_file, expect=dict)
 
 
 def _tokens_by_id(spec, model, source):

@@ -1,4 +1,4 @@
-"""The tokenizer of a checkpoint directory, picked from its files.
+"""The tokenizer of a checkpoint directory: its family's, or the one its files show.
 
 Every tokenizer has the same small protocol: `tokenize(texts)` -> ids [B, (pieces)],
 `detokenize(ids)`, the special-token ids (`cls_id`, `sep_id`, `pad_id`, `mask_id`, `unk_id`),
@@ -6,6 +6,12 @@ Every tokenizer has the same small protocol: `tokenize(texts)` -> ids [B, (piece
 `asset_files`), `separators_between` (the packing of pairs), `save(directory)` and
 `from_pretrained(directory)`, and `tokenize_with_offsets` / `tokenize_words_with_offsets`
 (byte offsets and transformers' words; tagging and span QA need them).
+
+A transformers directory (one with a `config.json`) gets the tokenizer of its `model_type`'s
+family (`bert_keras.families`: the family names its tokenizer class and files), never another
+one because of the files that happen to lie beside it: a RoBERTa config.json beside a
+vocab.txt is an error, not a WordPiece model. Other directories (our encoder and task
+directories, Google's TF1 checkpoints) are recognized by their files.
 
 A directory with none of the classic files but a Hugging Face `tokenizer.json` (transformers 5
 may save only that and `tokenizer_config.json`) is read through `tokenizer_json.convert`, which
@@ -21,41 +27,96 @@ import os
 
 import tensorflow as tf
 
+from bert_keras import families
 from bert_keras.errors import InputError
+from bert_keras.files import read_json
 from bert_keras.text import tokenizer_json
 from bert_keras.text.byte_bpe_tokenizer import MERGES_FILE, VOCAB_FILE, ByteBpeTokenizer
 from bert_keras.text.sentencepiece_tokenizer import (
     MODEL_FILE, SentencePieceTokenizer, find_model_file)
-from bert_keras.text.tokenizer import BertTokenizer
+from bert_keras.text.tokenizer import WordPieceTokenizer
+
+CONFIG_FILE = "config.json"  # transformers' model config: its model_type names the family
 
 
 def load_tokenizer(path, lower_case=None):
-    """BertTokenizer (vocab.txt), SentencePieceTokenizer (spiece.model or Google's *.model,
-    ALBERT) or
-    ByteBpeTokenizer (vocab.json + merges.txt, RoBERTa) of a checkpoint or task directory, in
-    that order; a directory with none of them but a `tokenizer.json` (WordPiece or byte-level
-    BPE) is converted to them first (`tokenizer_json.convert`, cached);
-    `lower_case` overrides the casing the directory says (WordPiece, SentencePiece)."""
+    """The tokenizer of a checkpoint or task directory; `lower_case` overrides the casing the
+    directory says (WordPiece, SentencePiece).
+
+    With a transformers `config.json`: its family's tokenizer (an InputError naming the
+    directory, the model_type and the files found vs expected when only another family's
+    tokenizer files are there). Without: SentencePieceTokenizer (spiece.model or Google's
+    *.model, ALBERT), WordPieceTokenizer (vocab.txt) or ByteBpeTokenizer (vocab.json + merges.txt,
+    RoBERTa), in that order. Either way a directory with none of them but a `tokenizer.json`
+    (WordPiece or byte-level BPE) is converted to them first (`tokenizer_json.convert`,
+    cached)."""
     path = os.fspath(path)
-    has = lambda name: tf.io.gfile.exists(os.path.join(path, name))  # noqa: E731
+    if tf.io.gfile.exists(os.path.join(path, CONFIG_FILE)):
+        return _family_tokenizer(path, _family(path), lower_case)
     if find_model_file(path):
-        tokenizer = SentencePieceTokenizer.from_pretrained(path)
-        if lower_case is None or lower_case == tokenizer.lower_case:
-            return tokenizer
-        return SentencePieceTokenizer(tokenizer.vocab_file, lower_case=lower_case,
-                                      pair_type_ids=tokenizer.pair_type_ids)
-    if has("vocab.txt"):
-        kwargs = {} if lower_case is None else dict(lower_case=lower_case)
-        return BertTokenizer.from_pretrained(path, **kwargs)
-    if has(VOCAB_FILE) and has(MERGES_FILE):
-        return ByteBpeTokenizer.from_pretrained(path)
-    if has(tokenizer_json.TOKENIZER_JSON):
-        converted = tokenizer_json.convert(path)
-        try:
-            return load_tokenizer(converted, lower_case=lower_case)
-        except InputError as e:
-            source = os.path.join(path, tokenizer_json.TOKENIZER_JSON)
-            raise InputError(f"{source} (converted to {converted}): {e}") from e
+        return _load(SentencePieceTokenizer, path, lower_case)
+    if _has(path, "vocab.txt"):
+        return _load(WordPieceTokenizer, path, lower_case)
+    if _has(path, VOCAB_FILE) and _has(path, MERGES_FILE):
+        return _load(ByteBpeTokenizer, path, lower_case)
+    if _has(path, tokenizer_json.TOKENIZER_JSON):
+        return _converted(path, lambda converted: load_tokenizer(converted, lower_case))
     raise FileNotFoundError(f"{path} has no tokenizer: expected vocab.txt (WordPiece), "
                             f"{MODEL_FILE} (SentencePiece), {VOCAB_FILE} + {MERGES_FILE} "
                             f"(byte-level BPE) or {tokenizer_json.TOKENIZER_JSON}.")
+
+
+def _has(path, name):
+    return tf.io.gfile.exists(os.path.join(path, name))
+
+
+def _family(path):
+    """The family module that `path`/config.json names; InputError naming the file."""
+    config_file = os.path.join(path, CONFIG_FILE)
+    return families.family_of_config(read_json(config_file), config_file)
+
+
+def _family_tokenizer(path, family, lower_case, source=None):
+    """`family`'s tokenizer from `path` (or, for a converted tokenizer.json, from its cache
+    directory `path` of directory `source`)."""
+    source = source or path
+    if all(_has(path, name) for name in family.TOKENIZER_FILES):
+        return _load(family.TOKENIZER, path, lower_case)
+    found = [name for name in families.tokenizer_files() if _has(path, name)]
+    if not found and source == path and _has(path, tokenizer_json.TOKENIZER_JSON):
+        return _converted(path, lambda converted: _family_tokenizer(
+            converted, family, lower_case, source=path))
+    if not found:
+        raise FileNotFoundError(
+            f"{source} has no tokenizer: its {CONFIG_FILE} says model_type "
+            f"{family.MODEL_TYPE!r}, whose tokenizer reads {' + '.join(family.TOKENIZER_FILES)} "
+            f"(or a {tokenizer_json.TOKENIZER_JSON} of them).")
+    raise InputError(
+        f"{source}: {CONFIG_FILE} says model_type {family.MODEL_TYPE!r}, whose tokenizer reads "
+        f"{' + '.join(family.TOKENIZER_FILES)}, but the tokenizer files found are "
+        f"{' + '.join(found)} (another family's): the tokenizer does not belong to this model.")
+
+
+def _converted(path, load):
+    """`load(directory)` of the classic files converted from `path`'s tokenizer.json, with an
+    InputError naming both."""
+    converted = tokenizer_json.convert(path)
+    try:
+        return load(converted)
+    except InputError as e:
+        source = os.path.join(path, tokenizer_json.TOKENIZER_JSON)
+        raise InputError(f"{source} (converted to {converted}): {e}") from e
+
+
+def _load(tokenizer_class, path, lower_case):
+    """`tokenizer_class.from_pretrained(path)`, its casing overridden by `lower_case` where the
+    class has one (byte-level BPE is cased)."""
+    if tokenizer_class is WordPieceTokenizer:
+        kwargs = {} if lower_case is None else dict(lower_case=lower_case)
+        return WordPieceTokenizer.from_pretrained(path, **kwargs)
+    tokenizer = tokenizer_class.from_pretrained(path)
+    if (tokenizer_class is SentencePieceTokenizer and lower_case is not None
+            and lower_case != tokenizer.lower_case):
+        return SentencePieceTokenizer(tokenizer.vocab_file, lower_case=lower_case,
+                                      pair_type_ids=tokenizer.pair_type_ids)
+    return tokenizer

@@ -12,14 +12,35 @@ from bert_keras.errors import InputError
 
 
 def load_vocab(path):
-    """Reads a vocab file (one token per line, line number = id) into a list of tokens."""
-    with tf.io.gfile.GFile(path, "r") as f:
-        vocab = [line.rstrip("\r\n") for line in f]
+    """Reads a vocab file (one token per line, line number = id) into a list of tokens.
+
+    InputError naming the file for one that is empty, not UTF-8 text, or lists a token twice
+    (its second line would be an id that no text gets, and WordPiece refuses it).
+    """
+    with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
+    try:
+        vocab = [line.rstrip("\r") for line in data.decode("utf-8").split("\n")]
+    except UnicodeDecodeError as e:
+        raise InputError(f"Vocab file {path!r} is not UTF-8 text ({e.reason} at byte "
+                         f"{e.start}).") from None
     while vocab and not vocab[-1]:
         vocab.pop()
     if not vocab:
         raise InputError(f"Vocab file {path!r} is empty.")
+    _check_unique(vocab, path)
     return vocab
+
+
+def _check_unique(vocab, path):
+    """InputError naming the first token that is on two lines, and both line numbers."""
+    first_line = {}
+    for line, token in enumerate(vocab, 1):
+        if token in first_line:
+            what = "an empty token (a blank line)" if not token else f"the token {token!r}"
+            raise InputError(f"Vocab file {path!r} has {what} on line {first_line[token]} and "
+                             f"again on line {line}; each token must be on one line only.")
+        first_line[token] = line
 
 
 def save_vocab(vocab, path):

@@ -71,10 +71,23 @@ class Teacher:
         self.check_vocab(load_tokenizer(config.init_checkpoint))
 
     def check_vocab(self, tokenizer):
-        """InputError unless the student's tokenizer (of --init_checkpoint) has the teacher's
-        vocabulary and casing: the teacher reads the student's token ids."""
+        """InputError unless the student's tokenizer (of --init_checkpoint) is the teacher's
+        kind of tokenizer, packs pairs as it does and has its vocabulary and casing: the
+        teacher reads the student's token ids (the vocabularies are compared, not the
+        families' names)."""
         teacher = load_tokenizer(self.directory, lower_case=self.info["lower_case"])
         student = f"--init_checkpoint={self.config.init_checkpoint}"
+        if type(teacher) is not type(tokenizer):
+            raise InputError(f"{self.flag}: the teacher's tokenizer is a {type(teacher).__name__} "
+                             f"({teacher.vocab_file}) but the student's ({student}) is a "
+                             f"{type(tokenizer).__name__} ({tokenizer.vocab_file}): the teacher "
+                             "reads the student's token ids, so both need the same tokenizer.")
+        packing = lambda t: dict(separators_between=t.separators_between,  # noqa: E731
+                                 pair_type_ids=bool(t.pair_type_ids))
+        if packing(teacher) != packing(tokenizer):
+            raise InputError(f"{self.flag}: the teacher's tokenizer packs pairs with "
+                             f"{packing(teacher)} but the student's ({student}) with "
+                             f"{packing(tokenizer)}.")
         if teacher.vocab_size != tokenizer.vocab_size:
             raise InputError(f"{self.flag}: the teacher's vocabulary has {teacher.vocab_size:,} "
                              f"entries but the student's ({student}) has "

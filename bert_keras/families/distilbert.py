@@ -1,0 +1,49 @@
+"""DistilBERT: transformers' `DistilBertModel` and its task classes. No token types, no
+pooler, layer norm epsilon fixed at 1e-12, its own tensor and config names (q_lin,
+sa_layer_norm, ffn.lin1; dim, n_layers), WordPiece (`vocab.txt`), a pre_classifier-relu
+classification head; no Google layout."""
+
+from bert_keras.families.transformers_names import (
+    TASK_HEADS, ClassifierHead, MaskedLMHead, activation, block_names, embedding_names, prefix)
+from bert_keras.text.tokenizer import WordPieceTokenizer
+
+MODEL_TYPE = "distilbert"
+TOKENIZER = WordPieceTokenizer
+TOKENIZER_FILES = ("vocab.txt",)
+
+POOLER_TENSORS = ()  # never a pooler
+CLASSIFIER_HEAD = ClassifierHead("relu", "pre_classifier", "classifier")
+MASKED_LM_HEAD = MaskedLMHead(None, "vocab_transform", "vocab_layer_norm",
+                              "vocab_projector.bias", None)
+REPLACED_TOKEN_HEAD = None
+HEAD_PREFIXES = TASK_HEADS + ("vocab_transform", "vocab_layer_norm", "vocab_projector",
+                              "pre_classifier")
+
+GOOGLE = None
+
+
+def encoder_config(c, path):
+    """The BertEncoder arguments of a DistilBERT config.json dict `c` (`path` for messages)."""
+    return dict(
+        vocab_size=c["vocab_size"], num_layers=c["n_layers"], hidden_size=c["dim"],
+        num_heads=c["n_heads"], intermediate_size=c["hidden_dim"],
+        activation=activation(c, path, key="activation"), dropout=c.get("dropout", 0.1),
+        attention_dropout=c.get("attention_dropout", 0.1),
+        max_positions=c["max_position_embeddings"], type_vocab_size=0,
+        layer_norm_epsilon=1e-12,  # hard-coded in DistilBERT
+        initializer_range=c.get("initializer_range", 0.02), use_pooler=False,
+    )
+
+
+def encoder_name_map(arch, tensors):
+    """Our variable paths -> `DistilBertModel` tensor names ("distilbert."-prefixed in task
+    files)."""
+    p = prefix(tensors, MODEL_TYPE)
+    names = embedding_names(p, arch)  # no token types: no segment embedding
+    for i in range(arch["num_layers"]):
+        ours, hf = f"transformer_layer_{i}", f"{p}transformer.layer.{i}"
+        names.update(block_names(
+            ours, [f"{hf}.attention.{part}" for part in ("q_lin", "k_lin", "v_lin")],
+            f"{hf}.attention.out_lin", f"{hf}.sa_layer_norm", f"{hf}.ffn.lin1", f"{hf}.ffn.lin2",
+            f"{hf}.output_layer_norm"))
+    return names

@@ -1,0 +1,112 @@
+"""What the transformers families share: the BERT-style config keys and activation names, the
+tensor names of BERT-style layers and embeddings, the task heads that are alike in every
+family, and the shape of each family's head tables.
+
+A name map is {our variable path: ([tensor names], combine)} (`converters` combine them).
+"""
+
+import collections
+
+from bert_keras.errors import InputError
+from bert_keras.families.config_arguments import encoder_arguments
+from bert_keras.families.converters import (
+    concat_columns, identity, transpose, transpose_concat)
+
+ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_approximate",
+               "gelu_pytorch_tanh": "gelu_approximate", "relu": "relu"}
+
+# The heads of `*ForTokenClassification` and `*ForQuestionAnswering`, named alike in every
+# family (a Linear each), and so the head tensors every family's task files may carry.
+TOKEN_CLASSIFIER = "classifier"
+SPAN_CLASSIFIER = "qa_outputs"
+TASK_HEADS = (TOKEN_CLASSIFIER, SPAN_CLASSIFIER)
+
+# A family's `*ForSequenceClassification` head: the activation of its hidden dense (None:
+# BERT's head on the pooler, which has no hidden dense), the module of that dense (None: none)
+# and of the output dense.
+ClassifierHead = collections.namedtuple("ClassifierHead", "activation hidden output")
+
+# A family's `*ForMaskedLM` / `*ForPreTraining` heads: the masked-LM transform's activation
+# (None: the encoder's `hidden_act`), its dense, its layer norm, the decoder's output bias
+# (the decoder is tied to the word embeddings), and the NSP / SOP classifier (None: none).
+MaskedLMHead = collections.namedtuple("MaskedLMHead", "activation dense layer_norm bias pair")
+
+
+def activation(config, path, key="hidden_act"):
+    """Our activation name of config.json's `key`; InputError naming `path` for another one."""
+    name = config[key]
+    if name not in ACTIVATIONS:
+        raise InputError(f"{path}: {key} {name!r} is not one of {sorted(ACTIVATIONS)}.")
+    return ACTIVATIONS[name]
+
+
+def bert_style_arguments(c, path, default_dropout=0.1):
+    """The BertEncoder arguments that BERT, RoBERTa, ELECTRA and ALBERT configs name alike."""
+    if c.get("position_embedding_type", "absolute") != "absolute":
+        raise InputError(f"{path}: position_embedding_type {c['position_embedding_type']!r} "
+                         "is not supported (only 'absolute').")
+    return encoder_arguments(c, activation(c, path), default_dropout)
+
+
+def prefix(tensors, model_type):
+    """"bert." / "roberta." / ... for task-model files, "" for bare-model files.
+
+    >>> prefix({"roberta.embeddings.word_embeddings.weight": 0}, "roberta")
+    'roberta.'
+    """
+    return f"{model_type}." if f"{model_type}.embeddings.word_embeddings.weight" in tensors else ""
+
+
+def block_names(ours, qkv, attention_output, attention_norm, intermediate, output, output_norm):
+    """Our TransformerBlock `ours` -> a PyTorch layer's Linear / LayerNorm modules (names
+    without .weight / .bias): `qkv` the query, key and value Linears, fused here."""
+    linear = lambda name, module: {  # noqa: E731
+        f"{ours}/{name}/kernel": ([f"{module}.weight"], transpose),
+        f"{ours}/{name}/bias": ([f"{module}.bias"], identity)}
+    norm = lambda name, module: {  # noqa: E731
+        f"{ours}/{name}/gamma": ([f"{module}.weight"], identity),
+        f"{ours}/{name}/beta": ([f"{module}.bias"], identity)}
+    return {
+        f"{ours}/attention/qkv/kernel": ([f"{n}.weight" for n in qkv], transpose_concat),
+        f"{ours}/attention/qkv/bias": ([f"{n}.bias" for n in qkv], concat_columns),
+        **linear("attention/output", attention_output),
+        **norm("attention_layer_norm", attention_norm),
+        **linear("intermediate", intermediate), **linear("output", output),
+        **norm("output_layer_norm", output_norm),
+    }
+
+
+def layer_names(ours, hf):
+    """Our block `ours` -> the BERT-style names of layer `hf` (BERT, RoBERTa, ELECTRA)."""
+    return block_names(
+        ours, [f"{hf}.attention.self.{part}" for part in ("query", "key", "value")],
+        f"{hf}.attention.output.dense", f"{hf}.attention.output.LayerNorm",
+        f"{hf}.intermediate.dense", f"{hf}.output.dense", f"{hf}.output.LayerNorm")
+
+
+def embedding_names(p, arch):
+    """Our embeddings -> the `embeddings.*` tensors under prefix `p` (no token-type table
+    when the architecture has no token types)."""
+    names = {
+        "token_embedding/embeddings": ([f"{p}embeddings.word_embeddings.weight"], identity),
+        "position_embedding/embeddings": ([f"{p}embeddings.position_embeddings.weight"], identity),
+        "embeddings_layer_norm/gamma": ([f"{p}embeddings.LayerNorm.weight"], identity),
+        "embeddings_layer_norm/beta": ([f"{p}embeddings.LayerNorm.bias"], identity),
+    }
+    if arch["type_vocab_size"]:
+        names["segment_embedding/embeddings"] = (
+            [f"{p}embeddings.token_type_embeddings.weight"], identity)
+    return names
+
+
+def bert_encoder_name_map(arch, tensors, model_type):
+    """Our variable paths -> `BertModel`-style tensor names (BERT, RoBERTa); task-model files
+    prefix them with "<model_type>.", detected from `tensors`."""
+    p = prefix(tensors, model_type)
+    names = embedding_names(p, arch)
+    if arch.get("use_pooler", True):
+        names.update({"pooler/kernel": ([f"{p}pooler.dense.weight"], transpose),
+                      "pooler/bias": ([f"{p}pooler.dense.bias"], identity)})
+    for i in range(arch["num_layers"]):
+        names.update(layer_names(f"transformer_layer_{i}", f"{p}encoder.layer.{i}"))
+    return names
