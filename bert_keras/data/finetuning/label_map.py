@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from bert_keras.data.finetuning.examples import ClassificationExample, TaggingExample
 from bert_keras.errors import InputError
+from bert_keras.files import read_json
 
 _INT_RE = re.compile(r"[+-]?\d+")
 
@@ -170,8 +171,7 @@ class LabelMap:
 
     @classmethod
     def load(cls, path: str) -> "LabelMap":
-        with tf.io.gfile.GFile(path, "r") as f:
-            config = json.load(f)
-        if not isinstance(config, dict) or "labels" not in config:
-            raise ValueError(f"{path} is not a LabelMap JSON file (no 'labels')")
+        config = read_json(path)
+        if "labels" not in config:
+            raise InputError(f"{path} is not a LabelMap JSON file (no 'labels').")
         return cls(config["labels"], multi_label=config.get("multi_label", False))
