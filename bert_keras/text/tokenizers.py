@@ -120,3 +120,26 @@ def _load(tokenizer_class, path, lower_case):
         return SentencePieceTokenizer(tokenizer.vocab_file, lower_case=lower_case,
                                       pair_type_ids=tokenizer.pair_type_ids)
     return tokenizer
+
+
+def tokenizer_difference(theirs, ours):
+    """How tokenizer `ours` would give other ids or packings than `theirs` (the kind, the
+    packing of pairs, the vocabulary's size or first differing entry, the casing), as words
+    for an error message; None when they tokenize alike."""
+    if type(theirs) is not type(ours):
+        return (f"a {type(theirs).__name__} ({theirs.vocab_file}) against a "
+                f"{type(ours).__name__} ({ours.vocab_file})")
+    packing = lambda t: (t.separators_between, bool(t.pair_type_ids))  # noqa: E731
+    if packing(theirs) != packing(ours):
+        return (f"pairs packed with (separators, type ids) {packing(theirs)} against "
+                f"{packing(ours)}")
+    if theirs.vocab_size != ours.vocab_size:
+        return f"vocabularies of {theirs.vocab_size:,} and {ours.vocab_size:,} entries"
+    differ = [i for i, (a, b) in enumerate(zip(theirs.vocab, ours.vocab)) if a != b]
+    if differ:
+        i = differ[0]
+        return (f"vocabularies that differ in {len(differ):,} entries, first id {i}: "
+                f"{theirs.vocab[i]!r} against {ours.vocab[i]!r}")
+    if bool(theirs.lower_case) != bool(ours.lower_case):
+        return f"lower_case={theirs.lower_case} against lower_case={ours.lower_case}"
+    return None

@@ -37,7 +37,7 @@ from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.errors import InputError
 from bert_keras.models.task_distillation import TEACHER_LOGITS, TaskDistiller
 from bert_keras.tasks import task_io
-from bert_keras.text.tokenizers import load_tokenizer
+from bert_keras.text.tokenizers import load_tokenizer, tokenizer_difference
 
 
 def find_task_directory(path):
@@ -76,33 +76,12 @@ class Teacher:
         teacher reads the student's token ids (the vocabularies are compared, not the
         families' names)."""
         teacher = load_tokenizer(self.directory, lower_case=self.info["lower_case"])
-        student = f"--init_checkpoint={self.config.init_checkpoint}"
-        if type(teacher) is not type(tokenizer):
-            raise InputError(f"{self.flag}: the teacher's tokenizer is a {type(teacher).__name__} "
-                             f"({teacher.vocab_file}) but the student's ({student}) is a "
-                             f"{type(tokenizer).__name__} ({tokenizer.vocab_file}): the teacher "
-                             "reads the student's token ids, so both need the same tokenizer.")
-        packing = lambda t: dict(separators_between=t.separators_between,  # noqa: E731
-                                 pair_type_ids=bool(t.pair_type_ids))
-        if packing(teacher) != packing(tokenizer):
-            raise InputError(f"{self.flag}: the teacher's tokenizer packs pairs with "
-                             f"{packing(teacher)} but the student's ({student}) with "
-                             f"{packing(tokenizer)}.")
-        if teacher.vocab_size != tokenizer.vocab_size:
-            raise InputError(f"{self.flag}: the teacher's vocabulary has {teacher.vocab_size:,} "
-                             f"entries but the student's ({student}) has "
-                             f"{tokenizer.vocab_size:,}: the teacher reads the student's token "
-                             "ids, so both need the same vocabulary.")
-        differ = [i for i, (a, b) in enumerate(zip(teacher.vocab, tokenizer.vocab)) if a != b]
-        if differ:
-            i = differ[0]
-            raise InputError(f"{self.flag}: the teacher's vocabulary differs from the student's "
-                             f"({student}) in {len(differ):,} entries, first id {i}: "
-                             f"{teacher.vocab[i]!r} vs {tokenizer.vocab[i]!r}.")
-        if bool(teacher.lower_case) != bool(tokenizer.lower_case):
-            raise InputError(f"{self.flag}: the teacher's tokenizer has lower_case="
-                             f"{teacher.lower_case} but the student's ({student}) has "
-                             f"lower_case={tokenizer.lower_case}.")
+        difference = tokenizer_difference(teacher, tokenizer)
+        if difference:
+            raise InputError(f"{self.flag}: the teacher's tokenizer and the student's "
+                             f"(--init_checkpoint={self.config.init_checkpoint}) differ: "
+                             f"{difference}; the teacher reads the student's token ids, so "
+                             "both need the same tokenizer.")
 
     def label_map(self, label_map):
         """The student's LabelMap: the teacher's labels, in its order, when the student's
