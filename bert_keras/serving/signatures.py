@@ -9,7 +9,10 @@ so the SavedModel needs no Python from this project. `ServingFunctions` binds a 
 tokenizer and its task object; each task type's `serve` (bert_keras/tasks/) computes the
 outputs below, packing with `text.packing.pack_segments` like `BertPreprocessor`.
 
-Signatures (all batch sizes, including 0; all string inputs are tf.string [B]):
+Signatures (all batch sizes, including 0; all string inputs are tf.string [B]). Every input is
+checked in the graph before use (`input_checks`): another rank, ids outside the model's
+vocabulary or token types, or a mask other than 0/1 fail the request with an
+InvalidArgumentError naming the input, and the server goes on serving.
 
 ==================  =====================  ==================================================
 task                serving_default in     serving_default out
@@ -38,13 +41,16 @@ encoder             text                   pooled_output float32 [B, H], sequenc
 
 Every export also has `encode` (the TF Hub BERT interface: input_word_ids, input_mask,
 input_type_ids int32 [B, T] -> sequence_output float32 [B, T, H], pooled_output float32
-[B, H]) and `preprocess` (the serving_default text inputs -> the three int32 [B, T] tensors).
+[B, H]) and `preprocess` (the serving_default text inputs -> the three int32 [B, T] tensors,
+type ids all 0 for a model with one token type, so that they are what the model reads and
+`encode` takes them).
 """
 
 import tensorflow as tf
 
 from bert_keras.tasks.registry import get_task
 from bert_keras.errors import InputError
+from bert_keras.serving.input_checks import checked_texts, checked_token_ids
 from bert_keras.text.packing import pack_with, shortest_packing
 
 
@@ -86,22 +92,34 @@ class ServingFunctions:
         return [tf.TensorSpec([None], tf.string, name=name) for name in self.text_fields]
 
     def encode(self, input_word_ids, input_mask, input_type_ids):
-        out = self.encoder(dict(input_word_ids=input_word_ids, input_mask=input_mask,
-                                input_type_ids=input_type_ids), training=False)
+        inputs = checked_token_ids(
+            dict(input_word_ids=input_word_ids, input_mask=input_mask,
+                 input_type_ids=input_type_ids),
+            vocab_size=self.encoder.vocab_size, type_vocab_size=self.encoder.type_vocab_size,
+            max_length=self.encoder.max_sequence_length)
+        out = self.encoder(inputs, training=False)
         return {"sequence_output": tf.cast(out["sequence_output"], tf.float32),  # (B, T, H)
                 "pooled_output": tf.cast(out["pooled_output"], tf.float32)}  # (B, H)
 
     def preprocess(self, *texts):
-        return self.task.preprocess(self, texts)[0]
+        return self.task.preprocess(self, self.checked(texts))[0]
 
     def serve(self, *texts):
-        return self.task.serve(self, texts)
+        return self.task.serve(self, self.checked(texts))
+
+    def checked(self, texts):
+        """The text inputs (in `text_fields` order), each refused in the graph unless rank 1."""
+        checked = checked_texts(dict(zip(self.text_fields, texts)))
+        return tuple(checked[name] for name in self.text_fields)
 
     # -- what the task types' serving functions use ---------------------------------------------
 
     def pack(self, segments):
         """Tokenized segments -> (the three int32 [B, T] inputs, kept lengths)."""
-        return pack_with(self.tokenizer, segments, self.seq_length)
+        inputs, kept = pack_with(self.tokenizer, segments, self.seq_length)
+        if self.encoder.type_vocab_size == 1:  # it reads every token as type 0 anyway
+            inputs["input_type_ids"] = tf.zeros_like(inputs["input_type_ids"])
+        return inputs, kept
 
     def run(self, inputs, **extra):
         return self.model(dict(inputs, **extra), training=False)
