@@ -290,3 +290,43 @@ def test_finetune_refuses_bad_labels_and_rows(tmp_path, tiny_pairs_model, case):
     last = proc.stderr.decode().strip().splitlines()[-1]  # the one line holds it all
     assert last.startswith("finetune.py: ") and all(n in last for n in needles), last
     assert not output.exists() or not any(output.iterdir())
+
+
+# -- invalid UTF-8 inside a text: every tokenizer as transformers after decode("replace") ------
+
+FAMILIES = ROOT / "tests" / "fixtures" / "families"
+# Stray bytes, a truncated sequence at the end and inside a word, an overlong encoding,
+# Latin-1: each maximal bad sequence is one U+FFFD for Python's decode(errors="replace").
+INVALID_TEXTS = [b"bad \xff\xfe byte", b"trunc \xe2\x82", b"mid\xffword ok", b"x\xf0\x9f\x98y",
+                 b"\xc0\xafz", b"caf\xe9 au lait"]
+
+
+@pytest.mark.parametrize("family", ["bert_qa", "albert", "roberta"])
+def test_invalid_utf8_tokenizes_as_transformers_after_decoding_with_replace(family):
+    """docs/serving.md: bad bytes become U+FFFD (one per maximal bad sequence, as Python's
+    `bytes.decode("utf-8", "replace")`), which each tokenizer then treats as transformers'
+    does: WordPiece drops it, SentencePiece (ALBERT's charsmap) reads it as a space, byte-level
+    BPE (RoBERTa) keeps it as the tokens of its three bytes. Offsets still point into the
+    request's own bytes."""
+    tokenizers = pytest.importorskip("tokenizers")
+    import tensorflow as tf
+
+    from bert_keras.text.tokenizers import load_tokenizer
+
+    ours = load_tokenizer(str(FAMILIES / family))
+    reference = tokenizers.Tokenizer.from_file(str(FAMILIES / family / "tokenizer.json"))
+    want = [reference.encode(text.decode("utf-8", "replace"), add_special_tokens=False).ids
+            for text in INVALID_TEXTS]
+    assert ours.tokenize(tf.constant(INVALID_TEXTS)).to_list() == want
+    ids, starts, ends = (x.to_list() for x in ours.tokenize_with_offsets(
+        tf.constant(INVALID_TEXTS))[:3])
+    assert ids == want
+    text, row = INVALID_TEXTS[2], 2  # b"mid\xffword ok"
+    spans = [text[s:e] for s, e in zip(starts[row], ends[row])]
+    replacement = reference.encode("\ufffd", add_special_tokens=False).ids
+    if family == "roberta":  # the U+FFFD pieces span the one bad byte they stand for
+        assert replacement and set(replacement) <= set(ids[row])
+        assert all(span == b"\xff" for i, span in zip(ids[row], spans) if i in replacement)
+    else:
+        assert b"\xff" not in b"".join(spans)
+    assert spans[-2:] == [b"o", b"k"] or spans[-1] == b"ok"

@@ -30,7 +30,8 @@ finished run says so and trains nothing; to train again, delete OUTPUT_DIR or pa
 one. An OUTPUT_DIR holding a run with other flags (or other data) is refused with the
 differing flags named (--verbose and --checkpoint_every may differ). A new run into an
 OUTPUT_DIR with outputs of an earlier, unrecognised run (e.g. of an older version) removes
-them first and logs which.
+them first and logs which. A run that fails before anything is saved (bad data, Ctrl-C in
+the first epoch) removes the OUTPUT_DIR it created (`bert_keras_tools.output_dirs`).
 
 Task distillation: `--teacher_dir` (a fine-tuned run of the same --task: its OUTPUT_DIR or
 best/) makes the run a student that also learns the teacher's outputs on the training data:
@@ -69,9 +70,13 @@ from bert_keras.training import precision
 from bert_keras.training.finetuning import run_finetuning
 from bert_keras.training.finetuning_state import ResumeError
 from bert_keras.training.finetuning_config import FinetuneConfig
+from bert_keras_tools import output_dirs
 
 FLAGS = flags.FLAGS
 configs.define_flags(FinetuneConfig)
+
+# What a run writes in --output_dir before its first epoch ends: nothing worth keeping.
+RUN_RECORDS = ("flags.json",)
 
 
 def check_flags():
@@ -89,10 +94,12 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     config = check_flags()
     startup.say(precision.describe(config.dtype))
-    try:
-        record = run_finetuning(config)
-    except (ResumeError, OSError) as e:  # another run in --output_dir, a full disk
-        sys.exit(f"finetune: {e}")
+    # A run that fails before it trained (bad data, Ctrl-C) leaves no --output_dir behind.
+    with output_dirs.removed_if_failed(config.output_dir, records=RUN_RECORDS):
+        try:
+            record = run_finetuning(config)
+        except (ResumeError, OSError) as e:  # another run in --output_dir, a full disk
+            sys.exit(f"finetune: {e}")
     summary = {k: record[k] for k in ("best_epoch", "eval", "test", "baselines") if k in record}
     print(json.dumps(summary, indent=1, default=float), flush=True)
 

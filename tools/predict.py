@@ -10,7 +10,9 @@ than 1% of lines not valid UTF-8, or a line with the wrong number of fields fail
 one-line message and exit status 1, and nothing is written: the whole input is read and
 checked before the first prediction (so it is held in memory), and --output is renamed into
 place only when every line succeeded (a full disk leaves no file either). Fewer bad lines get
-their bad bytes replaced, with one warning.
+their bad bytes replaced, with one warning. An --input or --output that cannot work (stdin or
+stdout closed, a directory, a missing file or directory) fails the same way before the model
+loads, and so does a write to stdout that fails (a full disk, a reader that closed the pipe).
 
 Examples:
   python tools/predict.py --model_dir=saved_models/paraphrase --input=pairs.tsv
@@ -27,6 +29,7 @@ import sys
 from absl import app, flags
 
 from bert_keras import files, text_files
+from bert_keras.errors import InputError, WriteError, write_error
 
 flags.DEFINE_string("model_dir", None, "An export version directory, or the model directory "
                     "(its highest version is used).")
@@ -92,12 +95,64 @@ def predict_rows(fn, fields, rows):
             for i, (n, r) in enumerate(rows)]
 
 
+def check_input_flag(path):
+    """InputError for an --input that cannot be read: closed stdin, a directory, no file.
+    Checked before the model loads, so a wrong path fails at once in one line."""
+    if path == "-":
+        if sys.stdin is None:
+            raise InputError("--input=- reads stdin, but stdin is closed: give --input=FILE, "
+                             "or pipe the text in")
+    elif os.path.isdir(path):
+        raise InputError(f"--input={path} is a directory, not a text file")
+    elif not os.path.exists(path):
+        raise InputError(f"--input={path} does not exist")
+
+
+def check_output_flag(path):
+    """InputError for an --output that cannot be written: closed stdout, a directory, a
+    missing parent directory. Checked before the model loads."""
+    if path == "-":
+        if sys.stdout is None:
+            raise InputError("--output=- writes to stdout, but stdout is closed: give "
+                             "--output=FILE")
+        return
+    if os.path.isdir(path):
+        raise InputError(f"--output={path} is a directory: give the path of a file to write")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise InputError(f"--output={path}: its directory {parent} does not exist")
+
+
+def _silence_stdout():
+    """Points fd 1 at /dev/null, so that the interpreter's last flush of what stdout still
+    buffers cannot fail again (and print "Exception ignored ...") after our one line."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+@contextlib.contextmanager
+def stdout_sink():
+    """sys.stdout, flushed when the block completes; a write that fails (a full disk, a pipe
+    whose reader has gone) becomes a WriteError naming stdout, not a traceback."""
+    try:
+        yield sys.stdout
+        sys.stdout.flush()
+    except OSError as e:
+        error = write_error(e, "stdout")
+        if error is None and not isinstance(e, BrokenPipeError):
+            raise
+        _silence_stdout()
+        raise error or WriteError("stdout", "the reader closed the pipe") from None
+
+
 @contextlib.contextmanager
 def output_sink(path):
     """stdout for '-'; else a temporary file beside `path`, renamed to `path` only if the
     block completes, so a failed run leaves no partial output."""
     if path == "-":
-        yield sys.stdout
+        with stdout_sink() as sink:
+            yield sink
         return
     with files.atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as sink:
         yield sink
@@ -117,6 +172,8 @@ def main(argv):
         raise app.UsageError("--model_dir is required.")
     if FLAGS.batch_size < 1:
         raise app.UsageError(f"--batch_size must be positive, got {FLAGS.batch_size}.")
+    check_input_flag(FLAGS.input)
+    check_output_flag(FLAGS.output)
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  Registers the tokenizer ops.
 

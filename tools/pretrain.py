@@ -14,11 +14,13 @@ ELECTRA on the same data, and a student distilled from that BERT:
 
 Rerun the same command after a crash to resume from the last checkpoint. The encoder lands
 in MODEL_DIR/encoder (load it with bk.BertEncoder.from_pretrained); TensorBoard scalars in
-MODEL_DIR/train; the resolved flags in MODEL_DIR/run_config.json. Recipes: flags/pretrain_
-{tiny,mini,base,large}.flags (BERT), pretrain_{electra_small,electra_base,roberta_base,
-albert_base,distilbert}.flags. --helpfull lists every flag (strategy, precision, optimizer,
-two-phase sequence length, checkpoints). The flags are the fields of
-`bert_keras.training.pretraining_config.PretrainConfig`, where each is documented and checked.
+MODEL_DIR/train; the resolved flags in MODEL_DIR/run_config.json. A run that fails before
+it saved anything (bad text, Ctrl-C before the first checkpoint) removes the MODEL_DIR it
+created. Recipes: flags/pretrain_{tiny,mini,base,large}.flags (BERT),
+pretrain_{electra_small,electra_base,roberta_base,albert_base,distilbert}.flags. --helpfull
+lists every flag (strategy, precision, optimizer, two-phase sequence length, checkpoints). The
+flags are the fields of `bert_keras.training.pretraining_config.PretrainConfig`, where each is
+documented and checked.
 """
 
 from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
@@ -33,9 +35,13 @@ from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.loop import TrainingDivergedError
 from bert_keras.training.pretraining import run_pretraining
 from bert_keras.training.pretraining_config import PretrainConfig
+from bert_keras_tools import output_dirs
 
 FLAGS = flags.FLAGS
 configs.define_flags(PretrainConfig)
+
+# What a run writes in --model_dir before its first checkpoint: nothing worth keeping.
+RUN_RECORDS = ("run_config.json",)
 
 
 def check_flags():
@@ -55,10 +61,12 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     config, strategy = check_flags()
     startup.say(precision.describe(config.dtype))
-    try:
-        result = run_pretraining(config, strategy=strategy)
-    except TrainingDivergedError as e:
-        sys.exit(f"pretrain: {e}")
+    # A run that fails before it saved anything (bad text, Ctrl-C) leaves no --model_dir.
+    with output_dirs.removed_if_failed(config.model_dir, records=RUN_RECORDS):
+        try:
+            result = run_pretraining(config, strategy=strategy)
+        except TrainingDivergedError as e:
+            sys.exit(f"pretrain: {e}")
     history = result["history"]
     if history:
         (first_step, first), (last_step, last) = history[0], history[-1]

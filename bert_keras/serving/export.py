@@ -88,6 +88,22 @@ def next_version(model_dir):
     return max(versions, default=0) + 1
 
 
+def check_export_base(base_dir, model_name, name="base_dir"):
+    """InputError unless BASE_DIR/MODEL_NAME can be made a directory: no part of it that
+    exists is a file. Checked before any work, so that a base path naming a file fails in one
+    line naming `name` (the flag) and the path, not in TensorFlow's makedirs after the export.
+    Local paths only (a gs:// path is left to the file system)."""
+    base_dir = os.fspath(base_dir)
+    if "://" in base_dir:
+        return
+    path = os.path.abspath(os.path.join(base_dir, model_name))
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)  # the deepest part that exists
+    if not os.path.isdir(path):
+        raise InputError(f"{name}={base_dir}: {path} is a file, not a directory; the export "
+                         f"goes to {os.path.join(base_dir, model_name, 'VERSION')}")
+
+
 # -- export -----------------------------------------------------------------------------------
 
 def _signature_functions(functions):
@@ -204,6 +220,7 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
     Returns the version directory. Raises `op_audit.OpAuditError` (nothing is left behind)
     if the graph has ops that stock TF Serving lacks; FileExistsError for a taken version.
     """
+    check_export_base(base_dir, model_name)
     model_dir = os.path.join(os.fspath(base_dir), model_name)
     version = next_version(model_dir) if version is None else int(version)
     if version < 1:
@@ -278,6 +295,9 @@ def export_task(task_dir, base_dir, model_name=None, **kwargs):
 def run_export(config):
     """The export of an ExportConfig (tools/export.py): a task directory or a bare encoder."""
     source = config.task_dir or config.encoder_dir
+    # Before loading the model: a bad --export_dir_base fails at once.
+    check_export_base(config.export_dir_base, config.model_name or default_model_name(source),
+                      "--export_dir_base")
     if config.task_dir:
         model, tokenizer, info = task_io.load_task(config.task_dir)
     else:

@@ -7,10 +7,10 @@ and TF ops (no Python callbacks), deterministically for a seed.
 import tensorflow as tf
 
 from bert_keras.files import expand_patterns
-from bert_keras.data.pretraining import documents, pairing
+from bert_keras.data.pretraining import documents, pairing, unknown_tokens
 from bert_keras.data.pretraining.records import shard_input, to_model_format
 from bert_keras.data.pretraining.stages import _flat_tokens, _suffix_table, make_masker
-from bert_keras.text_files import good_lines_mask
+from bert_keras.text_files import describe_files, good_lines_mask
 
 
 def _instance_signature(max_seq_length):
@@ -85,7 +85,9 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
     With check_text (the default) the files are first read once in Python
     (`documents.check_corpus`): a file that is not text, no text, or too few documents /
     sentences for pair_mode raise TextFileError here, not later inside tf.data. Pass False
-    when the caller has checked them already.
+    when the caller has checked them already. Whatever check_text, a tokenizer that maps more
+    than half of the tokens of the first 1,000 lines to its unknown token raises InputError
+    (more than 5%: one warning; `unknown_tokens`).
 
     Example:
       tok = BertTokenizer(default_vocab_file())
@@ -96,6 +98,10 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
         raise ValueError(f"pair_mode must be one of {documents.PAIR_MODES}, got {pair_mode!r}")
     if check_text:
         documents.check_corpus(files, pair_mode)
+    # Always (the callers that check the text have no tokenizer there): a tokenizer that maps
+    # the text to its unknown token is refused, once per process and text, before any work.
+    unknown_tokens.check_unknown_share(describe_files(files),
+                                       documents.read_documents(files, warn=False), tokenizer)
     mask_batch = make_masker(tokenizer, max_predictions_per_seq, masked_lm_prob, whole_word_mask,
                              ngram)
     signature = _instance_signature(max_seq_length)

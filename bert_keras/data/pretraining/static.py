@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_keras.data.pretraining import documents, pairing
+from bert_keras.data.pretraining import documents, pairing, unknown_tokens
 from bert_keras.data.pretraining.records import serialize_examples
 from bert_keras.data.pretraining.stages import _flat_tokens, _suffix_table, default_vocab_file, make_masker
 from bert_keras.files import expand_patterns, writing
@@ -217,7 +217,9 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
 
     Raises:
       TextFileError (before any output) for input files that are not text or cannot give
-      pairs (`documents.check_corpus`), and (leaving no output) when no instance was made.
+      pairs (`documents.check_corpus`), and (leaving no output) when no instance was made;
+      InputError (before any output) when the vocab maps more than half of the tokens of the
+      text's first lines to [UNK] (`unknown_tokens`; more than 5%: a warning).
 
     Example:
       create_pretraining_tfrecords("/tmp/pt.tfrecord",
@@ -250,6 +252,10 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
                   verbosity=logging.get_verbosity())
     if config["input_files"]:  # bad text fails here, before any output file exists
         documents.check_corpus(config["input_files"], pair_mode)
+    # So does a vocab that maps the text to [UNK] (a sample of it is tokenized here).
+    unknown_tokens.check_unknown_share(tfds_name or describe_files(config["input_files"]),
+                                       _documents(config, documents.DocumentStats()),
+                                       BertTokenizer(vocab_file, lower_case=lower_case))
     paths = shard_file_names(output_file, num_output_shards)
     os.makedirs(os.path.dirname(os.path.abspath(output_file)), exist_ok=True)
     start = time.time()

@@ -1,0 +1,72 @@
+"""A tool's output directory that a failed run does not leave behind empty.
+
+A run that fails before it has trained anything (bad input found after the directory was
+made, a refused flag, Ctrl-C during the first epoch) should leave the file system as it found
+it: `removed_if_failed(path, records)` runs the tool's work and, if the work raises, removes
+`path` when this run created it and it still holds nothing of value: only empty directories
+and the run's own records (`records`: relative paths such as "flags.json", which a rerun
+writes again). A directory that existed before, or that holds anything else (a checkpoint, a
+prediction file, a user's file), is never touched.
+
+Example:
+    with output_dirs.removed_if_failed(config.output_dir, records=("flags.json",)):
+        run_finetuning(config)
+"""
+
+import contextlib
+import os
+import shutil
+
+
+def holds_nothing_of_value(path, records):
+    """True if the directory `path` holds only empty directories and files whose path
+    relative to it is in `records` (no symbolic link, nothing else)."""
+    for parent, dirnames, filenames in os.walk(path):
+        for name in dirnames:
+            if os.path.islink(os.path.join(parent, name)):
+                return False
+        for name in filenames:
+            relative = os.path.relpath(os.path.join(parent, name), path)
+            if relative not in records or os.path.islink(os.path.join(parent, name)):
+                return False
+    return True
+
+
+@contextlib.contextmanager
+def removed_if_failed(path, records=()):
+    """Runs the block; if it raises (SystemExit and KeyboardInterrupt included) and the
+    directory `path` did not exist before the block, removes it, and the parents of it that the
+    block made, when they hold nothing of value (`holds_nothing_of_value`). The exception
+    always propagates."""
+    path = os.fspath(path)
+    local = "://" not in path  # a bucket's "directories" are left to the file system
+    path = os.path.abspath(path) if local else path
+    created = _first_missing(path) if local else None
+    try:
+        yield
+    except BaseException:
+        if created is not None and _removable(created, path, set(records)):
+            shutil.rmtree(created, ignore_errors=True)
+        raise
+
+
+def _first_missing(path):
+    """The outermost directory of `path` that does not exist yet (what a makedirs of `path`
+    would create), or None if `path` exists."""
+    missing = None
+    while not os.path.lexists(path):
+        missing, path = path, os.path.dirname(path)
+        if path == missing:  # the root
+            break
+    return missing
+
+
+def _removable(created, path, records):
+    """Whether `created` (a directory this run made, `path` or one of its parents) holds
+    nothing but the empty directories down to `path` and, in `path`, nothing of value."""
+    if not os.path.isdir(created) or os.path.islink(created):
+        return False
+    if not os.path.isdir(path) or os.path.islink(path):  # the run did not get that far
+        return holds_nothing_of_value(created, set())
+    records = {os.path.relpath(os.path.join(path, r), created) for r in records}
+    return holds_nothing_of_value(created, records)
