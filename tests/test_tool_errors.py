@@ -233,3 +233,14 @@ def test_removed_if_failed_removes_only_what_holds_nothing_of_value(tmp_path):
     (tmp_path / "d").mkdir()
     fail_in(tmp_path / "d", records=("flags.json",), files=["flags.json"])
     assert (tmp_path / "d" / "flags.json").exists()  # made by the user: left alone
+
+
+def test_a_squad_answer_not_in_its_context_is_one_line():
+    import bert_keras as bk
+    from bert_keras.data.finetuning.spans import span_features
+
+    example = bk.SpanExample("q1", "Who wept?", "Jesus wept.", answers=[("zzz", 0)],
+                             source="train.json:3")
+    tokenizer = bk.load_tokenizer("bert_keras/assets")
+    with pytest.raises(bk.InputError, match="train.json:3: answer 'zzz' is not at character 0"):
+        span_features([example], tokenizer, seq_length=32)

@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from bert_keras.data.finetuning.features import TOKENIZE_CHUNK, tokenize_texts
 from bert_keras.data.finetuning.examples import SpanExample
+from bert_keras.errors import InputError
 from bert_keras.text.packing import pack_with, segment_starts
 
 
@@ -125,8 +126,8 @@ def _answer_tokens(ex: SpanExample, doc_starts: np.ndarray, doc_ends: np.ndarray
     text, char_start = ex.answers[0]
     char_end = char_start + len(text)
     if ex.context[char_start:char_end] != text:
-        raise ValueError(f"{ex.source}: answer {text!r} is not at character {char_start} of the "
-                         f"context (found {ex.context[char_start:char_end]!r})")
+        raise InputError(f"{ex.source}: answer {text!r} is not at character {char_start} of the "
+                         f"context (found {ex.context[char_start:char_end]!r}).")
     inside = np.flatnonzero((doc_ends > char_start) & (doc_starts < char_end))
     if inside.size == 0:
         return None
