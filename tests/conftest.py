@@ -1,8 +1,11 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures. tests/ mirrors the package (tests/text/, tests/models/, ...);
+tests/support/ holds the helpers the tests import (the serving harness, Google's pairing in
+Python), tests/fixtures/ the fixtures and the scripts that made them."""
 
 import gzip
 import os
 import pathlib
+import sys
 
 import numpy as np
 import pytest
@@ -11,9 +14,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 DATA_DIR = pathlib.Path(__file__).resolve().parents[1] / "bert_keras" / "assets"
 
-# A script, not tests: it needs torch and transformers (pytest.ini's --doctest-modules would
-# import it).
-collect_ignore = ["make_reference_outputs.py", "make_family_references.py"]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "support"))
+
+# Scripts, not tests: they need torch and transformers (pytest.ini's --doctest-modules would
+# import them).
+collect_ignore = ["fixtures/make_reference_outputs.py", "fixtures/make_family_references.py"]
 
 
 @pytest.fixture(scope="session")

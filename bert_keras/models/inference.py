@@ -61,7 +61,7 @@ def cast_for_inference(model, dtype="bfloat16"):
     For inference on CPUs with bfloat16 matmuls (AMX): faster than the `mixed_bfloat16`
     policy, which keeps float32 weights and casts every kernel to bfloat16 on every call.
     Within the documented tolerance of float32 (layer norms still run in float32;
-    tests/test_bfloat16_tolerance.py). Do not train the copy: use mixed_bfloat16.
+    tests/training/test_bfloat16_tolerance.py). Do not train the copy: use mixed_bfloat16.
 
     Example:
     >>> import bert_keras as bk

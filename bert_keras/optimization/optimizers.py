@@ -10,7 +10,7 @@ schedules (`WarmupDecay`, `layerwise_lr_multiplier`) in `bert_keras.optimization
 both re-exported here.
 
 Why our own classes instead of `keras.optimizers.AdamW` / `keras.optimizers.Lamb`
-(Keras 3.15, checked by tests/test_optimization.py and by reading its source):
+(Keras 3.15, checked by tests/optimization/test_optimization.py and by reading its source):
 
 * Keras' built-in `gradient_accumulation_steps` evaluates the learning-rate
   schedule (and the weight decay) at the *micro*-step counter, so a schedule

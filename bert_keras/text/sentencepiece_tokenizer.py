@@ -4,9 +4,9 @@ Serving links), with the preprocessing of transformers' `AlbertTokenizer`.
 Pipeline (all TF ops): whitespace runs -> one space and the ends stripped; `` and '' -> ";
 (uncased) NFKD, marks removed, lower-case; then the SentencePiece model (its own normalization
 rule included), and the pieces of equal-score ties put in transformers' order (`_order_ties`).
-The same ids as `transformers.AlbertTokenizer` 5.x (tests/test_families.py), and with
+The same ids as `transformers.AlbertTokenizer` 5.x (tests/families/test_families.py), and with
 `tokenize_with_offsets` / `tokenize_words_with_offsets` its `offset_mapping` and `word_ids()`
-(tests/test_tokenizer_offsets.py).
+(tests/text/test_tokenizer_offsets.py).
 
 Known deviations: Google's original (and transformers 4 "slow") tokenizer re-splits pieces
 that end in digit + comma ("9,"); transformers 5 does not and neither do we. tokenizers'

@@ -3,7 +3,7 @@
 The dynamic pretraining pipeline runs this inside `tf.data` (no `from_generator`, no
 `numpy_function`), so no tf.data thread ever calls back into Python: iterators alive at
 interpreter exit cannot deadlock the shutdown. The rules are those of Google's
-`create_instances_from_document` (its Python port, tests/pairing_oracle.py): a target length per document (shorter with
+`create_instances_from_document` (its Python port, tests/support/pairing_oracle.py): a target length per document (shorter with
 `short_seq_prob`), segments accumulated up to it, a random split point, B the following
 segments or (NSP, p = 0.5 or when the chunk has one segment) a span of a random other document
 with the unused segments put back; SOP swaps with p = 0.5 and cuts a lone segment at a random
@@ -172,7 +172,7 @@ def build_instances(pieces, word_starts, splits, doc_splits, seed, *, cls_id, se
     Returns:
       dict of input_ids, input_mask, segment_ids, word_starts int32 [N, T],
       next_sentence_labels int32 [N] and source int32 [N, 6] = (doc_a, first_seg_a, end_seg_a,
-      doc_b, first_seg_b, end_seg_b) as in tests/pairing_oracle.py (-1 where it does not
+      doc_b, first_seg_b, end_seg_b) as in tests/support/pairing_oracle.py (-1 where it does not
       apply). Rows come document-parallel (first instance of every document, then the second,
       ...); shuffle them.
 

@@ -1,0 +1,101 @@
+"""Shared pieces of the export tests: a tiny encoder over the bundled vocab, request encoding,
+and the client that loads exports in a fresh interpreter without this project."""
+
+import base64
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import sysconfig
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import bert_keras as bk
+from bert_keras.text.preprocessor import BertPreprocessor
+from bert_keras.text.tokenizer import BertTokenizer
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+VOCAB = ROOT / "bert_keras" / "assets" / "vocab.txt"
+CLIENT = ROOT / "tests" / "support" / "serving_client.py"
+SEQ = 24
+LONG_TEXT = "word " * 20000  # 100,000 characters
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return BertTokenizer(str(VOCAB), lower_case=True)
+
+
+@pytest.fixture(scope="module")
+def encoder(tokenizer):
+    keras.utils.set_random_seed(0)
+    return bk.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=16,
+                          num_heads=2, intermediate_size=32, max_positions=64)
+
+
+def _info(task, **kw):
+    return dict(dict(task=task, seq_length=SEQ, lower_case=True, labels=None,
+                     text_fields=["text"]), **kw)
+
+
+def _enc(array):
+    array = np.asarray(array, dtype=object if np.asarray(array).dtype.kind in "OSU" else None)
+    if array.dtype == object:
+        return {"dtype": "string", "shape": list(array.shape),
+                "b64": [base64.b64encode(v if isinstance(v, bytes) else v.encode()).decode()
+                        for v in array.ravel().tolist()]}
+    return {"dtype": array.dtype.name, "shape": list(array.shape), "values": array.ravel().tolist()}
+
+
+def _dec(obj):
+    if obj["dtype"] == "string":
+        return np.array([base64.b64decode(v) for v in obj["b64"]], dtype=object).reshape(obj["shape"])
+    return np.array(obj["values"], dtype=obj["dtype"]).reshape(obj["shape"])
+
+
+def run_client(tmp_path, exports, requests=None):
+    """Runs serving_client.py in a fresh `python -I -S` (cwd elsewhere, clean environment)."""
+    site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    out = tmp_path / "client_out.json"
+    config = tmp_path / "client_config.json"
+    config.write_text(json.dumps(dict(site=site, exports=[str(e) for e in exports],
+                                      requests={str(k): v for k, v in (requests or {}).items()},
+                                      out=str(out))))
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+           "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run([sys.executable, "-I", "-S", str(CLIENT), str(config)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = json.loads(out.read_text())
+    assert report["bert_keras_importable"] is False
+    project_dirs = {str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "support"),
+                    str(ROOT / "bert_keras"), ""}
+    assert not project_dirs & {p.rstrip("/") for p in report["sys_path"]}, report["sys_path"]
+    return report
+
+
+def _outputs(result):
+    """The tf1 and tf2 outputs of one request, checked equal to each other."""
+    assert "tf1" in result and "tf2" in result, result.get("tf1_error") or result.get("tf2_error")
+    tf1 = {k: _dec(v) for k, v in result["tf1"].items()}
+    tf2 = {k: _dec(v) for k, v in result["tf2"].items()}
+    assert sorted(tf1) == sorted(tf2)
+    for key in tf1:
+        if tf1[key].dtype == object:
+            np.testing.assert_array_equal(tf1[key], tf2[key])
+        else:
+            np.testing.assert_allclose(tf1[key], tf2[key], rtol=1e-5, atol=1e-6)
+    return tf2
+
+
+def _texts(inputs, name):
+    return [bytes(t) for t in _dec(inputs[name]).tolist()]
+
+
+def _keras_inputs(tokenizer, *texts):
+    pre = BertPreprocessor(tokenizer, seq_length=SEQ, pad_to_longest=True)
+    return pre(*[tf.constant(t, tf.string) for t in texts])

@@ -1,0 +1,293 @@
+"""Tests for tools/pretrain.py: help, usage errors before any work, a tiny run, kill -9 + resume."""
+
+import glob
+import gzip
+import json
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+TOOL = [sys.executable, str(REPO / "tools" / "pretrain.py")]
+TINY = f"--flagfile={REPO / 'flags' / 'pretrain_tiny.flags'}"
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+
+
+def _run(*args, timeout=600, env=None):
+    return subprocess.run(TOOL + list(args), capture_output=True, text=True, cwd=REPO,
+                          timeout=timeout, env=env or ENV)
+
+
+def test_help_is_short_with_an_example_and_helpfull_lists_everything():
+    short = _run("--help")
+    assert "python tools/pretrain.py --flagfile=flags/pretrain_mini.flags" in short.stdout
+    assert "--train_text" in short.stdout and "--model_dir" in short.stdout
+    assert "--distribution_strategy" not in short.stdout
+    assert len(short.stdout.splitlines()) < 60
+    full = _run("--helpfull").stdout
+    for flag in ("--distribution_strategy", "--tpu", "--dtype", "--[no]jit_compile",
+                 "--phase2_seq_length", "--gradient_accumulation_steps", "--init_checkpoint",
+                 "--keep_checkpoints", "--optimizer"):
+        assert flag in full, flag
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--distribution_strategy=tpu"], "needs --tpu"),
+    (["--train_data=/nonexistent/*.tfrecord", "--train_text="], "No file matches '/nonexistent/"),
+    (["--train_text=/nonexistent/*.txt"], "No file matches '/nonexistent/"),
+    (["--train_data=bert_keras/assets/web_bible_corpus.txt.gz"], "exactly one of --train_data"),
+    (["--train_text="], "exactly one of --train_data"),
+    (["--global_batch_size=10", "--gradient_accumulation_steps=4"], "not divisible"),
+    (["--distribution_strategy=multi_worker_mirrored"], "TF_CONFIG"),
+    (["--warmup_steps=100"], "--warmup_steps=100 must be in"),
+    (["--phase2_seq_length=64", "--train_data=bert_keras/assets/web_bible_corpus.txt.gz",
+      "--train_text="], "needs --phase2_train_data"),
+    (["--vocab_file=bert_keras/assets/vocab.txt", "--tokenizer_dir=tests/fixtures/families/roberta"],
+     "Give one of --vocab_file"),
+    (["--tokenizer_dir=/nonexistent"], "--tokenizer_dir='/nonexistent' is not a directory"),
+    (["--adam_beta_2=1.0"], "--adam_beta_2 must be in (0, 1), got 1.0"),
+])
+def test_bad_flags_are_usage_errors_before_any_work(tmp_path, args, message):
+    model_dir = tmp_path / "run"
+    env = {k: v for k, v in ENV.items() if k != "TF_CONFIG"}
+    proc = _run(TINY, f"--model_dir={model_dir}", *args, env=env)
+    assert proc.returncode == 1
+    assert message in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert not model_dir.exists()  # nothing was started
+
+
+def test_global_batch_not_divisible_by_replicas_is_a_usage_error(tmp_path):
+    # Two logical CPU devices make `mirrored` two replicas (set before TF starts, in-process).
+    argv = TOOL[1:] + [TINY, f"--model_dir={tmp_path / 'run'}", "--distribution_strategy=mirrored",
+                       "--global_batch_size=9"]
+    code = (
+        "import sys, tensorflow as tf\n"
+        "cpu = tf.config.list_physical_devices('CPU')[0]\n"
+        "tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)\n"
+        f"sys.argv = {argv!r}\n"
+        f"__file__ = {TOOL[1]!r}\n"
+        f"exec(open({TOOL[1]!r}).read())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          timeout=300, env=ENV)
+    assert proc.returncode == 1
+    assert "global_batch_size=9 is not divisible by num_replicas (2)" in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "run").exists()
+
+
+def test_tiny_flagfile_run_writes_everything_fine_tuning_needs(tmp_path):
+    model_dir = tmp_path / "run"
+    proc = _run(TINY, f"--model_dir={model_dir}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Finished at step 6 (started at 0)" in proc.stdout
+    assert "step 6/6 [" in proc.stdout  # the progress line
+    with open(model_dir / "run_config.json") as f:
+        config = json.load(f)
+    assert config["preset"] == "bert_tiny" and config["train_steps"] == 6
+    assert config["model_dir"] == str(model_dir)
+    ckpts = sorted(p.name for p in (model_dir / "checkpoints").glob("ckpt-*.index"))
+    assert ckpts == ["ckpt-3.index", "ckpt-6.index"]
+    assert glob.glob(str(model_dir / "train" / "events.out.tfevents.*"))
+    encoder_dir = model_dir / "encoder"
+    assert {p.name for p in encoder_dir.iterdir()} >= {"bert_keras.json", "model.safetensors", "vocab.txt"}
+    from bert_keras.models.encoder import BertEncoder
+
+    assert BertEncoder.from_pretrained(str(encoder_dir)).hidden_size == 128
+
+
+def test_roberta_from_scratch_with_its_byte_level_bpe_tokenizer_and_adam_beta_2(tmp_path):
+    """--tokenizer_dir: the data is tokenized with RoBERTa's BPE (vocab.json + merges.txt),
+    the encoder takes its vocab size and ships its files; --adam_beta_2 reaches the optimizer."""
+    model_dir = tmp_path / "run"
+    proc = _run(TINY, f"--model_dir={model_dir}", "--pair_mode=none", "--adam_beta_2=0.98",
+                f"--tokenizer_dir={REPO / 'tests' / 'fixtures' / 'families' / 'roberta'}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    encoder_dir = model_dir / "encoder"
+    assert {"vocab.json", "merges.txt"} <= {p.name for p in encoder_dir.iterdir()}
+    from bert_keras.models.encoder import BertEncoder
+    from bert_keras.text.tokenizers import load_tokenizer
+    from bert_keras.training import pretraining_models
+    from bert_keras.training.pretraining_config import PretrainConfig
+
+    tokenizer = load_tokenizer(str(encoder_dir))
+    assert type(tokenizer).__name__ == "ByteBpeTokenizer"
+    assert BertEncoder.from_pretrained(str(encoder_dir)).vocab_size == 1000
+    config = PretrainConfig(**json.loads((model_dir / "run_config.json").read_text()))
+    optimizer = pretraining_models.build_model(config, tokenizer).optimizer
+    assert (optimizer.beta_2, optimizer.epsilon) == (pytest.approx(0.98), pytest.approx(1e-6))
+
+
+def test_one_seed_gives_the_same_loss_curve_and_another_seed_does_not(tmp_path):
+    """--seed seeds the weights and dropout too, not just the data (CPU, float32)."""
+    def losses(name, seed):
+        model_dir = tmp_path / name
+        proc = _run(TINY, f"--model_dir={model_dir}", f"--seed={seed}", "--log_every=1")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return [values["loss"] for _, values in json.loads((model_dir / "history.json").read_text())]
+
+    first = losses("a", 3)
+    assert len(first) == 6
+    assert losses("b", 3) == first
+    assert losses("c", 4) != first
+
+
+def test_resuming_with_another_model_size_names_the_changed_settings(tmp_path):
+    model_dir = tmp_path / "run"
+    assert _run(TINY, f"--model_dir={model_dir}").returncode == 0
+    proc = _run(TINY, f"--model_dir={model_dir}", "--preset=bert_mini", "--train_steps=9")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "'preset': ('bert_tiny', 'bert_mini')" in proc.stderr
+    assert str(model_dir) in proc.stderr and "another --model_dir" in proc.stderr
+    assert json.loads((model_dir / "run_config.json").read_text())["preset"] == "bert_tiny"
+
+
+def test_a_truncated_tfrecord_file_is_named(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    with gzip.open(REPO / "bert_keras" / "assets" / "web_bible_corpus.txt.gz", "rt") as f:
+        corpus.write_text("".join(line for _, line in zip(range(3000), f)))
+    data = tmp_path / "data.tfrecord"
+    made = subprocess.run([sys.executable, str(REPO / "tools" / "create_pretraining_data.py"),
+                           f"--input_file={corpus}", f"--output_file={data}", "--dupe_factor=2",
+                           "--max_seq_length=32", "--max_predictions_per_seq=5"],
+                          capture_output=True, text=True, cwd=REPO, env=ENV, timeout=300)
+    assert made.returncode == 0, made.stderr[-2000:]
+    data.write_bytes(data.read_bytes()[: data.stat().st_size * 2 // 3])
+    proc = _run(TINY, "--train_text=", f"--train_data={data}", "--train_steps=400",
+                "--checkpoint_every=100", f"--model_dir={tmp_path / 'run'}")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"{data}: truncated record" in proc.stderr and "truncated or corrupt" in proc.stderr
+
+
+def _tiny_teacher(directory):
+    """A bert_tiny masked LM over the bundled vocab, saved as a pretraining task directory."""
+    import bert_keras as bk
+    from bert_keras.tasks import task_io
+
+    tokenizer = bk.BertTokenizer(str(REPO / "bert_keras" / "assets" / "vocab.txt"))
+    teacher = bk.BertPretrainer(bk.BertEncoder.from_preset(
+        "bert_tiny", vocab_size=tokenizer.vocab_size), next_sentence=False)
+    task_io.save_task(str(directory), teacher, tokenizer, task="pretraining", seq_length=32)
+    return directory
+
+
+def test_a_teacher_without_a_masked_lm_head_is_one_line(tmp_path):
+    import bert_keras as bk
+
+    tokenizer = bk.BertTokenizer(str(REPO / "bert_keras" / "assets" / "vocab.txt"))
+    encoder_dir = tmp_path / "encoder"
+    bk.BertEncoder.from_preset("bert_tiny", vocab_size=tokenizer.vocab_size).save_pretrained(
+        str(encoder_dir), tokenizer)
+    proc = _run(TINY, f"--model_dir={tmp_path / 'run'}", "--objective=distill",
+                "--pair_mode=none", f"--teacher_checkpoint={encoder_dir}")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"--teacher_checkpoint={str(encoder_dir)!r} has no masked-LM head" in proc.stderr
+
+
+OBJECTIVE_SCALARS = {
+    "mlm": {"masked_lm_accuracy", "next_sentence_accuracy"},
+    "electra": {"generator_loss", "discriminator_loss", "generator_accuracy",
+                "discriminator_accuracy", "all_original_accuracy", "base_rate_loss",
+                "replaced_precision", "replaced_recall"},
+    "distill": {"distillation_loss", "masked_lm_loss", "cosine_loss", "masked_lm_accuracy",
+                "agreement"},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("objective", ["mlm", "electra", "distill"])
+def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path, objective):
+    model_dir = tmp_path / "run"
+    args = TOOL + [TINY, f"--model_dir={model_dir}", "--train_steps=60", "--checkpoint_every=5",
+                   "--log_every=5", "--warmup_steps=5", f"--objective={objective}"]
+    if objective != "mlm":
+        args.append("--pair_mode=none")
+    if objective == "distill":
+        args.append(f"--teacher_checkpoint={_tiny_teacher(tmp_path / 'teacher')}")
+    proc = subprocess.Popen(args, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    index = model_dir / "checkpoints" / "checkpoint"
+    deadline = time.time() + 300
+    while not index.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert index.exists(), "no checkpoint was written"
+    time.sleep(1.0)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    killed_at = max(int(p.name[len("ckpt-"):-len(".index")])
+                    for p in (model_dir / "checkpoints").glob("ckpt-*.index"))
+    assert 5 <= killed_at < 60
+
+    rerun = subprocess.run(args, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    resumed = [line for line in rerun.stdout.splitlines() if line.startswith("Resuming from")]
+    assert resumed and "at step " in resumed[0], rerun.stdout[-2000:]
+    start = int(resumed[0].split("at step ")[1].split()[0])
+    assert start >= killed_at  # not retrained from zero
+    assert f"Finished at step 60 (started at {start})" in rerun.stdout
+    from bert_keras.models.encoder import BertEncoder
+
+    # The encoder kept: BERT's, ELECTRA's discriminator, the student (1 of bert_tiny's 2 layers).
+    encoder = BertEncoder.from_pretrained(str(model_dir / "encoder"))
+    assert encoder.num_layers == (1 if objective == "distill" else 2)
+    assert (model_dir / "final" / "task.json").exists() == (objective != "electra")
+    first_progress = next(line for line in rerun.stdout.splitlines() if line.startswith("step "))
+    assert int(first_progress.split()[1].split("/")[0]) > start  # progress continues from there
+    # TensorBoard: the rerun's event file starts after the checkpoint step.
+    import tensorflow as tf
+
+    files = sorted(glob.glob(str(model_dir / "train" / "events.out.tfevents.*")),
+                   key=os.path.getmtime)
+    steps = [e.step for e in tf.compat.v1.train.summary_iterator(files[-1]) if e.summary.value]
+    assert min(steps) > start and max(steps) == 60
+    # Every loss term and the objective's own metrics are TensorBoard scalars.
+    tags = {value.tag for path in files for event in tf.compat.v1.train.summary_iterator(path)
+            for value in event.summary.value}
+    assert OBJECTIVE_SCALARS[objective] | {"loss", "learning_rate"} <= tags, sorted(tags)
+
+
+@pytest.mark.slow
+def test_nan_loss_from_a_huge_learning_rate_stops_with_the_step_and_keeps_checkpoints(tmp_path):
+    model_dir = tmp_path / "run"
+    proc = _run(TINY, f"--model_dir={model_dir}", "--learning_rate=1e12", "--warmup_steps=0",
+                "--checkpoint_every=1", "--train_steps=20")
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    message = [line for line in proc.stderr.splitlines() if line.startswith("pretrain: ")]
+    assert message and re.search(r"the loss became -?(nan|inf) at step \d+", message[0]), \
+        proc.stderr[-2000:]
+    step = int(message[0].split(" at step ")[1].split(";")[0])
+    kept = sorted(int(p.name[5:-6]) for p in (model_dir / "checkpoints").glob("ckpt-*.index"))
+    assert kept and max(kept) == step - 1  # the last good step; nothing written after
+    assert f"checkpoint {model_dir / 'checkpoints' / f'ckpt-{step - 1}'} is kept" in message[0]
+    assert not (model_dir / "encoder").exists()
+
+
+@pytest.mark.slow
+def test_a_kill_inside_a_checkpoint_write_leaves_shards_that_the_resume_removes(
+        tmp_path, killed_in_checkpoint_write):
+    """TensorFlow writes a checkpoint's shards to ckpt-N_temp/ and then merges them: a kill in
+    between leaves that directory. The run that resumes there removes it (and nothing else)."""
+    model_dir = tmp_path / "run"
+    checkpoints = model_dir / "checkpoints"
+    args = TOOL + [TINY, f"--model_dir={model_dir}"]  # checkpoints at steps 3 and 6
+    killed = killed_in_checkpoint_write(args, 2, cwd=REPO, env=ENV, capture_output=True,
+                                        timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    assert (checkpoints / "ckpt-6_temp").is_dir() and (checkpoints / "ckpt-3.index").exists()
+    assert not (checkpoints / "ckpt-6.index").exists()
+    (checkpoints / "notes-1_temp").mkdir()  # not the writer's: kept
+    (checkpoints / "notes-1_temp" / "mine.txt").write_text("keep")
+
+    rerun = _run(TINY, f"--model_dir={model_dir}")
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "Resuming from checkpoint" in rerun.stdout and "at step 3 of 6" in rerun.stdout
+    assert f"unfinished checkpoint(s) of a killed run: {checkpoints / 'ckpt-6_temp'}" in rerun.stderr
+    assert sorted(p.name for p in checkpoints.iterdir() if p.name.endswith("_temp")) == ["notes-1_temp"]
+    assert (checkpoints / "ckpt-6.index").exists()

@@ -1,0 +1,466 @@
+"""Crash safety of fine-tuning: kill -9 mid-epoch (before and after a --checkpoint_every
+checkpoint inside the epoch) and during the best/ save, then the same command resumes and ends
+with the metrics of an uninterrupted run; best/ and encoder directories are replaced
+atomically; a new run removes an earlier run's outputs; a rerun with other flags or data is
+refused."""
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DATA = ROOT / "bert_keras" / "assets"
+TOOL = ROOT / "tools" / "finetune.py"
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    """A random 1-layer encoder with the bundled vocab, saved with save_pretrained."""
+    import bert_keras as bk
+
+    tokenizer = bk.BertTokenizer(str(DATA / "vocab.txt"))
+    encoder = bk.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=32,
+                             num_heads=2, intermediate_size=64, max_positions=64)
+    path = tmp_path_factory.mktemp("tiny_encoder")
+    encoder.save_pretrained(str(path), tokenizer=tokenizer)
+    return path
+
+
+def tool_args(checkpoint, out, **extra):
+    """3 epochs of topic classification on 640 definitions (about 2 s an epoch on 2 cores)."""
+    args = {"task": "classification", "train_file": DATA / "wordnet_topics.train.tsv.gz",
+            "eval_file": DATA / "wordnet_topics.dev.tsv.gz",
+            "test_file": DATA / "wordnet_topics.test.tsv.gz", "label_column": 0,
+            "text_a_column": 1, "init_checkpoint": checkpoint, "output_dir": out,
+            "max_seq_length": 64, "max_train_examples": 640, "max_eval_examples": 64,
+            "train_batch_size": 16, "eval_batch_size": 32, "num_train_epochs": 3,
+            "learning_rate": 1e-3, "verbose": 0, **extra}
+    return [sys.executable, str(TOOL)] + [f"--{k}={v}" for k, v in args.items()]
+
+
+def run_tool(args):
+    return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+
+
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def metrics_of(out):
+    return json.loads((out / "metrics.json").read_text())
+
+
+def kill_when(args, ready, timeout=120):
+    """Starts the tool, polls `ready()` every few ms and kill -9s the tool once it is true."""
+    proc = subprocess.Popen(args, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + timeout
+    while not ready() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.002)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return proc
+
+
+def saved_position(out):
+    """(epochs done, batches done of the next epoch) of the latest checkpoint in `out`, or None."""
+    import tensorflow as tf
+
+    path = tf.train.latest_checkpoint(str(out / "checkpoints"))
+    if path is None:
+        return None
+    state = json.loads(tf.train.load_variable(path, "state/.ATTRIBUTES/VARIABLE_VALUE"))
+    return state["epoch"], state["batch"]
+
+
+def resume_line(stdout):
+    lines = [line for line in stdout.splitlines() if line.startswith("Resuming from")]
+    assert len(lines) == 1, stdout
+    return lines[0]
+
+
+def probabilities(rows):
+    return np.array([list(r["probabilities"].values()) for r in rows])
+
+
+def assert_same_results(out, reference):
+    """The figures of `out` equal those of the uninterrupted run `reference`."""
+    got, want = metrics_of(out), metrics_of(reference)
+    assert got["complete"] and got["best_epoch"] == want["best_epoch"]
+    assert len(got["epochs"]) == len(want["epochs"]) == 3
+    for g, w in zip(got["epochs"], want["epochs"]):
+        assert g["train_loss"] == pytest.approx(w["train_loss"], rel=1e-6, abs=1e-6)
+        assert g["eval"] == pytest.approx(w["eval"], abs=1e-6)
+    assert got["eval"] == pytest.approx(want["eval"], abs=1e-6)
+    assert got["test"] == pytest.approx(want["test"], abs=1e-6)
+    for name in ("eval_predictions.jsonl", "test_predictions.jsonl"):
+        rows, expected = read_jsonl(out / name), read_jsonl(reference / name)
+        assert [r["prediction"] for r in rows] == [r["prediction"] for r in expected]
+        np.testing.assert_allclose(probabilities(rows), probabilities(expected), atol=1e-6)
+    assert not (out / "checkpoints").exists()  # a finished run keeps no checkpoints
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no temporary leftovers
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tiny_checkpoint, tmp_path_factory):
+    out = tmp_path_factory.mktemp("uninterrupted") / "run"
+    result = run_tool(tool_args(tiny_checkpoint, out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Resuming" not in result.stdout
+    return out
+
+
+# -- the atomic directory writer (files.write_directory) -----------------------------------------
+
+def _write(directory, version, files=("a.txt", "b.txt")):
+    for name in files:
+        pathlib.Path(directory, name).write_text(version)
+
+
+def test_a_directory_write_that_fails_half_way_keeps_the_previous_directory(tmp_path):
+    from bert_keras.files import write_directory
+
+    target = tmp_path / "best"
+    write_directory(target, lambda d: _write(d, "v1"), marker="a.txt")
+
+    def full_disk(directory):
+        pathlib.Path(directory, "a.txt").write_text("v2")
+        raise OSError(28, "No space left on device", str(pathlib.Path(directory, "b.txt")))
+
+    from bert_keras.errors import WriteError
+
+    with pytest.raises(WriteError, match=f"{target}: cannot write it: No space left on device"):
+        write_directory(target, full_disk, marker="a.txt")
+    assert sorted(os.listdir(tmp_path)) == ["best"]  # no temporary directory left
+    assert {p.name: p.read_text() for p in target.iterdir()} == {"a.txt": "v1", "b.txt": "v1"}
+
+
+def test_a_kill_during_a_directory_write_leaves_the_previous_one_and_the_next_write_cleans_up(
+        tmp_path):
+    from bert_keras.files import recover_directory, write_directory
+
+    target = tmp_path / "best"
+    write_directory(target, lambda d: _write(d, "v1"), marker="a.txt")
+    # A real kill -9 of a process whose writer is half-way (one file of two written).
+    child = textwrap.dedent(f"""
+        import pathlib, time
+        from bert_keras.files import write_directory
+        def write(directory):
+            pathlib.Path(directory, "a.txt").write_text("v2")
+            pathlib.Path({str(tmp_path)!r}, "halfway").touch()
+            time.sleep(60)
+        write_directory({str(target)!r}, write, marker="a.txt")
+    """)
+    proc = kill_when([sys.executable, "-c", child], (tmp_path / "halfway").exists)
+    assert proc.returncode == -signal.SIGKILL
+    leftovers = [p for p in os.listdir(tmp_path) if p.startswith(".best.tmp-")]
+    assert leftovers  # the half-written directory, never at the final path
+    assert {p.name: p.read_text() for p in target.iterdir()} == {"a.txt": "v1", "b.txt": "v1"}
+    write_directory(target, lambda d: _write(d, "v3", ["a.txt"]), marker="a.txt")
+    assert sorted(os.listdir(tmp_path)) == ["best", "halfway"]
+    assert {p.name: p.read_text() for p in target.iterdir()} == {"a.txt": "v3"}  # b.txt gone
+
+    # A kill between the swap's two renames: the previous directory is put back.
+    os.rename(target, tmp_path / ".best.old-12345")
+    os.mkdir(tmp_path / ".best.tmp-12345")
+    assert not target.exists()
+    recover_directory(target)
+    assert sorted(os.listdir(tmp_path)) == ["best", "halfway"]
+    assert (target / "a.txt").read_text() == "v3"
+
+
+def test_a_directory_of_other_files_is_never_replaced(tmp_path):
+    from bert_keras.files import write_directory
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="holds files but no a.txt"):
+        write_directory(tmp_path / "notes", lambda d: _write(d, "v1"), marker="a.txt")
+    assert os.listdir(tmp_path / "notes") == ["todo.txt"]
+    with pytest.raises(FileExistsError, match="working directory"):
+        write_directory(os.getcwd(), lambda d: _write(d, "v1"), marker="a.txt")
+
+
+def test_a_directory_written_through_a_symlink_keeps_the_link(tmp_path):
+    from bert_keras.files import write_directory
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    write_directory(tmp_path / "link", lambda d: _write(d, "v1"), marker="a.txt")
+    write_directory(tmp_path / "link", lambda d: _write(d, "v2", ["a.txt"]), marker="a.txt")
+    assert (tmp_path / "link").is_symlink() and sorted(os.listdir(tmp_path)) == ["link", "real"]
+    assert os.listdir(tmp_path / "link") == ["a.txt"]
+    assert (tmp_path / "real" / "a.txt").read_text() == "v2"
+
+
+def test_save_pretrained_into_an_existing_encoder_directory_leaves_no_old_files(tmp_path):
+    import bert_keras as bk
+
+    tokenizer = bk.BertTokenizer(str(DATA / "vocab.txt"))
+    target = tmp_path / "encoder"
+    bk.BertEncoder.from_preset("bert_tiny", vocab_size=tokenizer.vocab_size).save_pretrained(
+        str(target), tokenizer)
+    (target / "old_weights.h5").write_text("from an earlier save")
+    encoder = bk.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=32,
+                             num_heads=2, intermediate_size=64, max_positions=64)
+    encoder.save_pretrained(str(target))  # no tokenizer this time: vocab.txt goes too
+    assert sorted(os.listdir(target)) == ["bert_keras.json", "model.safetensors"]
+    assert sorted(os.listdir(tmp_path)) == ["encoder"]
+    assert bk.BertEncoder.from_pretrained(str(target)).num_layers == 1
+
+
+# -- run_finetuning / tools/finetune.py ----------------------------------------------------------
+
+def test_a_new_run_removes_the_outputs_of_an_earlier_run(tiny_checkpoint, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    # An earlier run (of an older version: no "complete" mark) that had a --test_file.
+    (out / "metrics.json").write_text(json.dumps({"task": "classification", "epochs": []}))
+    (out / "test_predictions.jsonl").write_text('{"prediction": "stale"}\n')
+    (out / "eval_predictions.jsonl").write_text('{"prediction": "stale"}\n')
+    (out / "best").mkdir()
+    (out / "best" / "model.keras").write_text("")  # a 0-byte model of a killed save
+    args = tool_args(tiny_checkpoint, out, test_file="", num_train_epochs=1,
+                     max_train_examples=32, max_eval_examples=16)
+    result = run_tool(args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    removed = [line for line in result.stderr.splitlines() if "removed the outputs" in line]
+    assert len(removed) == 1 and "test_predictions.jsonl" in removed[0], result.stderr[-3000:]
+    assert not (out / "test_predictions.jsonl").exists()
+    assert "stale" not in (out / "eval_predictions.jsonl").read_text()
+    assert metrics_of(out)["complete"] and "test" not in metrics_of(out)
+    assert {"model.keras", "task.json", "vocab.txt"} <= set(os.listdir(out / "best"))
+    assert (out / "best" / "model.keras").stat().st_size > 0
+
+
+def test_a_rerun_on_other_data_is_refused_and_a_complete_run_is_not_retrained(
+        tiny_checkpoint, tmp_path, capsys):
+    import bert_keras as bk
+    from bert_keras.data.finetuning import readers
+    from bert_keras.training.finetuning_state import ResumeError
+
+    train = readers.load_bundled_task("wordnet_topics", "train")[:48]
+    options = dict(task="classification", init_checkpoint=str(tiny_checkpoint),
+                   output_dir=str(tmp_path / "run"), eval_examples=train[:16],
+                   max_seq_length=64, train_batch_size=16, num_train_epochs=1, verbose=0)
+    record = bk.run_finetuning(train_examples=train, **options)
+    stamp = (tmp_path / "run" / "best" / "model.keras").stat().st_mtime_ns
+    assert bk.run_finetuning(train_examples=train, **options) == record
+    assert "holds the complete run of these flags" in capsys.readouterr().out
+    assert (tmp_path / "run" / "best" / "model.keras").stat().st_mtime_ns == stamp
+    with pytest.raises(ResumeError, match="holds a complete run on other data"):
+        bk.run_finetuning(train_examples=train[:40], **options)
+    with pytest.raises(ResumeError, match=r"--learning_rate=0.001 \(was 5e-05\)"):
+        bk.run_finetuning(train_examples=train, learning_rate=1e-3, **options)
+
+
+@pytest.mark.slow
+def test_kill_9_mid_epoch_then_the_same_command_resumes_with_the_same_results(
+        tiny_checkpoint, uninterrupted, tmp_path):
+    out = tmp_path / "run"
+    args = tool_args(tiny_checkpoint, out)
+
+    def in_epoch_2():  # metrics.json is written last at the end of epoch 1
+        try:
+            return len(metrics_of(out)["epochs"]) == 1
+        except (OSError, ValueError, KeyError):
+            return False
+
+    proc = kill_when(args, in_epoch_2)
+    assert proc.returncode == -signal.SIGKILL
+    assert saved_position(out) == (1, 0) and len(metrics_of(out)["epochs"]) == 1
+
+    # Other flags: refused, naming them, and the unfinished run is left as it was.
+    other = run_tool(tool_args(tiny_checkpoint, out, learning_rate=2e-3, max_seq_length=48))
+    assert other.returncode == 1
+    assert "finetune: " in other.stderr and "Traceback" not in other.stderr
+    assert "--learning_rate=0.002 (was 0.001)" in other.stderr
+    assert "--max_seq_length=48 (was 64)" in other.stderr
+    assert "unfinished run" in other.stderr and saved_position(out) == (1, 0)
+
+    rerun = run_tool(args + ["--verbose=2"])  # verbosity may change
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    resumed = [line for line in rerun.stdout.splitlines() if line.startswith("Resuming from")]
+    assert resumed and "epoch 1 of 3 done, training from epoch 2" in resumed[0], rerun.stdout
+    assert not [line for line in rerun.stdout.splitlines() if line.startswith("epoch 1:")]
+    assert_same_results(out, uninterrupted)
+
+    again = run_tool(args)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "holds the complete run of these flags" in again.stdout
+    assert not [line for line in again.stdout.splitlines() if line.startswith("epoch ")]
+    assert_same_results(out, uninterrupted)
+
+
+@pytest.mark.slow
+def test_kill_9_during_the_best_save_keeps_a_complete_best_and_resumes(
+        tiny_checkpoint, uninterrupted, tmp_path):
+    from bert_keras.tasks import task_io
+
+    out = tmp_path / "run"
+    args = tool_args(tiny_checkpoint, out)
+    proc = kill_when(args, lambda: out.exists() and any(
+        p.startswith(".best.tmp-") for p in os.listdir(out)))
+    assert proc.returncode == -signal.SIGKILL
+    assert [p for p in os.listdir(out) if p.startswith(".best.")], "not killed during the save"
+    assert saved_position(out) == (1, 0)  # the checkpoint precedes the best/ save
+    if (out / "best").exists():  # a previous save, complete
+        task_io.load_task(str(out / "best"))
+
+    rerun = run_tool(args)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "epoch 1 of 3 done" in rerun.stdout, rerun.stdout
+    assert_same_results(out, uninterrupted)
+    model, _, info = task_io.load_task(str(out / "best"))
+    assert info["metrics"] == metrics_of(out)["eval"]
+
+
+@pytest.mark.slow
+def test_kill_9_inside_the_checkpoint_write_leaves_shards_that_the_resume_removes(
+        tiny_checkpoint, uninterrupted, tmp_path, killed_in_checkpoint_write):
+    """Killed between writing epoch 2's checkpoint shards (checkpoints/ckpt-STEP_temp/, STEP =
+    2 epochs of steps) and merging them: the rerun resumes from epoch 1, removes the shards,
+    ends as if uninterrupted."""
+    out = tmp_path / "run"
+    args = tool_args(tiny_checkpoint, out)
+    killed = killed_in_checkpoint_write(args, 2, cwd=ROOT, env=ENV, capture_output=True,
+                                        text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    removed = out / "checkpoints" / f"ckpt-{2 * metrics_of(out)['steps_per_epoch']}_temp"
+    assert removed.is_dir() and saved_position(out) == (1, 0)
+
+    rerun = run_tool(args)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "epoch 1 of 3 done" in rerun.stdout, rerun.stdout
+    assert f"unfinished checkpoint(s) of a killed run: {removed}" in rerun.stderr
+    assert_same_results(out, uninterrupted)
+
+
+@pytest.mark.slow
+def test_kill_9_after_a_checkpoint_inside_an_epoch_resumes_there_with_the_same_results(
+        tiny_checkpoint, uninterrupted, tmp_path, killed_in_checkpoint_write):
+    """40 steps an epoch. --checkpoint_every=15: killed in the write of step 30, so the latest
+    checkpoint is step 15, inside epoch 1 (no epoch done yet). The rerun, with
+    --checkpoint_every=25 (free: it changes no result), skips epoch 1's first 15 batches and is
+    killed in the write of step 75: the latest is step 50, 10 steps into epoch 2, after epoch 1's
+    eval and best/ save. The next rerun skips those 10 batches and ends with the figures and
+    weights of the uninterrupted run, which checkpointed at epoch ends only."""
+    from bert_keras.tasks import task_io
+
+    out = tmp_path / "run"
+    run_options = dict(cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+
+    first = killed_in_checkpoint_write(tool_args(tiny_checkpoint, out, checkpoint_every=15), 2,
+                                       **run_options)
+    assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
+    assert saved_position(out) == (0, 15) and not (out / "metrics.json").exists()
+
+    second = killed_in_checkpoint_write(tool_args(tiny_checkpoint, out, checkpoint_every=25), 4,
+                                        **run_options)
+    assert second.returncode == -signal.SIGKILL, second.stderr[-3000:]
+    assert resume_line(second.stdout).endswith(
+        "epoch 0 of 3 done and 15 of 40 steps of epoch 1, training from its step 16.")
+    assert saved_position(out) == (1, 10) and len(metrics_of(out)["epochs"]) == 1
+
+    last = run_tool(tool_args(tiny_checkpoint, out, checkpoint_every=15))
+    assert last.returncode == 0, last.stderr[-3000:]
+    assert resume_line(last.stdout).endswith(
+        "epoch 1 of 3 done and 10 of 40 steps of epoch 2, training from its step 11.")
+    assert_same_results(out, uninterrupted)
+    resumed, reference = (task_io.load_task(str(run / "best"))[0] for run in (out, uninterrupted))
+    for got, want in zip(resumed.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+
+
+# -- mid-epoch checkpoints (callbacks.MidEpochCheckpoint, RestoreMetricStates) ------------------
+
+def _sgd_regression():
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    return model
+
+
+def _batches(n):
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, 2)).astype("float32"), rng.normal(size=n).astype("float32")
+
+
+def test_mid_epoch_checkpoints_fall_on_multiples_of_the_global_step_never_at_the_epoch_end():
+    from bert_keras.training.callbacks import MidEpochCheckpoint
+
+    model = _sgd_regression()
+    x, y = _batches(10)
+    saved = []
+    # Resumed 3 batches into an epoch of 10 that starts at global step 20: steps 25 and 30 are
+    # multiples of 5, but 30 ends the epoch (its own checkpoint follows).
+    checkpoints = MidEpochCheckpoint(lambda done, states: saved.append((done, states)),
+                                     batches_per_epoch=10, first_batch=3, epoch_start_step=20,
+                                     every_steps=5)
+    model.fit(x[3:], y[3:], batch_size=1, callbacks=[checkpoints], verbose=0, shuffle=False)
+    assert [done for done, _ in saved] == [5]
+    assert len(saved[0][1]) == len(model.metrics_variables)
+
+
+def test_with_checkpoint_every_0_mid_epoch_checkpoints_follow_the_training_time():
+    import keras
+    from bert_keras.training.callbacks import MidEpochCheckpoint
+
+    now = [0.0]
+
+    class TwoHundredFiftySecondBatches(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            now[0] += 250.0
+
+    model = _sgd_regression()
+    x, y = _batches(10)
+    saved = []
+    checkpoints = MidEpochCheckpoint(lambda done, states: saved.append(done), batches_per_epoch=10,
+                                     every_steps=0, every_seconds=600, clock=lambda: now[0])
+    model.fit(x, y, batch_size=1, callbacks=[TwoHundredFiftySecondBatches(), checkpoints],
+              verbose=0, shuffle=False)
+    assert saved == [3, 6, 9]  # 750 s, 1500 s, 2250 s; batch 10 ends the epoch
+
+
+def test_an_epoch_resumed_from_a_mid_epoch_checkpoint_reports_the_loss_over_all_its_batches():
+    from bert_keras.training.callbacks import MidEpochCheckpoint, RestoreMetricStates
+
+    x, y = _batches(6)
+    uninterrupted = _sgd_regression()
+    initial = uninterrupted.get_weights()
+    want = uninterrupted.fit(x, y, batch_size=1, verbose=0, shuffle=False).history["loss"][-1]
+
+    # The first half, checkpointed after batch 3; the model keeps the checkpoint's weights,
+    # its metrics are reset by the next fit and come back from the checkpoint's state.
+    resumed = _sgd_regression()
+    resumed.set_weights(initial)
+    saved = []
+    resumed.fit(x[:3], y[:3], batch_size=1, verbose=0, shuffle=False, callbacks=[
+        MidEpochCheckpoint(lambda done, states: saved.append(states), batches_per_epoch=6,
+                           every_steps=3)])
+    got = resumed.fit(x[3:], y[3:], batch_size=1, verbose=0, shuffle=False,
+                      callbacks=[RestoreMetricStates(saved[0])]).history["loss"][-1]
+    assert got == pytest.approx(want, rel=1e-6)
+    for a, b in zip(resumed.get_weights(), uninterrupted.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_checkpoint_every_must_not_be_negative(tiny_checkpoint, tmp_path):
+    from bert_keras.configs import ConfigError
+    from bert_keras.training.finetuning_config import FinetuneConfig
+
+    with pytest.raises(ConfigError, match=r"--checkpoint_every must be >= 0 .*got -5"):
+        FinetuneConfig(task="classification", init_checkpoint=str(tiny_checkpoint),
+                       output_dir=str(tmp_path), checkpoint_every=-5)
