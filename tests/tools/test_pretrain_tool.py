@@ -221,8 +221,10 @@ def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path, objective):
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert proc.returncode == -signal.SIGKILL
-    killed_at = max(int(p.name[len("ckpt-"):-len(".index")])
-                    for p in (model_dir / "checkpoints").glob("ckpt-*.index"))
+    # The last complete checkpoint: the one the state file names (a kill between a checkpoint's
+    # files and the state file leaves a newer, unfinished one, which a resume must skip).
+    state = (model_dir / "checkpoints" / "checkpoint").read_text()
+    killed_at = int(re.search(r'model_checkpoint_path: "(?:.*/)?ckpt-(\d+)"', state).group(1))
     assert 5 <= killed_at < 60
 
     rerun = subprocess.run(args, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600)
