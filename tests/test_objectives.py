@@ -195,6 +195,7 @@ def test_contradictory_objective_flags_are_refused(options, message):
 def read_flagfile(path):
     """{field: value} of a pretraining flagfile, typed as PretrainConfig's fields."""
     import dataclasses
+    import typing
 
     types = {f.name: f.type for f in dataclasses.fields(PretrainConfig)}
     values = {}
@@ -203,6 +204,8 @@ def read_flagfile(path):
             continue
         name, _, value = line[2:].partition("=")
         kind = types[name]  # an unknown flag fails here
+        if typing.get_args(kind):  # str | None
+            (kind,) = [arg for arg in typing.get_args(kind) if arg is not type(None)]
         kind = kind if isinstance(kind, type) else {"int": int, "float": float, "bool": bool,
                                                     "str": str}[kind]
         values[name] = value.lower() == "true" if kind is bool else kind(value)
@@ -261,3 +264,208 @@ def test_the_student_learns_its_teachers_soft_targets(tiny_encoder):
     model.fit(tf.data.Dataset.from_tensors((x,)).repeat(40), verbose=0)
     after = float(model.loss_terms(x, model(x))["distillation_loss"])
     assert after < 0.5 * before, (before, after)
+
+
+# --- ELECTRA at small scale: the easy start, disentangled embeddings, the stuck report ----------
+
+def forced_generator(model, token=7):
+    """The generator samples `token` everywhere (its output bias dominates)."""
+    bias = np.full(V, -100.0, "float32")
+    bias[token] = 100.0
+    model.generator_head.decoder.output_bias.assign(bias)
+
+
+def sampled_tokens(model, x):
+    """The tokens written at the (weighted) masked positions in one training-mode call."""
+    out = model(x, training=True)
+    corrupted = np.take_along_axis(np.asarray(out["corrupted_ids"]), x["masked_lm_positions"], 1)
+    return corrupted[x["masked_lm_weights"] > 0]
+
+
+@pytest.mark.parametrize("options", [dict(uniform_share=1.0), dict(start_temperature=1e6)])
+def test_the_easy_start_replaces_with_random_tokens_then_hardens(tiny_encoder, options):
+    """At step 0 of the curriculum the replacements are (nearly) uniform, not the generator's
+    sure choice; from `curriculum_steps` on, and outside training, they are the generator's."""
+    model = ElectraPretrainer(tiny_encoder(), seed=0, curriculum_steps=10, **options)
+    forced_generator(model)
+    x = batch()
+    tokens = np.concatenate([sampled_tokens(model, x) for _ in range(20)])
+    assert (tokens == 7).mean() < 0.1 and len(set(tokens.tolist())) > 30
+    assert (np.asarray(model(x)["corrupted_ids"]) == 7).sum() >= x["masked_lm_weights"].sum()
+    model.optimizer.iterations.assign(10)
+    assert (sampled_tokens(model, x) == 7).all()
+
+
+def test_the_uniform_share_decays_linearly(tiny_encoder):
+    model = ElectraPretrainer(tiny_encoder(), seed=0, uniform_share=0.8, curriculum_steps=10)
+    forced_generator(model)
+    model.optimizer.iterations.assign(5)  # half way: 0.4 uniform, so about 0.6 are the generator's
+    halfway = np.concatenate([sampled_tokens(model, batch()) for _ in range(40)])
+    assert 0.5 < (halfway == 7).mean() < 0.7
+
+
+def test_the_paper_recipe_has_no_easy_start(tiny_encoder):
+    model = ElectraPretrainer(tiny_encoder(), seed=0)
+    forced_generator(model)
+    assert (sampled_tokens(model, batch()) == 7).all()
+
+
+def test_disentangled_embeddings_route_each_loss_to_its_own_tables(tiny_encoder):
+    """DeBERTa-v3's GDES: the discriminator's loss trains only the deltas, the generator's only
+    the shared tables; folding the deltas in leaves the discriminator's outputs unchanged."""
+    import tensorflow as tf
+
+    model = ElectraPretrainer(tiny_encoder(), seed=0, disentangled_embeddings=True)
+    shared, deltas = model.shared_embeddings(), model.embedding_deltas
+    assert len(shared) == len(deltas) == 5
+    x = batch()
+    for term, trained, untouched in (("discriminator_loss", deltas, shared),
+                                     ("generator_loss", shared, deltas)):
+        with tf.GradientTape() as tape:
+            loss = model.loss_terms(x, model(x, training=True))[term]
+        gradients = tape.gradient(loss, trained + untouched)
+        assert all(g is not None for g in gradients[:len(trained)]), term
+        assert all(g is None for g in gradients[len(trained):]), term
+    for delta in deltas:  # as if trained
+        delta.assign(np.random.default_rng(0).normal(0, 0.1, delta.shape).astype("float32"))
+    inputs = {name: x[name] for name in ("input_word_ids", "input_mask", "input_type_ids")}
+    before = np.asarray(model.discriminate(inputs, False)["sequence_output"])
+    model.fold_embedding_deltas()
+    after = np.asarray(model.encoder(inputs)["sequence_output"])
+    np.testing.assert_allclose(after, before, atol=1e-5)
+    assert all(not np.asarray(delta).any() for delta in deltas)
+
+
+def test_disentangled_embeddings_keep_dropout_random(tiny_encoder):
+    """The discriminator runs inside a StatelessScope: its dropout seeds must still advance."""
+    model = ElectraPretrainer(tiny_encoder(dropout=0.5), seed=0, disentangled_embeddings=True)
+    inputs = {name: batch()[name] for name in ("input_word_ids", "input_mask", "input_type_ids")}
+    first = np.asarray(model.discriminate(inputs, True)["sequence_output"])
+    second = np.asarray(model.discriminate(inputs, True)["sequence_output"])
+    assert not np.allclose(first, second)
+
+
+def test_the_new_options_round_trip_through_the_config(tiny_encoder):
+    model = ElectraPretrainer(tiny_encoder(), seed=0, generator_weight=2.0, uniform_share=0.5,
+                              start_temperature=3.0, curriculum_steps=7,
+                              disentangled_embeddings=True)
+    config = ElectraPretrainer.from_config(model.get_config()).get_config()
+    assert {k: config[k] for k in ("generator_weight", "uniform_share", "start_temperature",
+                                   "curriculum_steps", "disentangled_embeddings")} == dict(
+        generator_weight=2.0, uniform_share=0.5, start_temperature=3.0, curriculum_steps=7,
+        disentangled_embeddings=True)
+
+
+def test_the_generator_weight_scales_its_loss(tiny_encoder):
+    model = ElectraPretrainer(tiny_encoder(), seed=3, generator_weight=0.5)
+    x = batch()
+    terms = {k: float(v) for k, v in model.loss_terms(x, model(x)).items()}
+    np.testing.assert_allclose(
+        terms["loss"], 0.5 * terms["generator_loss"] + 50 * terms["discriminator_loss"], rtol=1e-5)
+
+
+def test_the_training_step_reports_what_the_stuck_detector_needs(tiny_encoder):
+    import tensorflow as tf
+
+    from bert_keras.training.callbacks import StuckDiscriminatorDetector
+
+    model = ElectraPretrainer(tiny_encoder(), seed=3)
+    x = batch()
+    logs = model.fit(tf.data.Dataset.from_tensors((x,)), verbose=0).history
+    assert set(StuckDiscriminatorDetector.NEEDS) <= set(logs)
+    out = model(x)
+    share = np.asarray(out["replaced"]).sum() / x["input_mask"].sum()
+    np.testing.assert_allclose(float(model.compute_metrics(x, None, out)["replaced_fraction"]),
+                               share, rtol=1e-6)
+
+
+def window(recall, loss, fraction=0.135):
+    return {"replaced_recall": recall, "discriminator_loss": loss, "replaced_fraction": fraction,
+            "loss": 25.0}
+
+
+def test_the_stuck_detector_warns_once_after_three_windows_at_the_baseline():
+    from bert_keras.training.callbacks import StuckDiscriminatorDetector, binary_entropy
+
+    base = binary_entropy(0.135)  # 0.3953...
+    assert abs(base - 0.3953) < 1e-3
+    detector = StuckDiscriminatorDetector(windows=3, advice="Try --uniform_share=1.")
+    windows = [
+        (50, window(0.27, 0.30)),          # learning: finds replaced tokens
+        (100, window(0.0, base * 0.99)),   # stuck 1
+        (150, window(0.0, base * 0.995)),  # stuck 2
+        (200, window(0.0, base * 0.95)),   # 5% below the base rate: learned from context
+        (250, window(0.004, base)),        # stuck 1
+        (300, {"loss": 20.0}),             # not an ELECTRA window: ignored
+        (350, window(0.0, base * 1.01)),   # stuck 2
+        (400, window(0.0, base * 0.985)),  # stuck 3: the warning
+        (450, window(0.0, base)),          # said once
+    ]
+    said = [(step, detector.observe(step, values)) for step, values in windows]
+    warnings = [(step, message) for step, message in said if message]
+    assert [step for step, _ in warnings] == [400]
+    message = warnings[0][1]
+    assert "\n" not in message
+    assert "steps 250-400" in message and "0.0%" in message
+    assert f"{base * 0.985:.4f}" in message and f"{base:.4f}" in message and "0.135" in message
+    assert message.endswith("Try --uniform_share=1.")
+
+
+def test_the_stuck_detector_is_quiet_while_recall_is_above_zero():
+    from bert_keras.training.callbacks import StuckDiscriminatorDetector, binary_entropy
+
+    detector = StuckDiscriminatorDetector(windows=3)
+    base = binary_entropy(0.14)
+    assert not any(detector.observe(step, window(0.05, base, 0.14)) for step in range(10))
+
+
+def test_the_stuck_report_reads_the_windows_from_the_step_logs():
+    """The callback feeds the logs of every log_every-th optimizer step to the detector."""
+    import types
+
+    from bert_keras.training.callbacks import StuckDiscriminatorReport, binary_entropy
+
+    said = []
+    report = StuckDiscriminatorReport(log_every=10, warn=said.append)
+    optimizer = types.SimpleNamespace(iterations=np.int64(0))
+    report.set_model(types.SimpleNamespace(optimizer=optimizer))
+    stuck = window(0.0, binary_entropy(0.135))
+    for step in range(1, 61):
+        optimizer.iterations = np.int64(step)  # the step after this batch's update
+        report.on_train_batch_end(step - 1, stuck)
+        report.on_train_batch_end(step - 1, stuck)  # a second micro-batch of the same step
+    assert len(said) == 1 and "steps 10-30" in said[0]
+
+
+def test_only_electra_runs_get_the_stuck_report():
+    from bert_keras.training import pretraining_models
+    from bert_keras.training.callbacks import StuckDiscriminatorReport
+
+    text = "bert_keras/assets/web_bible_corpus.txt.gz"
+    electra = PretrainConfig(model_dir="/tmp/x", train_text=text, objective="electra", log_every=7)
+    (report,) = pretraining_models.reports(electra)
+    assert isinstance(report, StuckDiscriminatorReport) and report.log_every == 7
+    assert pretraining_models.reports(PretrainConfig(model_dir="/tmp/x", train_text=text)) == []
+
+
+@pytest.mark.parametrize("option, value", [
+    ("generator_weight", 0.0), ("sampling_temperature", -1.0), ("start_temperature", 0.0),
+    ("uniform_share", 1.5), ("curriculum_fraction", 0.0),
+])
+def test_bad_electra_options_are_one_line(option, value):
+    with pytest.raises(ConfigError, match=f"--{option} must be"):
+        PretrainConfig(model_dir="/tmp/x", train_text="bert_keras/assets/web_bible_corpus.txt.gz",
+                       objective="electra", **{option: value})
+
+
+@pytest.mark.parametrize("name", ["electra_small", "electra_base"])
+def test_the_paper_flagfiles_set_the_papers_electra_explicitly(name):
+    """The papers' recipes name every ELECTRA option whose default differs from the paper."""
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "flags" / f"pretrain_{name}.flags"
+    options = read_flagfile(path)
+    paper = dict(generator_weight=1.0, sampling_temperature=1.0, uniform_share=0.0,
+                 disentangled_embeddings=False, rtd_weight=50.0)
+    assert {k: options.get(k) for k in paper} == paper
+    assert "start_temperature" not in options  # none: the generator's temperature throughout

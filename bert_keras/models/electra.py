@@ -56,6 +56,15 @@ def gumbel_sample(logits, seed):
     return ops.cast(ops.argmax(logits - ops.log(-ops.log(uniform)), axis=-1), "int32")
 
 
+def mix_in_uniform(sampled, share, vocab_size, seed):
+    """`sampled` (B, P) with each token replaced, with probability `share`, by one drawn
+    uniformly from [0, vocab_size): mostly rare words, which a discriminator learns to spot in
+    a few hundred steps, where the generator's plausible words give it nothing to learn yet."""
+    uniform = keras.random.randint(ops.shape(sampled), 0, vocab_size, dtype="int32", seed=seed)
+    chosen = keras.random.uniform(ops.shape(sampled), seed=seed) < share
+    return ops.where(chosen, uniform, sampled)
+
+
 def scatter_positions(ids, positions, values, weights):
     """`ids` (B, T) with `values` (B, P) written at `positions` (B, P) where `weights` > 0
     (padding slots of the masked positions, weight 0, write nothing)."""
@@ -83,6 +92,24 @@ class ElectraPretrainer(ObjectiveModel):
         rtd_weight: lambda, the weight of the discriminator loss (paper: 50).
         temperature: of the generator's sampling distribution (paper: 1).
         seed: of the sampling (its state is a variable, so checkpoints resume it).
+        generator_weight: the weight of the generator's masked-LM loss (paper: 1).
+        uniform_share: the share of the masked positions given a uniformly random token
+            instead of the generator's sample at the first training step, decaying linearly
+            to 0 over `curriculum_steps` (paper: 0).
+        start_temperature: the sampling temperature at the first training step, annealed
+            linearly to `temperature` over `curriculum_steps` (None, the paper: `temperature`
+            throughout).
+        curriculum_steps: optimizer steps of that easy start (0: none). Outside training
+            (`model(x)`, evaluate) the replacements are the generator's, at `temperature`.
+        disentangled_embeddings: DeBERTa-v3's gradient-disentangled embedding sharing: the
+            discriminator reads the shared embeddings as stop_gradient(shared) + a delta of
+            its own (zeros at first), so only the generator's loss trains the shared tables
+            and only the discriminator's trains the deltas (paper: False, both train them).
+            `fold_embedding_deltas` gives `.encoder` the discriminator's own embeddings.
+        share_all_weights: the generator is the discriminator itself (every encoder weight
+            tied, the paper's section 3.1 ablation; `generator_size` is then unused), so
+            the kept encoder is trained by the masked LM as well (paper: False, only the
+            embeddings are shared with a smaller generator).
 
     Example:
     >>> import numpy as np
@@ -101,10 +128,17 @@ class ElectraPretrainer(ObjectiveModel):
     loss_term_names = ("generator_loss", "discriminator_loss")
 
     def __init__(self, discriminator, generator_size=0.25, rtd_weight=50.0, temperature=1.0,
-                 seed=None, **kwargs):
-        super().__init__(**kwargs)
+                 seed=None, generator_weight=1.0, uniform_share=0.0, start_temperature=None,
+                 curriculum_steps=0, disentangled_embeddings=False, share_all_weights=False,
+                 **kwargs):
+        # Its own variable reads (the embedding deltas) stay float32 under mixed precision.
+        super().__init__(autocast=False, **kwargs)
         self.encoder = discriminator
-        self.generator = BertEncoder(
+        if share_all_weights and disentangled_embeddings:
+            raise ValueError("share_all_weights leaves no embeddings of the generator's own to "
+                             "disentangle: give one of share_all_weights, "
+                             "disentangled_embeddings.")
+        self.generator = discriminator if share_all_weights else BertEncoder(
             **generator_config(discriminator, generator_size).to_dict(),
             embeddings_of=discriminator, dtype=discriminator.dtype_policy, name="generator")
         self.generator_head = heads.MaskedLMHead(
@@ -121,11 +155,17 @@ class ElectraPretrainer(ObjectiveModel):
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.generator_size, self.rtd_weight, self.temperature = generator_size, rtd_weight, temperature
         self.seed = seed
+        self.generator_weight = generator_weight
+        self.uniform_share, self.start_temperature = uniform_share, start_temperature
+        self.curriculum_steps = curriculum_steps
+        self.disentangled_embeddings = disentangled_embeddings
+        self.share_all_weights = share_all_weights
+        self.embedding_deltas = self._embedding_deltas() if disentangled_embeddings else []
         self._masked_lm_loss = TokenCrossEntropy(epsilon=1e-5)
         self.generator_accuracy = TokenAccuracy(name="generator_accuracy")
         self.ratios = {name: Ratio(name=name) for name in (
-            "discriminator_accuracy", "all_original_accuracy", "replaced_precision",
-            "replaced_recall")}
+            "discriminator_accuracy", "all_original_accuracy", "replaced_fraction",
+            "replaced_precision", "replaced_recall")}
         # The discriminator loss of the best constant guess (the binary entropy of the batch's
         # replaced share): a discriminator loss below it is learned from context, even while
         # no token is yet confidently called replaced (accuracy = all-original).
@@ -139,17 +179,71 @@ class ElectraPretrainer(ObjectiveModel):
         weights = inputs["masked_lm_weights"]
         generated = self.generator(encoder_inputs, training=training)["sequence_output"]
         generator_logits = self.generator_head(generated, positions)  # (B, P, V) float32
-        sampled = gumbel_sample(ops.stop_gradient(generator_logits) / self.temperature,
-                                self.seed_generator)  # (B, P)
+        sampled = self.replacements(generator_logits, training)  # (B, P)
         word_ids = encoder_inputs["input_word_ids"]
         original = scatter_positions(word_ids, positions, inputs["masked_lm_ids"], weights)
         corrupted = scatter_positions(word_ids, positions, sampled, weights)
         replaced = ops.cast(ops.not_equal(corrupted, original), "int32") * encoder_inputs["input_mask"]
-        discriminated = self.encoder({**encoder_inputs, "input_word_ids": corrupted},
-                                     training=training)["sequence_output"]
+        discriminated = self.discriminate({**encoder_inputs, "input_word_ids": corrupted},
+                                          training)["sequence_output"]
         return {"generator_logits": generator_logits,
                 "discriminator_logits": self.discriminator_head(discriminated),
                 "replaced": replaced, "corrupted_ids": corrupted}
+
+    def shared_embeddings(self):
+        """The discriminator's variables that the generator uses too."""
+        generator_variables = {id(v) for v in self.generator.variables}
+        return [v for v in self.encoder.variables if id(v) in generator_variables]
+
+    def _embedding_deltas(self):
+        return [self.add_weight(shape=v.shape, initializer="zeros", dtype=v.dtype,
+                                name=v.path.replace("/", "_") + "_delta")
+                for v in self.shared_embeddings()]
+
+    def discriminate(self, inputs, training):
+        """The discriminator's outputs; with disentangled embeddings it reads each shared
+        variable as stop_gradient(shared) + its delta."""
+        if not self.disentangled_embeddings:
+            return self.encoder(inputs, training=training)
+        mapping = [(v, ops.stop_gradient(ops.convert_to_tensor(v)) + delta)
+                   for v, delta in zip(self.shared_embeddings(), self.embedding_deltas)]
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            outputs = self.encoder(inputs, training=training)
+        for v in self.encoder.non_trainable_variables:  # dropout's seeds advance as usual
+            value = scope.get_current_value(v)
+            if value is not None:
+                v.assign(value)
+        return outputs
+
+    def fold_embedding_deltas(self):
+        """Adds the deltas into the shared embeddings and zeroes them: `.encoder` alone is then
+        the trained discriminator (as saved). Call it after training: the generator sees the
+        discriminator's embeddings from then on."""
+        for v, delta in zip(self.shared_embeddings(), self.embedding_deltas):
+            v.assign(v + delta)
+            delta.assign(ops.zeros_like(delta))
+
+    def replacements(self, generator_logits, training):
+        """The tokens (B, P) that replace the masked ones: the generator's samples (no gradient
+        through them), made easier early in training by the curriculum."""
+        progress = self.curriculum_progress() if training else 1.0
+        temperature = self.temperature
+        if self.start_temperature is not None:
+            temperature = self.start_temperature + (self.temperature - self.start_temperature) * progress
+        sampled = gumbel_sample(ops.stop_gradient(generator_logits) / temperature,
+                                self.seed_generator)
+        if not self.uniform_share:
+            return sampled
+        return mix_in_uniform(sampled, self.uniform_share * (1.0 - progress),
+                              self.encoder.vocab_size, self.seed_generator)
+
+    def curriculum_progress(self):
+        """0 at the first optimizer step, 1 from `curriculum_steps` on (the optimizer's step
+        count, so a resumed run continues the schedule)."""
+        if not self.curriculum_steps or self.optimizer is None:
+            return 1.0
+        step = ops.cast(self.optimizer.iterations, "float32")
+        return ops.minimum(step / float(self.curriculum_steps), 1.0)
 
     def loss_terms(self, x, y_pred):
         """{"generator_loss", "discriminator_loss", "loss"} of one batch (not yet divided by
@@ -162,7 +256,8 @@ class ElectraPretrainer(ObjectiveModel):
             from_logits=True)
         discriminator_loss = ops.sum(per_token * mask) / (ops.sum(mask) + 1e-6)
         return {"generator_loss": generator_loss, "discriminator_loss": discriminator_loss,
-                "loss": generator_loss + self.rtd_weight * discriminator_loss}
+                "loss": (self.generator_weight * generator_loss
+                         + self.rtd_weight * discriminator_loss)}
 
     def update_metrics(self, x, y_pred):
         self.generator_accuracy.update_state(x["masked_lm_ids"], y_pred["generator_logits"],
@@ -174,6 +269,7 @@ class ElectraPretrainer(ObjectiveModel):
         self.ratios["discriminator_accuracy"].update_state(correct, ops.sum(mask))
         self.ratios["all_original_accuracy"].update_state(ops.sum((1 - replaced) * mask),
                                                           ops.sum(mask))
+        self.ratios["replaced_fraction"].update_state(ops.sum(replaced * mask), ops.sum(mask))
         share = ops.clip(ops.sum(replaced * mask) / ops.sum(mask), 1e-7, 1 - 1e-7)
         self.base_rate_loss.update_state(
             -(share * ops.log(share) + (1 - share) * ops.log(1 - share)))
@@ -184,7 +280,12 @@ class ElectraPretrainer(ObjectiveModel):
     def get_config(self):
         return dict(name=self.name, discriminator=keras.saving.serialize_keras_object(self.encoder),
                     generator_size=self.generator_size, rtd_weight=self.rtd_weight,
-                    temperature=self.temperature, seed=self.seed)
+                    temperature=self.temperature, seed=self.seed,
+                    generator_weight=self.generator_weight, uniform_share=self.uniform_share,
+                    start_temperature=self.start_temperature,
+                    curriculum_steps=self.curriculum_steps,
+                    disentangled_embeddings=self.disentangled_embeddings,
+                    share_all_weights=self.share_all_weights)
 
     @classmethod
     def from_config(cls, config):
@@ -199,5 +300,5 @@ def with_masked_lm_inputs(x, y, sample_weight):
              "masked_lm_weights": sample_weight["masked_lm"]},)
 
 
-__all__ = ["ElectraPretrainer", "generator_config", "gumbel_sample", "scatter_positions",
-           "with_masked_lm_inputs"]
+__all__ = ["ElectraPretrainer", "generator_config", "gumbel_sample", "mix_in_uniform",
+           "scatter_positions", "with_masked_lm_inputs"]

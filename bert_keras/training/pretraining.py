@@ -124,6 +124,7 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
             max_predictions_per_seq=(config.phase2_max_predictions_per_seq
                                      or config.max_predictions_per_seq))))
     results = []
+    reports = pretraining_models.reports(config)  # one set for both phases: each warns once
     for phase_steps, start_step, dataset_fn in phases:
         if start_step:
             print(f"Phase 2: sequence length {config.phase2_seq_length} from step {start_step}.",
@@ -135,14 +136,15 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
             keep_checkpoints=config.keep_checkpoints,
             gradient_accumulation_steps=config.gradient_accumulation_steps,
             steps_per_execution=config.steps_per_execution, log_every=config.log_every,
-            dataset_start_step=start_step, config=config.to_dict(), progress=progress)))
+            dataset_start_step=start_step, config=config.to_dict(), progress=progress,
+            extra_callbacks=reports)))
     result = results[-1]
     history = [entry for r in results for entry in r.history]
     encoder_dir = os.path.join(config.model_dir, "encoder")
     if result.chief:
         _append_history(os.path.join(config.model_dir, "history.json"), history,
                         results[0].initial_step)
-        result.model.encoder.save_pretrained(encoder_dir, tokenizer)
+        pretraining_models.final_encoder(result.model).save_pretrained(encoder_dir, tokenizer)
         logging.info("Saved the encoder to %s", encoder_dir)
         masked_lm = pretraining_models.masked_lm_model(result.model)
         if masked_lm is not None:  # tools/export.py serves it as fill-mask

@@ -13,7 +13,16 @@ from bert_keras.models.electra import ElectraPretrainer, with_masked_lm_inputs
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.task_models import BertPretrainer
 from bert_keras.tasks import task_io
+from bert_keras.text.tokenizers import load_tokenizer, tokenizer_difference
 from bert_keras import optimization
+from bert_keras.training import callbacks
+
+# What a stuck ELECTRA run can try (the flags that measured best at small scale:
+# docs/variants.md).
+STUCK_DISCRIMINATOR_ADVICE = (
+    "Try easier replacements: --uniform_share=1.0 with a longer --curriculum_fraction, or a "
+    "smaller --generator_size; see docs/variants.md.")
+
 
 def load_teacher(path):
     """A `BertPretrainer` (encoder + MLM head) from a bert_keras pretraining run (its model dir
@@ -35,6 +44,33 @@ def load_teacher(path):
     return teacher
 
 
+def check_teacher_tokenizer(config, teacher, tokenizer):
+    """InputError unless `tokenizer` (the run's: --tokenizer_dir, --vocab_file or the
+    teacher's own) gives the ids the teacher reads: the student starts from the teacher's
+    embeddings and learns its predictions over the teacher's vocabulary. The vocabularies are
+    compared, not the families' names (a teacher directory without tokenizer files gives only
+    its embedding's size to compare)."""
+    flag = f"--teacher_checkpoint={config.teacher_checkpoint!r}"
+    if teacher.encoder.vocab_size != tokenizer.vocab_size:
+        raise InputError(f"{flag}: the teacher's token embedding has "
+                         f"{teacher.encoder.vocab_size:,} rows but the vocab "
+                         f"{tokenizer.vocab_file!r} has {tokenizer.vocab_size:,} entries.")
+    source = (config.tokenizer_dir and f"--tokenizer_dir={config.tokenizer_dir!r}"
+              or config.vocab_file and f"--vocab_file={config.vocab_file!r}")
+    if not source:
+        return  # the teacher's own tokenizer
+    directory = task_io.find_task_directory(config.teacher_checkpoint, "final")
+    try:
+        theirs = load_tokenizer(directory or config.teacher_checkpoint)
+    except FileNotFoundError:
+        return
+    difference = tokenizer_difference(theirs, tokenizer)
+    if difference:
+        raise InputError(f"{flag}: the teacher's tokenizer and {source} differ: {difference}; "
+                         "the student learns the teacher's predictions, so both need the "
+                         "teacher's tokenizer.")
+
+
 def _encoder(config, tokenizer):
     overrides = config.encoder_overrides()
     if config.init_checkpoint:
@@ -47,16 +83,18 @@ def _encoder(config, tokenizer):
 def build_model(config, tokenizer):
     """The compiled pretraining model of `config` (call it in the strategy's scope)."""
     if config.objective == "electra":
-        model = ElectraPretrainer(_encoder(config, tokenizer), generator_size=config.generator_size,
-                                  rtd_weight=config.rtd_weight, seed=config.seed)
+        model = _electra(config, tokenizer)
         if config.init_checkpoint:
             _try_load_heads(head_checkpoints.load_replaced_token_head, model, config.init_checkpoint)
     elif config.objective == "distill":
         teacher = load_teacher(config.teacher_checkpoint)
-        if teacher.encoder.vocab_size != tokenizer.vocab_size:
-            raise InputError(f"The teacher has vocab_size {teacher.encoder.vocab_size} but the "
-                             f"vocab {tokenizer.vocab_file!r} has {tokenizer.vocab_size} tokens.")
-        student = student_from_teacher(teacher.encoder, config.student_layer_list())
+        check_teacher_tokenizer(config, teacher, tokenizer)
+        try:
+            student = student_from_teacher(teacher.encoder, config.student_layer_list())
+        except ValueError as e:  # a teacher of shared layers (ALBERT), or layers it lacks
+            layers = f" (--student_layers={config.student_layers})" if config.student_layers else ""
+            raise InputError(f"--teacher_checkpoint={config.teacher_checkpoint!r}{layers}: "
+                             f"{e}") from None
         model = DistillationPretrainer(
             teacher, student, temperature=config.distill_temperature, alpha_ce=config.alpha_ce,
             alpha_mlm=config.alpha_mlm, alpha_cos=config.alpha_cos)
@@ -76,11 +114,39 @@ def build_model(config, tokenizer):
     return model
 
 
+def _electra(config, tokenizer):
+    return ElectraPretrainer(
+        _encoder(config, tokenizer), generator_size=config.generator_size,
+        rtd_weight=config.rtd_weight, temperature=config.sampling_temperature, seed=config.seed,
+        generator_weight=config.generator_weight, uniform_share=config.uniform_share,
+        start_temperature=config.start_temperature,
+        curriculum_steps=config.curriculum_steps(),
+        disentangled_embeddings=config.disentangled_embeddings,
+        share_all_weights=config.share_all_weights)
+
+
 def model_inputs(config, dataset):
     """The pretraining data's (x, y, sample_weight) batches as `config`'s model takes them."""
     if config.objective == "mlm":
         return dataset
     return dataset.map(with_masked_lm_inputs)
+
+
+def reports(config):
+    """The callbacks that watch a run of `config` for a known failure (ELECTRA: a
+    discriminator stuck at the all-original baseline)."""
+    if config.objective != "electra":
+        return []
+    return [callbacks.StuckDiscriminatorReport(config.log_every, callbacks.StuckDiscriminatorDetector(
+        advice=STUCK_DISCRIMINATOR_ADVICE))]
+
+
+def final_encoder(model):
+    """The encoder a finished run saves: `.encoder`, with ELECTRA's disentangled embedding
+    deltas folded into it (the model trains no further after this)."""
+    if isinstance(model, ElectraPretrainer):
+        model.fold_embedding_deltas()
+    return model.encoder
 
 
 def masked_lm_model(model):
