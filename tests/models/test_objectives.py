@@ -217,7 +217,7 @@ def read_flagfile(path):
 def test_recipe_flagfiles_are_valid_configs(name, tmp_path):
     import pathlib
 
-    path = pathlib.Path(__file__).resolve().parents[1] / "flags" / f"pretrain_{name}.flags"
+    path = pathlib.Path(__file__).resolve().parents[2] / "flags" / f"pretrain_{name}.flags"
     options = read_flagfile(path)
     options.setdefault("train_text", "bert_keras/assets/web_bible_corpus.txt.gz")
     if options.get("objective") == "distill":
@@ -463,7 +463,7 @@ def test_the_paper_flagfiles_set_the_papers_electra_explicitly(name):
     """The papers' recipes name every ELECTRA option whose default differs from the paper."""
     import pathlib
 
-    path = pathlib.Path(__file__).resolve().parents[1] / "flags" / f"pretrain_{name}.flags"
+    path = pathlib.Path(__file__).resolve().parents[2] / "flags" / f"pretrain_{name}.flags"
     options = read_flagfile(path)
     paper = dict(generator_weight=1.0, sampling_temperature=1.0, uniform_share=0.0,
                  disentangled_embeddings=False, rtd_weight=50.0)
