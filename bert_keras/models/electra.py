@@ -7,6 +7,12 @@ fine-tuned) predicts for every token whether it was replaced. Loss = generator M
 `rtd_weight` (50 in the paper) x the discriminator's sigmoid loss over the non-padding tokens.
 A sampled token that equals the original counts as original, as in the paper.
 
+Two departures from the paper, both off by default here (the run's config turns the first on,
+docs/variants.md): an easy start, sampling at `start_temperature` annealed to `temperature`
+(a small discriminator cannot tell temperature-1 samples of a generator at the masked-LM
+plateau from the originals, and collapses to "nothing replaced"), and DeBERTa-v3's
+gradient-disentangled embedding sharing (`disentangled_embeddings`).
+
 Shape legend: B batch, T sequence length, P masked positions, V vocabulary.
 """
 
@@ -24,11 +30,11 @@ from bert_keras.names import INPUT_NAMES
 MASKED_LM_INPUTS = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
 
 
-def generator_config(discriminator, size):
+def generator_config(discriminator, size, layers=1.0):
     """The EncoderConfig of the generator for a discriminator `BertEncoder`: `size` (0, 1] of
     its hidden and feed-forward widths (ELECTRA: 1/4 to 1/3), heads of the discriminator's
-    head width, the same depth, embeddings of the discriminator's width (projected when the
-    widths differ).
+    head width, `layers` (0, 1] of its depth (at least one layer; ELECTRA: all), embeddings of
+    the discriminator's width (projected when the widths differ).
 
     >>> import bert_keras as bk
     >>> d = bk.BertEncoder.from_preset("electra_small", vocab_size=100)
@@ -38,6 +44,8 @@ def generator_config(discriminator, size):
     """
     if not 0.0 < size <= 1.0:
         raise ValueError(f"generator_size must be in (0, 1], got {size}.")
+    if not 0.0 < layers <= 1.0:
+        raise ValueError(f"generator_layers must be in (0, 1], got {layers}.")
     arch = discriminator.architecture
     head_width = arch["hidden_size"] // arch["num_heads"]
     hidden = max(head_width, int(round(arch["hidden_size"] * size / head_width)) * head_width)
@@ -46,6 +54,7 @@ def generator_config(discriminator, size):
         **arch, "hidden_size": hidden, "num_heads": hidden // head_width,
         "intermediate_size": max(1, int(round(arch["intermediate_size"] * size))),
         "embedding_size": None if width == hidden else width, "num_layer_groups": None,
+        "num_layers": max(1, int(round(arch["num_layers"] * layers))),
         "use_pooler": False,
     })
 
@@ -54,15 +63,6 @@ def gumbel_sample(logits, seed):
     """One token per row of `logits` (..., V) drawn from softmax(logits) (Gumbel-max)."""
     uniform = keras.random.uniform(ops.shape(logits), minval=1e-9, maxval=1.0, seed=seed)
     return ops.cast(ops.argmax(logits - ops.log(-ops.log(uniform)), axis=-1), "int32")
-
-
-def mix_in_uniform(sampled, share, vocab_size, seed):
-    """`sampled` (B, P) with each token replaced, with probability `share`, by one drawn
-    uniformly from [0, vocab_size): mostly rare words, which a discriminator learns to spot in
-    a few hundred steps, where the generator's plausible words give it nothing to learn yet."""
-    uniform = keras.random.randint(ops.shape(sampled), 0, vocab_size, dtype="int32", seed=seed)
-    chosen = keras.random.uniform(ops.shape(sampled), seed=seed) < share
-    return ops.where(chosen, uniform, sampled)
 
 
 def scatter_positions(ids, positions, values, weights):
@@ -89,27 +89,20 @@ class ElectraPretrainer(ObjectiveModel):
     Args:
         discriminator: the `BertEncoder` to pretrain (`.encoder`; saved and fine-tuned).
         generator_size: the generator's width as a fraction of the discriminator's.
+        generator_layers: the generator's depth as a fraction of the discriminator's (paper: 1).
         rtd_weight: lambda, the weight of the discriminator loss (paper: 50).
         temperature: of the generator's sampling distribution (paper: 1).
         seed: of the sampling (its state is a variable, so checkpoints resume it).
-        generator_weight: the weight of the generator's masked-LM loss (paper: 1).
-        uniform_share: the share of the masked positions given a uniformly random token
-            instead of the generator's sample at the first training step, decaying linearly
-            to 0 over `curriculum_steps` (paper: 0).
-        start_temperature: the sampling temperature at the first training step, annealed
-            linearly to `temperature` over `curriculum_steps` (None, the paper: `temperature`
-            throughout).
+        start_temperature: the sampling temperature at the first training step (higher:
+            flatter, so rarer and easier to detect replacements), annealed linearly to
+            `temperature` over `curriculum_steps` (None, the paper: `temperature` throughout).
         curriculum_steps: optimizer steps of that easy start (0: none). Outside training
-            (`model(x)`, evaluate) the replacements are the generator's, at `temperature`.
+            (`model(x)`, evaluate) the replacements are sampled at `temperature`.
         disentangled_embeddings: DeBERTa-v3's gradient-disentangled embedding sharing: the
             discriminator reads the shared embeddings as stop_gradient(shared) + a delta of
             its own (zeros at first), so only the generator's loss trains the shared tables
             and only the discriminator's trains the deltas (paper: False, both train them).
             `fold_embedding_deltas` gives `.encoder` the discriminator's own embeddings.
-        share_all_weights: the generator is the discriminator itself (every encoder weight
-            tied, the paper's section 3.1 ablation; `generator_size` is then unused), so
-            the kept encoder is trained by the masked LM as well (paper: False, only the
-            embeddings are shared with a smaller generator).
 
     Example:
     >>> import numpy as np
@@ -128,18 +121,13 @@ class ElectraPretrainer(ObjectiveModel):
     loss_term_names = ("generator_loss", "discriminator_loss")
 
     def __init__(self, discriminator, generator_size=0.25, rtd_weight=50.0, temperature=1.0,
-                 seed=None, generator_weight=1.0, uniform_share=0.0, start_temperature=None,
-                 curriculum_steps=0, disentangled_embeddings=False, share_all_weights=False,
-                 **kwargs):
+                 seed=None, start_temperature=None, curriculum_steps=0,
+                 disentangled_embeddings=False, generator_layers=1.0, **kwargs):
         # Its own variable reads (the embedding deltas) stay float32 under mixed precision.
         super().__init__(autocast=False, **kwargs)
         self.encoder = discriminator
-        if share_all_weights and disentangled_embeddings:
-            raise ValueError("share_all_weights leaves no embeddings of the generator's own to "
-                             "disentangle: give one of share_all_weights, "
-                             "disentangled_embeddings.")
-        self.generator = discriminator if share_all_weights else BertEncoder(
-            **generator_config(discriminator, generator_size).to_dict(),
+        self.generator = BertEncoder(
+            **generator_config(discriminator, generator_size, generator_layers).to_dict(),
             embeddings_of=discriminator, dtype=discriminator.dtype_policy, name="generator")
         self.generator_head = heads.MaskedLMHead(
             discriminator.token_embedding, activation=discriminator.activation,
@@ -155,11 +143,9 @@ class ElectraPretrainer(ObjectiveModel):
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.generator_size, self.rtd_weight, self.temperature = generator_size, rtd_weight, temperature
         self.seed = seed
-        self.generator_weight = generator_weight
-        self.uniform_share, self.start_temperature = uniform_share, start_temperature
-        self.curriculum_steps = curriculum_steps
+        self.start_temperature, self.curriculum_steps = start_temperature, curriculum_steps
         self.disentangled_embeddings = disentangled_embeddings
-        self.share_all_weights = share_all_weights
+        self.generator_layers = generator_layers
         self.embedding_deltas = self._embedding_deltas() if disentangled_embeddings else []
         self._masked_lm_loss = TokenCrossEntropy(epsilon=1e-5)
         self.generator_accuracy = TokenAccuracy(name="generator_accuracy")
@@ -225,17 +211,17 @@ class ElectraPretrainer(ObjectiveModel):
 
     def replacements(self, generator_logits, training):
         """The tokens (B, P) that replace the masked ones: the generator's samples (no gradient
-        through them), made easier early in training by the curriculum."""
-        progress = self.curriculum_progress() if training else 1.0
-        temperature = self.temperature
-        if self.start_temperature is not None:
-            temperature = self.start_temperature + (self.temperature - self.start_temperature) * progress
-        sampled = gumbel_sample(ops.stop_gradient(generator_logits) / temperature,
-                                self.seed_generator)
-        if not self.uniform_share:
-            return sampled
-        return mix_in_uniform(sampled, self.uniform_share * (1.0 - progress),
-                              self.encoder.vocab_size, self.seed_generator)
+        through them) at the temperature of this step."""
+        temperature = self.sampling_temperature(training)
+        return gumbel_sample(ops.stop_gradient(generator_logits) / temperature, self.seed_generator)
+
+    def sampling_temperature(self, training):
+        """`start_temperature` at the first training step, annealed linearly to `temperature`
+        at `curriculum_steps`; `temperature` outside training."""
+        if self.start_temperature is None or not training:
+            return self.temperature
+        progress = self.curriculum_progress()
+        return self.start_temperature + (self.temperature - self.start_temperature) * progress
 
     def curriculum_progress(self):
         """0 at the first optimizer step, 1 from `curriculum_steps` on (the optimizer's step
@@ -256,8 +242,7 @@ class ElectraPretrainer(ObjectiveModel):
             from_logits=True)
         discriminator_loss = ops.sum(per_token * mask) / (ops.sum(mask) + 1e-6)
         return {"generator_loss": generator_loss, "discriminator_loss": discriminator_loss,
-                "loss": (self.generator_weight * generator_loss
-                         + self.rtd_weight * discriminator_loss)}
+                "loss": generator_loss + self.rtd_weight * discriminator_loss}
 
     def update_metrics(self, x, y_pred):
         self.generator_accuracy.update_state(x["masked_lm_ids"], y_pred["generator_logits"],
@@ -281,11 +266,10 @@ class ElectraPretrainer(ObjectiveModel):
         return dict(name=self.name, discriminator=keras.saving.serialize_keras_object(self.encoder),
                     generator_size=self.generator_size, rtd_weight=self.rtd_weight,
                     temperature=self.temperature, seed=self.seed,
-                    generator_weight=self.generator_weight, uniform_share=self.uniform_share,
                     start_temperature=self.start_temperature,
                     curriculum_steps=self.curriculum_steps,
                     disentangled_embeddings=self.disentangled_embeddings,
-                    share_all_weights=self.share_all_weights)
+                    generator_layers=self.generator_layers)
 
     @classmethod
     def from_config(cls, config):
@@ -300,5 +284,5 @@ def with_masked_lm_inputs(x, y, sample_weight):
              "masked_lm_weights": sample_weight["masked_lm"]},)
 
 
-__all__ = ["ElectraPretrainer", "generator_config", "gumbel_sample", "mix_in_uniform",
-           "scatter_positions", "with_masked_lm_inputs"]
+__all__ = ["ElectraPretrainer", "generator_config", "gumbel_sample", "scatter_positions",
+           "with_masked_lm_inputs"]

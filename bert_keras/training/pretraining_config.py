@@ -82,40 +82,33 @@ class PretrainConfig(Config):
     generator_size: float = option(0.25, "--objective=electra: the generator's width as a "
                                    "fraction of the discriminator's (paper: 1/4 to 1/3).",
                                    advanced=True)
+    generator_layers: float = option(1.0, "--objective=electra: the generator's depth as a "
+                                     "fraction of the discriminator's, at least one layer "
+                                     "(paper: 1, the same depth).", advanced=True)
     rtd_weight: float = option(50.0, "--objective=electra: weight of the replaced-token "
                                "detection loss against the generator's MLM loss (paper: 50).",
                                advanced=True)
-    generator_weight: float = option(1.0, "--objective=electra: weight of the generator's "
-                                     "masked-LM loss (paper: 1).", advanced=True)
-    sampling_temperature: float = option(1.0, "--objective=electra: temperature of the "
-                                         "generator's sampling distribution (paper: 1), reached "
-                                         "at the end of the curriculum.", advanced=True)
-    start_temperature: float = option(None, "--objective=electra: sampling temperature at the "
-                                      "first step, annealed linearly to "
-                                      "--sampling_temperature over --curriculum_fraction of the "
-                                      "steps (higher: flatter, rarer, easier replacements). "
-                                      "Paper: none.", advanced=True)
-    uniform_share: float = option(0.0, "--objective=electra: share of the masked positions "
-                                  "given a uniformly random token instead of the generator's "
-                                  "sample at the first step (easy to detect), decaying "
-                                  "linearly to 0 over --curriculum_fraction of the steps. "
-                                  "Paper: 0.", advanced=True)
+    sampling_temperature: float = option(1.5, "--objective=electra: temperature of the "
+                                         "generator's sampling distribution once the easy "
+                                         "start is over (paper: 1). Above 1 the replacements "
+                                         "stay detectable for a small discriminator, which at 1 "
+                                         "stops learning at small scale (docs/variants.md).",
+                                         advanced=True)
+    start_temperature: float = option(3.0, "--objective=electra: sampling temperature at the "
+                                      "first step (flatter: rarer, easier replacements), "
+                                      "annealed linearly to --sampling_temperature over "
+                                      "--curriculum_fraction of the steps (the paper: equal "
+                                      "to --sampling_temperature, no easy start).",
+                                      advanced=True)
+    curriculum_fraction: float = option(1.0, "--objective=electra: fraction of --train_steps "
+                                        "over which --start_temperature anneals to "
+                                        "--sampling_temperature.", advanced=True)
     disentangled_embeddings: bool = option(False, "--objective=electra: DeBERTa-v3's "
                                            "gradient-disentangled embedding sharing: the "
                                            "discriminator adds a delta of its own to the shared "
                                            "embeddings and its loss trains only that delta, so "
                                            "only the generator's loss trains the shared tables "
                                            "(paper: false, both train them).", advanced=True)
-    share_all_weights: bool = option(False, "--objective=electra: the generator is the "
-                                     "discriminator itself, every encoder weight tied (the "
-                                     "paper's section 3.1: best at equal size; "
-                                     "--generator_size unused), so the kept encoder learns the "
-                                     "masked LM too (paper's recipe: false, a smaller "
-                                     "generator shares only the embeddings).", advanced=True)
-    curriculum_fraction: float = option(0.5, "--objective=electra: fraction of --train_steps "
-                                        "over which --uniform_share and --start_temperature "
-                                        "harden to the generator's plain samples.",
-                                        advanced=True)
     teacher_checkpoint: str = option(None, "--objective=distill: the teacher, a masked LM with "
                                      "its head: a bert_keras pretraining run's final/ or model "
                                      "dir, or a Hugging Face *ForMaskedLM / Google BERT "
@@ -236,6 +229,8 @@ class PretrainConfig(Config):
               f"(got --pair_mode={self.pair_mode}).")
         check(0.0 < self.generator_size <= 1.0,
               f"--generator_size must be in (0, 1], got {self.generator_size}.")
+        check(0.0 < self.generator_layers <= 1.0,
+              f"--generator_layers must be in (0, 1], got {self.generator_layers}.")
         check(self.rtd_weight > 0, f"--rtd_weight must be > 0, got {self.rtd_weight}.")
         self.check_electra_curriculum()
         check((self.objective == "distill") == bool(self.teacher_checkpoint),
@@ -252,23 +247,16 @@ class PretrainConfig(Config):
               f"--dtype={self.dtype!r} is not one of {(AUTO,) + DTYPES}.")
 
     def check_electra_curriculum(self):
-        check(self.generator_weight > 0,
-              f"--generator_weight must be > 0, got {self.generator_weight}.")
         check(self.sampling_temperature > 0,
               f"--sampling_temperature must be > 0, got {self.sampling_temperature}.")
         check(self.start_temperature is None or self.start_temperature > 0,
               f"--start_temperature must be > 0, got {self.start_temperature}.")
-        check(0.0 <= self.uniform_share <= 1.0,
-              f"--uniform_share must be in [0, 1], got {self.uniform_share}.")
-        check(not (self.share_all_weights and self.disentangled_embeddings),
-              "--share_all_weights ties the generator to the discriminator, leaving no "
-              "embeddings to disentangle: drop --disentangled_embeddings.")
         check(0.0 < self.curriculum_fraction <= 1.0,
               f"--curriculum_fraction must be in (0, 1], got {self.curriculum_fraction}.")
 
     def curriculum_steps(self):
         """ELECTRA's easy start in steps (0: none)."""
-        if not self.uniform_share and self.start_temperature is None:
+        if self.start_temperature is None or self.start_temperature == self.sampling_temperature:
             return 0
         return max(1, int(round(self.curriculum_fraction * self.train_steps)))
 

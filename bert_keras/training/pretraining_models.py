@@ -17,11 +17,12 @@ from bert_keras.text.tokenizers import load_tokenizer, tokenizer_difference
 from bert_keras import optimization
 from bert_keras.training import callbacks
 
-# What a stuck ELECTRA run can try (the flags that measured best at small scale:
-# docs/variants.md).
+# What a stuck ELECTRA run can try: the easier replacements that kept a small discriminator
+# learning (docs/variants.md; a weaker generator and GDES did not).
 STUCK_DISCRIMINATOR_ADVICE = (
-    "Try easier replacements: --uniform_share=1.0 with a longer --curriculum_fraction, or a "
-    "smaller --generator_size; see docs/variants.md.")
+    "Try easier replacements: a higher --sampling_temperature and --start_temperature (the "
+    "small-scale defaults are 1.5 and 3; the paper's 1 stalls a small discriminator); see "
+    "docs/variants.md.")
 
 
 def load_teacher(path):
@@ -117,12 +118,10 @@ def build_model(config, tokenizer):
 def _electra(config, tokenizer):
     return ElectraPretrainer(
         _encoder(config, tokenizer), generator_size=config.generator_size,
-        rtd_weight=config.rtd_weight, temperature=config.sampling_temperature, seed=config.seed,
-        generator_weight=config.generator_weight, uniform_share=config.uniform_share,
-        start_temperature=config.start_temperature,
+        generator_layers=config.generator_layers, rtd_weight=config.rtd_weight,
+        temperature=config.sampling_temperature, start_temperature=config.start_temperature,
         curriculum_steps=config.curriculum_steps(),
-        disentangled_embeddings=config.disentangled_embeddings,
-        share_all_weights=config.share_all_weights)
+        disentangled_embeddings=config.disentangled_embeddings, seed=config.seed)
 
 
 def model_inputs(config, dataset):
@@ -137,8 +136,8 @@ def reports(config):
     discriminator stuck at the all-original baseline)."""
     if config.objective != "electra":
         return []
-    return [callbacks.StuckDiscriminatorReport(config.log_every, callbacks.StuckDiscriminatorDetector(
-        advice=STUCK_DISCRIMINATOR_ADVICE))]
+    detector = callbacks.StuckDiscriminatorDetector(advice=STUCK_DISCRIMINATOR_ADVICE)
+    return [callbacks.StuckDiscriminatorReport(config.log_every, detector)]
 
 
 def final_encoder(model):

@@ -282,11 +282,11 @@ def sampled_tokens(model, x):
     return corrupted[x["masked_lm_weights"] > 0]
 
 
-@pytest.mark.parametrize("options", [dict(uniform_share=1.0), dict(start_temperature=1e6)])
-def test_the_easy_start_replaces_with_random_tokens_then_hardens(tiny_encoder, options):
-    """At step 0 of the curriculum the replacements are (nearly) uniform, not the generator's
-    sure choice; from `curriculum_steps` on, and outside training, they are the generator's."""
-    model = ElectraPretrainer(tiny_encoder(), seed=0, curriculum_steps=10, **options)
+def test_the_easy_start_replaces_with_random_tokens_then_hardens(tiny_encoder):
+    """At step 0 of the curriculum a huge start temperature makes the replacements (nearly)
+    uniform, not the generator's sure choice; from `curriculum_steps` on, and outside
+    training, they are the generator's."""
+    model = ElectraPretrainer(tiny_encoder(), seed=0, start_temperature=1e6, curriculum_steps=10)
     forced_generator(model)
     x = batch()
     tokens = np.concatenate([sampled_tokens(model, x) for _ in range(20)])
@@ -296,12 +296,15 @@ def test_the_easy_start_replaces_with_random_tokens_then_hardens(tiny_encoder, o
     assert (sampled_tokens(model, x) == 7).all()
 
 
-def test_the_uniform_share_decays_linearly(tiny_encoder):
-    model = ElectraPretrainer(tiny_encoder(), seed=0, uniform_share=0.8, curriculum_steps=10)
-    forced_generator(model)
-    model.optimizer.iterations.assign(5)  # half way: 0.4 uniform, so about 0.6 are the generator's
-    halfway = np.concatenate([sampled_tokens(model, batch()) for _ in range(40)])
-    assert 0.5 < (halfway == 7).mean() < 0.7
+def test_the_temperature_anneals_linearly_with_the_optimizer_steps(tiny_encoder):
+    model = ElectraPretrainer(tiny_encoder(), seed=0, temperature=1.5, start_temperature=3.0,
+                              curriculum_steps=10)
+    temperatures = []
+    for step in (0, 5, 10, 20):
+        model.optimizer.iterations.assign(step)
+        temperatures.append(float(model.sampling_temperature(training=True)))
+    np.testing.assert_allclose(temperatures, [3.0, 2.25, 1.5, 1.5])
+    assert model.sampling_temperature(training=False) == 1.5
 
 
 def test_the_paper_recipe_has_no_easy_start(tiny_encoder):
@@ -346,22 +349,25 @@ def test_disentangled_embeddings_keep_dropout_random(tiny_encoder):
 
 
 def test_the_new_options_round_trip_through_the_config(tiny_encoder):
-    model = ElectraPretrainer(tiny_encoder(), seed=0, generator_weight=2.0, uniform_share=0.5,
-                              start_temperature=3.0, curriculum_steps=7,
-                              disentangled_embeddings=True)
-    config = ElectraPretrainer.from_config(model.get_config()).get_config()
-    assert {k: config[k] for k in ("generator_weight", "uniform_share", "start_temperature",
-                                   "curriculum_steps", "disentangled_embeddings")} == dict(
-        generator_weight=2.0, uniform_share=0.5, start_temperature=3.0, curriculum_steps=7,
-        disentangled_embeddings=True)
+    options = dict(start_temperature=3.0, curriculum_steps=7, disentangled_embeddings=True,
+                   generator_layers=0.5)
+    model = ElectraPretrainer(tiny_encoder(num_layers=2), seed=0, **options)
+    copy = ElectraPretrainer.from_config(model.get_config())
+    assert {k: copy.get_config()[k] for k in options} == options
+    assert copy.generator.num_layers == 1 and len(copy.embedding_deltas) == 5
 
 
-def test_the_generator_weight_scales_its_loss(tiny_encoder):
-    model = ElectraPretrainer(tiny_encoder(), seed=3, generator_weight=0.5)
-    x = batch()
-    terms = {k: float(v) for k, v in model.loss_terms(x, model(x)).items()}
-    np.testing.assert_allclose(
-        terms["loss"], 0.5 * terms["generator_loss"] + 50 * terms["discriminator_loss"], rtol=1e-5)
+def test_the_run_config_makes_the_curriculum_of_its_steps():
+    text = "bert_keras/assets/web_bible_corpus.txt.gz"
+    config = PretrainConfig(model_dir="/tmp/x", train_text=text, objective="electra",
+                            train_steps=1200)
+    assert (config.start_temperature, config.sampling_temperature) == (3.0, 1.5)
+    assert config.curriculum_steps() == 1200
+    assert PretrainConfig(model_dir="/tmp/x", train_text=text, objective="electra",
+                          train_steps=1200, curriculum_fraction=0.25).curriculum_steps() == 300
+    paper = PretrainConfig(model_dir="/tmp/x", train_text=text, objective="electra",
+                           sampling_temperature=1.0, start_temperature=1.0)
+    assert paper.curriculum_steps() == 0  # one temperature throughout: no curriculum
 
 
 def test_the_training_step_reports_what_the_stuck_detector_needs(tiny_encoder):
@@ -389,7 +395,7 @@ def test_the_stuck_detector_warns_once_after_three_windows_at_the_baseline():
 
     base = binary_entropy(0.135)  # 0.3953...
     assert abs(base - 0.3953) < 1e-3
-    detector = StuckDiscriminatorDetector(windows=3, advice="Try --uniform_share=1.")
+    detector = StuckDiscriminatorDetector(windows=3, advice="Try --sampling_temperature=2.")
     windows = [
         (50, window(0.27, 0.30)),          # learning: finds replaced tokens
         (100, window(0.0, base * 0.99)),   # stuck 1
@@ -408,7 +414,7 @@ def test_the_stuck_detector_warns_once_after_three_windows_at_the_baseline():
     assert "\n" not in message
     assert "steps 250-400" in message and "0.0%" in message
     assert f"{base * 0.985:.4f}" in message and f"{base:.4f}" in message and "0.135" in message
-    assert message.endswith("Try --uniform_share=1.")
+    assert message.endswith("Try --sampling_temperature=2.")
 
 
 def test_the_stuck_detector_is_quiet_while_recall_is_above_zero():
@@ -449,8 +455,8 @@ def test_only_electra_runs_get_the_stuck_report():
 
 
 @pytest.mark.parametrize("option, value", [
-    ("generator_weight", 0.0), ("sampling_temperature", -1.0), ("start_temperature", 0.0),
-    ("uniform_share", 1.5), ("curriculum_fraction", 0.0),
+    ("sampling_temperature", -1.0), ("start_temperature", 0.0), ("curriculum_fraction", 0.0),
+    ("curriculum_fraction", 1.5), ("generator_layers", 0.0),
 ])
 def test_bad_electra_options_are_one_line(option, value):
     with pytest.raises(ConfigError, match=f"--{option} must be"):
@@ -460,12 +466,15 @@ def test_bad_electra_options_are_one_line(option, value):
 
 @pytest.mark.parametrize("name", ["electra_small", "electra_base"])
 def test_the_paper_flagfiles_set_the_papers_electra_explicitly(name):
-    """The papers' recipes name every ELECTRA option whose default differs from the paper."""
+    """The papers' recipes name every ELECTRA option this library adds, with the paper's
+    value: samples at temperature 1 from the first step, a generator of the discriminator's
+    depth, embeddings shared by both losses."""
     import pathlib
 
     path = pathlib.Path(__file__).resolve().parents[2] / "flags" / f"pretrain_{name}.flags"
     options = read_flagfile(path)
-    paper = dict(generator_weight=1.0, sampling_temperature=1.0, uniform_share=0.0,
+    paper = dict(sampling_temperature=1.0, start_temperature=1.0, generator_layers=1.0,
                  disentangled_embeddings=False, rtd_weight=50.0)
     assert {k: options.get(k) for k in paper} == paper
-    assert "start_temperature" not in options  # none: the generator's temperature throughout
+    options.setdefault("train_text", "bert_keras/assets/web_bible_corpus.txt.gz")
+    assert PretrainConfig(model_dir="/tmp/x", **options).curriculum_steps() == 0
