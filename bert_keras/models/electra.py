@@ -122,7 +122,8 @@ class ElectraPretrainer(ObjectiveModel):
 
     def __init__(self, discriminator, generator_size=0.25, rtd_weight=50.0, temperature=1.0,
                  seed=None, start_temperature=None, curriculum_steps=0,
-                 disentangled_embeddings=False, generator_layers=1.0, **kwargs):
+                 disentangled_embeddings=False, generator_layers=1.0, corrective_weight=0.0,
+                 **kwargs):
         # Its own variable reads (the embedding deltas) stay float32 under mixed precision.
         super().__init__(autocast=False, **kwargs)
         self.encoder = discriminator
@@ -140,6 +141,16 @@ class ElectraPretrainer(ObjectiveModel):
         # Built now, so an optimizer can be built for every variable before the first step.
         self.generator_head.build((None, None, self.generator.hidden_size))
         self.discriminator_head.build((None, None, discriminator.hidden_size))
+        self.corrective_weight = corrective_weight
+        if corrective_weight:
+            self.corrective_head = heads.MaskedLMHead(
+                discriminator.token_embedding, activation=discriminator.activation,
+                layer_norm_epsilon=discriminator.layer_norm_epsilon,
+                initializer_range=discriminator.initializer_range,
+                dtype=discriminator.dtype_policy, name="corrective_head")
+            self.corrective_head.build((None, None, discriminator.hidden_size))
+            self.trackers["corrective_loss"] = keras.metrics.Mean(name="corrective_loss")
+            self.corrective_accuracy = TokenAccuracy(name="corrective_accuracy")
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.generator_size, self.rtd_weight, self.temperature = generator_size, rtd_weight, temperature
         self.seed = seed
@@ -172,9 +183,12 @@ class ElectraPretrainer(ObjectiveModel):
         replaced = ops.cast(ops.not_equal(corrupted, original), "int32") * encoder_inputs["input_mask"]
         discriminated = self.discriminate({**encoder_inputs, "input_word_ids": corrupted},
                                           training)["sequence_output"]
-        return {"generator_logits": generator_logits,
-                "discriminator_logits": self.discriminator_head(discriminated),
-                "replaced": replaced, "corrupted_ids": corrupted}
+        outputs = {"generator_logits": generator_logits,
+                   "discriminator_logits": self.discriminator_head(discriminated),
+                   "replaced": replaced, "corrupted_ids": corrupted}
+        if self.corrective_weight:
+            outputs["corrective_logits"] = self.corrective_head(discriminated, positions)
+        return outputs
 
     def shared_embeddings(self):
         """The discriminator's variables that the generator uses too."""
@@ -241,12 +255,20 @@ class ElectraPretrainer(ObjectiveModel):
             ops.cast(y_pred["replaced"], "float32"), y_pred["discriminator_logits"],
             from_logits=True)
         discriminator_loss = ops.sum(per_token * mask) / (ops.sum(mask) + 1e-6)
-        return {"generator_loss": generator_loss, "discriminator_loss": discriminator_loss,
-                "loss": generator_loss + self.rtd_weight * discriminator_loss}
+        terms = {"generator_loss": generator_loss, "discriminator_loss": discriminator_loss,
+                 "loss": generator_loss + self.rtd_weight * discriminator_loss}
+        if self.corrective_weight:
+            terms["corrective_loss"] = self._masked_lm_loss.unscaled(
+                x["masked_lm_ids"], y_pred["corrective_logits"], x["masked_lm_weights"])
+            terms["loss"] += self.corrective_weight * terms["corrective_loss"]
+        return terms
 
     def update_metrics(self, x, y_pred):
         self.generator_accuracy.update_state(x["masked_lm_ids"], y_pred["generator_logits"],
                                              x["masked_lm_weights"])
+        if self.corrective_weight:
+            self.corrective_accuracy.update_state(
+                x["masked_lm_ids"], y_pred["corrective_logits"], x["masked_lm_weights"])
         mask = ops.cast(x["input_mask"], "float32")
         replaced = ops.cast(y_pred["replaced"], "float32")
         predicted = ops.cast(y_pred["discriminator_logits"] > 0, "float32") * mask
@@ -269,7 +291,8 @@ class ElectraPretrainer(ObjectiveModel):
                     start_temperature=self.start_temperature,
                     curriculum_steps=self.curriculum_steps,
                     disentangled_embeddings=self.disentangled_embeddings,
-                    generator_layers=self.generator_layers)
+                    generator_layers=self.generator_layers,
+                    corrective_weight=self.corrective_weight)
 
     @classmethod
     def from_config(cls, config):

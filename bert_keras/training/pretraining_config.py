@@ -109,6 +109,10 @@ class PretrainConfig(Config):
                                            "embeddings and its loss trains only that delta, so "
                                            "only the generator's loss trains the shared tables "
                                            "(paper: false, both train them).", advanced=True)
+    corrective_weight: float = option(0.0, "--objective=electra: weight of COCO-LM's "
+                                      "corrective LM: the discriminator also predicts the "
+                                      "original token at the masked positions from the "
+                                      "corrupted text (paper: 0, none).", advanced=True)
     teacher_checkpoint: str = option(None, "--objective=distill: the teacher, a masked LM with "
                                      "its head: a bert_keras pretraining run's final/ or model "
                                      "dir, or a Hugging Face *ForMaskedLM / Google BERT "
@@ -232,6 +236,8 @@ class PretrainConfig(Config):
         check(0.0 < self.generator_layers <= 1.0,
               f"--generator_layers must be in (0, 1], got {self.generator_layers}.")
         check(self.rtd_weight > 0, f"--rtd_weight must be > 0, got {self.rtd_weight}.")
+        check(self.corrective_weight >= 0,
+              f"--corrective_weight must be >= 0, got {self.corrective_weight}.")
         self.check_electra_curriculum()
         check((self.objective == "distill") == bool(self.teacher_checkpoint),
               "--objective=distill needs --teacher_checkpoint, and only it takes one; got "

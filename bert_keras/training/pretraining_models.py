@@ -121,7 +121,8 @@ def _electra(config, tokenizer):
         generator_layers=config.generator_layers, rtd_weight=config.rtd_weight,
         temperature=config.sampling_temperature, start_temperature=config.start_temperature,
         curriculum_steps=config.curriculum_steps(),
-        disentangled_embeddings=config.disentangled_embeddings, seed=config.seed)
+        disentangled_embeddings=config.disentangled_embeddings,
+        corrective_weight=config.corrective_weight, seed=config.seed)
 
 
 def model_inputs(config, dataset):

@@ -53,6 +53,24 @@ def test_electra_losses_equal_a_numpy_reference(tiny_encoder):
     np.testing.assert_allclose(terms["loss"], generator + 50 * discriminator, rtol=1e-5)
 
 
+def test_the_corrective_lm_is_the_discriminators_masked_lm_loss(tiny_encoder):
+    """COCO-LM's corrective LM: the discriminator, reading the corrupted text, predicts the
+    original tokens at the masked positions through its own head on the shared embeddings."""
+    model = ElectraPretrainer(tiny_encoder(), seed=3, corrective_weight=2.0)
+    assert model.corrective_head.decoder_table is model.encoder.token_embedding.embeddings
+    x = batch()
+    out = {k: np.asarray(v) for k, v in model(x).items()}
+    assert out["corrective_logits"].shape == (B, P, V)
+    terms = {k: float(v) for k, v in model.loss_terms(x, out).items()}
+    corrective = numpy_masked_lm_loss(out["corrective_logits"].astype("float64"),
+                                      x["masked_lm_ids"], x["masked_lm_weights"])
+    np.testing.assert_allclose(terms["corrective_loss"], corrective, rtol=1e-5)
+    np.testing.assert_allclose(
+        terms["loss"], terms["generator_loss"] + 50 * terms["discriminator_loss"] + 2 * corrective,
+        rtol=1e-5)
+    assert "corrective_logits" not in ElectraPretrainer(tiny_encoder(), seed=3)(x)
+
+
 def test_base_rate_loss_is_the_entropy_of_the_replaced_share(tiny_encoder):
     """The loss of the best constant guess, logged beside the discriminator's loss."""
     model = ElectraPretrainer(tiny_encoder(), seed=3)
@@ -350,7 +368,7 @@ def test_disentangled_embeddings_keep_dropout_random(tiny_encoder):
 
 def test_the_new_options_round_trip_through_the_config(tiny_encoder):
     options = dict(start_temperature=3.0, curriculum_steps=7, disentangled_embeddings=True,
-                   generator_layers=0.5)
+                   generator_layers=0.5, corrective_weight=1.0)
     model = ElectraPretrainer(tiny_encoder(num_layers=2), seed=0, **options)
     copy = ElectraPretrainer.from_config(model.get_config())
     assert {k: copy.get_config()[k] for k in options} == options
@@ -456,7 +474,7 @@ def test_only_electra_runs_get_the_stuck_report():
 
 @pytest.mark.parametrize("option, value", [
     ("sampling_temperature", -1.0), ("start_temperature", 0.0), ("curriculum_fraction", 0.0),
-    ("curriculum_fraction", 1.5), ("generator_layers", 0.0),
+    ("curriculum_fraction", 1.5), ("generator_layers", 0.0), ("corrective_weight", -1.0),
 ])
 def test_bad_electra_options_are_one_line(option, value):
     with pytest.raises(ConfigError, match=f"--{option} must be"):

@@ -136,6 +136,17 @@ def test_cpu_kind_from_flags():
     assert machine.cpu_kind(set()) == "other"
 
 
+def test_an_avx2_cap_caps_every_library_and_is_said_in_the_section(monkeypatch):
+    for name in machine.ISA_CAP_VARIABLES:  # recorded, so the test's end restores them
+        monkeypatch.setenv(name, "")
+    assert "capped" not in machine.machine_line("AVX2")
+    machine.cap_isa("AVX2")
+    assert {name: machine.os.environ[name] for name in machine.ISA_CAP_VARIABLES} == dict(
+        ONEDNN_MAX_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2", ATEN_CPU_CAPABILITY="avx2")
+    assert "CPU kind AVX2 (capped: ONEDNN_MAX_CPU_ISA=AVX2, " in machine.machine_line("AVX2")
+    assert machine.cpu_kind() in ("AVX2", "other")  # whatever this CPU is beyond AVX2
+
+
 def finished_rows():
     rows = [row("peak", "2048x2048", "TF matmul 2048x2048 bfloat16", 411.04, "GFLOP/s", cpu=203.05)]
     rows += [dict(r, flops=3.356e9, cpu=r["value"] / 2, mean=r["value"] * 0.9)

@@ -57,6 +57,18 @@ def test_this_machine_is_read_from_proc_cpuinfo():
     assert native == (" amx_bf16" in text or " avx512_bf16" in text), why
 
 
+def test_an_isa_cap_hides_the_flags_the_kernels_cannot_use(monkeypatch):
+    """ONEDNN_MAX_CPU_ISA=AVX2 makes TensorFlow's kernels those of an AVX2 CPU: `auto` must
+    then see no bfloat16 hardware either."""
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    capped = precision.cpu_flags()
+    assert not capped & {"avx512f", "avx512_bf16", "amx_bf16"}
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx512_core_bf16")
+    assert "amx_bf16" not in precision.cpu_flags() and capped <= precision.cpu_flags()
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    assert capped <= precision.cpu_flags()
+
+
 def test_the_export_tool_exports_float32_whatever_the_cpu(tmp_path, tiny_encoder):
     """An export answers the same on any machine: float32 unless --dtype=bfloat16 is given
     (--dtype=auto is for training only), said in one line."""

@@ -37,9 +37,28 @@ def cpu_model():
                  if line.startswith("Model name:")), platform.processor() or "unknown CPU")
 
 
+# The documented instruction-set limits of oneDNN (TensorFlow's and PyTorch's kernels), MKL
+# and PyTorch's own vectorized kernels: one cap makes this CPU measure like an older one.
+ISA_CAPS = {"AVX2": dict(ONEDNN_MAX_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2",
+                         ATEN_CPU_CAPABILITY="avx2")}
+ISA_CAP_VARIABLES = tuple(ISA_CAPS["AVX2"])
+
+
+def cap_isa(isa):
+    """Caps TensorFlow and PyTorch alike at `isa` (a key of ISA_CAPS), in this process's
+    environment, which the workers inherit."""
+    os.environ.update(ISA_CAPS[isa])
+
+
+def isa_cap_words():
+    """How the instruction sets are capped, in words ("" when they are not)."""
+    caps = [f"{name}={os.environ[name]}" for name in ISA_CAP_VARIABLES if os.environ.get(name)]
+    return f" (capped: {', '.join(caps)})" if caps else ""
+
+
 def machine_line(kind):
-    """The CPU model, its cores and kind, and the kernel."""
-    return (f"{cpu_model()}, {os.cpu_count()} CPU cores, CPU kind {kind}, "
+    """The CPU model, its cores and kind (and any instruction-set cap), and the kernel."""
+    return (f"{cpu_model()}, {os.cpu_count()} CPU cores, CPU kind {kind}{isa_cap_words()}, "
             f"Linux {platform.release()}")
 
 
