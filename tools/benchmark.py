@@ -8,7 +8,7 @@ the machine.
 --output (BENCHMARKS.md) holds one section per CPU kind (AMX, AVX512-BF16, AVX2, other: the
 bfloat16 hardware), then hand-written Notes. A run rewrites only the section of this
 machine's kind, or adds it: the exact command, the machine, the date, the versions, a Goals
-table (issue 16's goals, met / missed / not measured, tools/bench/goals.py) and the
+table (issue 30's goals, met / missed / not measured, tools/bench/goals.py) and the
 Results table. The other kinds' sections and the Notes are kept byte for byte
 (tools/bench/file.py). The one command that regenerates this machine's section, run from
 the repository root in the benchmark environment (torch, transformers and keras-hub next to

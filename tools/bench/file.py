@@ -36,7 +36,7 @@ It replaces that section only (or adds it); the other kinds' sections and the No
 end are kept as they are. Each section gives its exact command, the machine, the date and
 the versions, then two tables.
 
-**Goals**: issue 16's goals computed from the section's rows: `met`, `missed` or `not
+**Goals**: issue 30's goals computed from the section's rows: `met`, `missed` or `not
 measured` (and what is missing). A family at its best is its fastest row of the group
 (bert_keras, HF and keras-hub: the systems whose names start so); ratios are bert_keras /
 peer, so > 1 means bert_keras is faster. "float32 not slower" compares the bert_keras f32
