@@ -161,7 +161,8 @@ def test_an_avx2_cap_caps_every_library_and_is_said_in_the_section(monkeypatch):
     assert "capped" not in machine.machine_line("AVX2")
     machine.cap_isa("AVX2")
     assert {name: machine.os.environ[name] for name in machine.ISA_CAP_VARIABLES} == dict(
-        ONEDNN_MAX_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2", ATEN_CPU_CAPABILITY="avx2")
+        ONEDNN_MAX_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2", ATEN_CPU_CAPABILITY="avx2",
+        XLA_FLAGS="--xla_cpu_max_isa=AVX2")
     assert "CPU kind AVX2 (capped: ONEDNN_MAX_CPU_ISA=AVX2, " in machine.machine_line("AVX2")
     assert machine.cpu_kind() in ("AVX2", "other")  # whatever this CPU is beyond AVX2
 

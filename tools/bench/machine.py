@@ -37,22 +37,26 @@ def cpu_model():
                  if line.startswith("Model name:")), platform.processor() or "unknown CPU")
 
 
-# The documented instruction-set limits of oneDNN (TensorFlow's and PyTorch's kernels), MKL
-# and PyTorch's own vectorized kernels: one cap makes this CPU measure like an older one.
+# The documented instruction-set limits of oneDNN (TensorFlow's and PyTorch's kernels), MKL,
+# PyTorch's own vectorized kernels and XLA's CPU code generator: one cap makes this CPU measure
+# like an older one.
 ISA_CAPS = {"AVX2": dict(ONEDNN_MAX_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2",
-                         ATEN_CPU_CAPABILITY="avx2")}
+                         ATEN_CPU_CAPABILITY="avx2", XLA_FLAGS="--xla_cpu_max_isa=AVX2")}
 ISA_CAP_VARIABLES = tuple(ISA_CAPS["AVX2"])
 
 
 def cap_isa(isa):
-    """Caps TensorFlow and PyTorch alike at `isa` (a key of ISA_CAPS), in this process's
-    environment, which the workers inherit."""
-    os.environ.update(ISA_CAPS[isa])
+    """Caps TensorFlow, XLA and PyTorch alike at `isa` (a key of ISA_CAPS), in this process's
+    environment, which the workers inherit (XLA_FLAGS keeps the flags already there)."""
+    for name, value in ISA_CAPS[isa].items():
+        os.environ[name] = " ".join(filter(None, (os.environ.get(name), value))) if (
+            name == "XLA_FLAGS") else value
 
 
 def isa_cap_words():
     """How the instruction sets are capped, in words ("" when they are not)."""
-    caps = [f"{name}={os.environ[name]}" for name in ISA_CAP_VARIABLES if os.environ.get(name)]
+    caps = [f"{name}={os.environ[name]}" for name in ISA_CAP_VARIABLES
+            if "max_isa" in os.environ.get(name, "") or name != "XLA_FLAGS" and os.environ.get(name)]
     return f" (capped: {', '.join(caps)})" if caps else ""
 
 

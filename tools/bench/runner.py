@@ -8,6 +8,7 @@ RESULT line. Also the registry of sections beyond peak and encoder (`section_hoo
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 
@@ -42,6 +43,8 @@ def run_worker_subprocess(spec, timeout):
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
+    if done.returncode < 0:  # a crash prints pages of module lists, not a reason
+        return dict(error=f"the worker crashed ({signal.Signals(-done.returncode).name})")
     return dict(error=(done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"])
 
 
@@ -61,5 +64,19 @@ def measure_interleaved(specs, rounds, timeout, key):
     return best
 
 
+# TensorFlow's rows that an instruction-set cap cannot make those of an older CPU: XLA's CPU
+# runtime picks its matmul kernels by cpuid, and TensorFlow sends bfloat16 to oneDNN by cpuid,
+# which then aborts under the cap (a real AVX2 CPU gets Eigen's emulated bfloat16 instead).
+UNCAPPABLE_WORDS = ("bf16", "bfloat16", "XLA")
+
+
+def capped_out(label):
+    """True for a TensorFlow system that --max_isa cannot cap (not run under a cap)."""
+    return bool(FLAGS.max_isa) and not label.startswith("HF") and any(
+        word in label for word in UNCAPPABLE_WORDS)
+
+
 def wanted(label):
+    if capped_out(label):
+        return False
     return not FLAGS.systems or any(s in label for s in FLAGS.systems)
