@@ -492,7 +492,7 @@ def test_the_paper_flagfiles_set_the_papers_electra_explicitly(name):
     path = pathlib.Path(__file__).resolve().parents[2] / "flags" / f"pretrain_{name}.flags"
     options = read_flagfile(path)
     paper = dict(sampling_temperature=1.0, start_temperature=1.0, generator_layers=1.0,
-                 disentangled_embeddings=False, rtd_weight=50.0)
+                 disentangled_embeddings=False, rtd_weight=50.0, corrective_weight=0.0)
     assert {k: options.get(k) for k in paper} == paper
     options.setdefault("train_text", "bert_keras/assets/web_bible_corpus.txt.gz")
     assert PretrainConfig(model_dir="/tmp/x", **options).curriculum_steps() == 0

@@ -175,6 +175,8 @@ def real_specs(preset, batch, seconds, real_inputs):
         ("bert_keras bf16 weights bucketed", dict(base, worker="bert_keras_encoder",
                                                   dtype="bfloat16", cast="bfloat16", jit=False,
                                                   bucketed=True)),
+        ("bert_keras f32 bucketed", dict(base, worker="bert_keras_encoder", dtype="float32",
+                                         jit=False, bucketed=True)),
         ("bert_keras bf16 weights pad-128", dict(base, worker="bert_keras_encoder",
                                                  dtype="bfloat16", cast="bfloat16", jit=False,
                                                  bucketed=False)),

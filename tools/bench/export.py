@@ -102,6 +102,7 @@ def export_rows(presets, seconds, workdir):
                 ("latency p50 ms", "p50_ms", f"{preset} batch 1 x {FLAGS.seq_length} ids"),
                 ("latency p99 ms", "p99_ms", f"{preset} batch 1 x {FLAGS.seq_length} ids"),
                 ("latency p50 ms", "text_p50_ms", f"{preset} batch 1 raw sentence (in-graph tokenizer)"),
+                ("latency p99 ms", "text_p99_ms", f"{preset} batch 1 raw sentence (in-graph tokenizer)"),
                 ("sequences/s", "seq_per_s", f"{preset} {FLAGS.batch_size}x{FLAGS.seq_length}")):
             for label, _ in specs:
                 if key.startswith("text") and "SavedModel" not in label:

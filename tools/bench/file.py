@@ -33,7 +33,10 @@ benchmark environment (`pip install -e ".[bench]"`):
     {COMMAND}
 
 It replaces that section only (or adds it); the other kinds' sections and the Notes at the
-end are kept as they are. Each section gives its exact command, the machine, the date and
+end are kept as they are. `--max_isa=AVX2` measures any newer x86 machine as an AVX2-only CPU
+(oneDNN's, MKL's, PyTorch's and XLA's documented instruction-set caps, for every system
+alike) and writes the AVX2 section; TensorFlow's bfloat16 and XLA rows, which no cap
+reaches, are left out there. Each section gives its exact command, the machine, the date and
 the versions, then two tables.
 
 **Goals**: issue 30's goals computed from the section's rows: `met`, `missed` or `not
