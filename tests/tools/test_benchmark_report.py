@@ -64,8 +64,8 @@ def test_training_goals_vs_keras_hub_and_hf():
     rows = [row("finetune", shape, system, value, metric) for system, value in (
         ("bert_keras bf16", 31.5), ("keras-hub default BertTextClassifier (f32)", 19.1),
         ("keras-hub BertTextClassifier bf16", 25.2))]
-    vs_keras_hub = f"fine-tuning train step {shape}: best bert_keras ≥ 1.2x"
-    vs_hf = f"fine-tuning train step {shape}: best bert_keras ≥ 1.0x"
+    vs_keras_hub = f"fine-tuning train step {shape}: best bert_keras ≥ 1.25x"
+    vs_hf = f"fine-tuning train step {shape}: best bert_keras ≥ 1.00x"
     found = goals.goals(rows)
     goal = goal_of(found, vs_keras_hub)
     assert (goal.status, goal.measured[:5]) == ("met", "1.25x")  # vs the best keras-hub (bf16)
@@ -73,7 +73,7 @@ def test_training_goals_vs_keras_hub_and_hf():
     rows.append(row("finetune", shape, "HF torch bf16 autocast train", 35.0, metric))
     goal = goal_of(goals.goals(rows), vs_hf)
     assert (goal.status, goal.measured[:5]) == ("missed", "0.90x")
-    goal = goal_of(found, "pretraining train step bert_tiny: best bert_keras ≥ 1.2x")
+    goal = goal_of(found, "pretraining train step bert_tiny: best bert_keras ≥ 1.25x")
     assert goal.status == "not measured (no pretrain rows for bert_tiny)"
 
 

@@ -11,7 +11,7 @@ the run measured the bf16 matmul peak.
 ...              metric="sequences/s", value=value) for system, value in
 ...         (("bert_keras bf16", 98.3), ("HF torch bf16 weights", 90.6))]
 >>> goals(rows)[0]
-Goal(goal='encoder inference bert_tiny 32x128: best bert_keras ≥ 1.0x best HF', \
+Goal(goal='encoder inference bert_tiny 32x128: best bert_keras ≥ 1.00x best HF', \
 measured='1.08x (98.3 vs 90.6 seq/s: bert_keras bf16 vs HF torch bf16 weights)', status='met')
 """
 
@@ -93,7 +93,7 @@ def throughput_goals(rows, specs, basis):
             ours = f"best {BERT_KERAS} {word}".strip()
             shapes = groups(rows, section, preset) or {preset: []}
             for shape, group in shapes.items():
-                goal = f"{what} {shape}: {ours} ≥ {least:.1f}x best {peer}"
+                goal = f"{what} {shape}: {ours} ≥ {least:.2f}x best {peer}"
                 if not group:
                     found.append(Goal(goal, "", f"not measured (no {section} rows for {preset})"))
                 else:
