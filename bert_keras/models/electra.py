@@ -7,11 +7,12 @@ fine-tuned) predicts for every token whether it was replaced. Loss = generator M
 `rtd_weight` (50 in the paper) x the discriminator's sigmoid loss over the non-padding tokens.
 A sampled token that equals the original counts as original, as in the paper.
 
-Two departures from the paper, both off by default here (the run's config turns the first on,
-docs/variants.md): an easy start, sampling at `start_temperature` annealed to `temperature`
+Three departures from the paper, all off by default here (the run's config turns the first
+on, docs/variants.md): an easy start, sampling at `start_temperature` annealed to `temperature`
 (a small discriminator cannot tell temperature-1 samples of a generator at the masked-LM
-plateau from the originals, and collapses to "nothing replaced"), and DeBERTa-v3's
-gradient-disentangled embedding sharing (`disentangled_embeddings`).
+plateau from the originals, and collapses to "nothing replaced"), DeBERTa-v3's
+gradient-disentangled embedding sharing (`disentangled_embeddings`), and COCO-LM's corrective
+LM (`corrective_weight`).
 
 Shape legend: B batch, T sequence length, P masked positions, V vocabulary.
 """
@@ -103,6 +104,10 @@ class ElectraPretrainer(ObjectiveModel):
             its own (zeros at first), so only the generator's loss trains the shared tables
             and only the discriminator's trains the deltas (paper: False, both train them).
             `fold_embedding_deltas` gives `.encoder` the discriminator's own embeddings.
+        corrective_weight: the weight of COCO-LM's corrective LM (Meng et al. 2021, without its
+            copy mechanism): the discriminator also predicts the original tokens at the masked
+            positions of the corrupted text, through its own head tied to the shared embeddings
+            (paper: 0, none; docs/variants.md measures it).
 
     Example:
     >>> import numpy as np

@@ -33,11 +33,13 @@ _AVX512 = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl", "avx512_vn
            "avx512_bf16", "avx512_fp16", "avx512ifma", "avx512vbmi", "avx512_vbmi2",
            "avx512_bitalg", "avx512_vpopcntdq", "avx512_vp2intersect") + _AMX
 ISA_CAP_HIDES = {
-    "SSE41": ("avx", "avx2", "fma", "avx_vnni") + _AVX512, "AVX": ("avx2", "fma", "avx_vnni") + _AVX512,
+    "SSE41": ("avx", "avx2", "fma", "avx_vnni") + _AVX512,
+    "AVX": ("avx2", "fma", "avx_vnni") + _AVX512,
     "AVX2": _AVX512, "AVX2_VNNI": _AVX512, "AVX2_VNNI_2": _AVX512,
     "AVX512_CORE": ("avx512_vnni", "avx512_bf16", "avx512_fp16") + _AMX,
     "AVX512_CORE_VNNI": ("avx512_bf16", "avx512_fp16") + _AMX,
-    "AVX512_CORE_BF16": ("avx512_fp16",) + _AMX, "AVX512_CORE_FP16": _AMX,
+    "AVX512_CORE_BF16": ("avx512_fp16",) + _AMX,
+    "AVX512_CORE_FP16": _AMX,
 }
 
 

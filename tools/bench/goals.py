@@ -141,6 +141,8 @@ def train_peak_goals(rows, basis):
 def export_goals(rows):
     """Batch-1 latency of the exports, each dtype against PyTorch eager of the same dtype:
     bert_keras's p50 and p99 both at most PyTorch's."""
+    p99 = {(row["shape"], row["system"]): row.get("value") for row in rows
+           if row["section"] == "export" and row["metric"] == "latency p99 ms"}
     found = []
     for preset in presets(rows):
         for dtype in EXPORT_DTYPES:
@@ -153,8 +155,6 @@ def export_goals(rows):
                     found.append(Goal(goal, "", f"not measured (no {dtype} export latency rows "
                                                 f"of both {BERT_KERAS} and {HF} for {preset})"))
                     continue
-                p99 = {(row["shape"], row["system"]): row.get("value") for row in rows
-                       if row["section"] == "export" and row["metric"] == "latency p99 ms"}
                 ours99, theirs99 = (p99.get((shape, row["system"])) for row in (ours, theirs))
                 measured = (f"{theirs['value'] / ours['value']:.2f}x (p50 {ours['value']:.1f} vs "
                             f"{theirs['value']:.1f} ms; p99 {_ms(ours99)} vs {_ms(theirs99)} "

@@ -55,8 +55,8 @@ def cap_isa(isa):
 
 def isa_cap_words():
     """How the instruction sets are capped, in words ("" when they are not)."""
-    caps = [f"{name}={os.environ[name]}" for name in ISA_CAP_VARIABLES
-            if "max_isa" in os.environ.get(name, "") or name != "XLA_FLAGS" and os.environ.get(name)]
+    caps = [f"{name}={os.environ[name]}" for name in ISA_CAP_VARIABLES if os.environ.get(name)
+            and (name != "XLA_FLAGS" or "max_isa" in os.environ[name])]
     return f" (capped: {', '.join(caps)})" if caps else ""
 
 
