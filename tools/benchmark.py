@@ -22,8 +22,9 @@ pretrain, finetune, data, export. A section whose bert_keras module is not there
 reported as such and skipped. --rows_json=FILE also saves the measured rows (with the
 machine); --render_from=FILE writes the section from such a file without running anything;
 --output='' prints the section only (compared with the repository's BENCHMARKS.md).
---max_isa=AVX2 measures this machine as an AVX2-only CPU (oneDNN's, MKL's and PyTorch's
-documented instruction-set limits, for every system alike) and writes the AVX2 section.
+--max_isa=AVX2 measures this machine as an AVX2-only CPU (oneDNN's, MKL's, PyTorch's and
+XLA's documented instruction-set limits, for every system alike) and writes the AVX2 section;
+TensorFlow's bfloat16 and XLA rows, which no cap reaches, are left out there.
 
 This file is the command (its flags and main); the measurements, the report and the file
 layout are the package tools/bench/ (bert_keras_tools.bench; its docstring lists them).
@@ -61,8 +62,8 @@ flags.DEFINE_enum("ratio_basis", "value", ["value", "cpu"],
 flags.DEFINE_string("rows_json", "", "Also write the measured rows (JSON) to this file.")
 flags.DEFINE_string("render_from", "", "Render a rows JSON written by --rows_json (no runs).")
 flags.DEFINE_enum("max_isa", "", ["", *machine.ISA_CAPS],
-                  "Measure as an older CPU: caps oneDNN, MKL and PyTorch's kernels at this "
-                  "instruction set (AVX2: the AVX2 section on any newer x86 machine).")
+                  "Measure as an older CPU: caps oneDNN, MKL, PyTorch's and XLA's kernels at "
+                  "this instruction set (AVX2: the AVX2 section on any newer x86 machine).")
 flags.DEFINE_string("worker", "", "Internal: JSON spec of one measurement to run and print.")
 
 

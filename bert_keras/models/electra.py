@@ -60,6 +60,18 @@ def generator_config(discriminator, size, layers=1.0):
     })
 
 
+def tied_masked_lm_head(discriminator, width, name):
+    """A `MaskedLMHead` over inputs `width` wide, projecting onto the discriminator's token
+    embeddings, built (so an optimizer can be built for every variable before the first step)."""
+    head = heads.MaskedLMHead(
+        discriminator.token_embedding, activation=discriminator.activation,
+        layer_norm_epsilon=discriminator.layer_norm_epsilon,
+        initializer_range=discriminator.initializer_range,
+        dtype=discriminator.dtype_policy, name=name)
+    head.build((None, None, width))
+    return head
+
+
 def gumbel_sample(logits, seed):
     """One token per row of `logits` (..., V) drawn from softmax(logits) (Gumbel-max)."""
     uniform = keras.random.uniform(ops.shape(logits), minval=1e-9, maxval=1.0, seed=seed)
@@ -135,25 +147,17 @@ class ElectraPretrainer(ObjectiveModel):
         self.generator = BertEncoder(
             **generator_config(discriminator, generator_size, generator_layers).to_dict(),
             embeddings_of=discriminator, dtype=discriminator.dtype_policy, name="generator")
-        self.generator_head = heads.MaskedLMHead(
-            discriminator.token_embedding, activation=discriminator.activation,
-            layer_norm_epsilon=discriminator.layer_norm_epsilon,
-            initializer_range=discriminator.initializer_range,
-            dtype=discriminator.dtype_policy, name="generator_head")
+        self.generator_head = tied_masked_lm_head(discriminator, self.generator.hidden_size,
+                                                  "generator_head")
         self.discriminator_head = heads.ReplacedTokenHead(
             activation=discriminator.activation, initializer_range=discriminator.initializer_range,
             dtype=discriminator.dtype_policy, name="discriminator_head")
         # Built now, so an optimizer can be built for every variable before the first step.
-        self.generator_head.build((None, None, self.generator.hidden_size))
         self.discriminator_head.build((None, None, discriminator.hidden_size))
         self.corrective_weight = corrective_weight
         if corrective_weight:
-            self.corrective_head = heads.MaskedLMHead(
-                discriminator.token_embedding, activation=discriminator.activation,
-                layer_norm_epsilon=discriminator.layer_norm_epsilon,
-                initializer_range=discriminator.initializer_range,
-                dtype=discriminator.dtype_policy, name="corrective_head")
-            self.corrective_head.build((None, None, discriminator.hidden_size))
+            self.corrective_head = tied_masked_lm_head(discriminator, discriminator.hidden_size,
+                                                       "corrective_head")
             self.trackers["corrective_loss"] = keras.metrics.Mean(name="corrective_loss")
             self.corrective_accuracy = TokenAccuracy(name="corrective_accuracy")
         self.seed_generator = keras.random.SeedGenerator(seed)

@@ -49,8 +49,9 @@ def cap_isa(isa):
     """Caps TensorFlow, XLA and PyTorch alike at `isa` (a key of ISA_CAPS), in this process's
     environment, which the workers inherit (XLA_FLAGS keeps the flags already there)."""
     for name, value in ISA_CAPS[isa].items():
-        os.environ[name] = " ".join(filter(None, (os.environ.get(name), value))) if (
-            name == "XLA_FLAGS") else value
+        if name == "XLA_FLAGS":
+            value = f"{os.environ.get(name, '')} {value}".strip()
+        os.environ[name] = value
 
 
 def isa_cap_words():
