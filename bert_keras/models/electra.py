@@ -7,12 +7,14 @@ fine-tuned) predicts for every token whether it was replaced. Loss = generator M
 `rtd_weight` (50 in the paper) x the discriminator's sigmoid loss over the non-padding tokens.
 A sampled token that equals the original counts as original, as in the paper.
 
-Three departures from the paper, all off by default here (the run's config turns the first
-on, docs/variants.md): an easy start, sampling at `start_temperature` annealed to `temperature`
-(a small discriminator cannot tell temperature-1 samples of a generator at the masked-LM
-plateau from the originals, and collapses to "nothing replaced"), DeBERTa-v3's
-gradient-disentangled embedding sharing (`disentangled_embeddings`), and COCO-LM's corrective
-LM (`corrective_weight`).
+Four departures from the paper, all off by default here (the run's config turns on the first
+two, docs/variants.md): an easy start, sampling at `start_temperature` annealed to
+`temperature` (a small discriminator cannot tell temperature-1 samples of a generator at the
+masked-LM plateau from the originals, and collapses to "nothing replaced"); a masked LM on the
+discriminator (`discriminator_mlm_share` of the masked positions reach it still masked, and it
+predicts their tokens: the contextual signal replaced-token detection alone does not give a
+small discriminator); DeBERTa-v3's gradient-disentangled embedding sharing
+(`disentangled_embeddings`); and COCO-LM's corrective LM (`corrective_weight`).
 
 Shape legend: B batch, T sequence length, P masked positions, V vocabulary.
 """
@@ -96,8 +98,10 @@ class ElectraPretrainer(ObjectiveModel):
     Inputs (a dict): the encoder inputs (input_word_ids with the masked positions already
     masked, as the pretraining data makes them) + `masked_lm_positions`, `masked_lm_ids`
     (the original tokens), `masked_lm_weights` (B, P). Outputs: {"generator_logits" (B, P, V),
-    "discriminator_logits" (B, T), "replaced" (B, T) 0/1, "corrupted_ids" (B, T)}. The loss
-    is computed from these (`loss_terms`, see `ObjectiveModel`); `fit` needs no y.
+    "discriminator_logits" (B, T), "replaced" (B, T) 0/1, "detected" (B, T) 0/1 (the tokens
+    the detection loss scores: not padding, not left masked), "left_masked" (B, P) 0/1,
+    "corrupted_ids" (B, T)}. The loss is computed from these (`loss_terms`, see
+    `ObjectiveModel`); `fit` needs no y.
 
     Args:
         discriminator: the `BertEncoder` to pretrain (`.encoder`; saved and fine-tuned).
@@ -119,7 +123,13 @@ class ElectraPretrainer(ObjectiveModel):
         corrective_weight: the weight of COCO-LM's corrective LM (Meng et al. 2021, without its
             copy mechanism): the discriminator also predicts the original tokens at the masked
             positions of the corrupted text, through its own head tied to the shared embeddings
-            (paper: 0, none; docs/variants.md measures it).
+            (paper: 0, none; docs/variants.md measures it). With `discriminator_mlm_share` it
+            scores only the positions the generator filled.
+        discriminator_mlm_share: the share of the masked positions (each drawn independently)
+            that the discriminator sees as the data masked them, not filled by the generator;
+            it predicts their original tokens (a masked LM weighted 1, like the generator's,
+            through its own head tied to the shared embeddings) and they leave the detection
+            loss (paper: 0, every masked position is filled).
 
     Example:
     >>> import numpy as np
@@ -140,7 +150,7 @@ class ElectraPretrainer(ObjectiveModel):
     def __init__(self, discriminator, generator_size=0.25, rtd_weight=50.0, temperature=1.0,
                  seed=None, start_temperature=None, curriculum_steps=0,
                  disentangled_embeddings=False, generator_layers=1.0, corrective_weight=0.0,
-                 **kwargs):
+                 discriminator_mlm_share=0.0, **kwargs):
         # Its own variable reads (the embedding deltas) stay float32 under mixed precision.
         super().__init__(autocast=False, **kwargs)
         self.encoder = discriminator
@@ -155,11 +165,17 @@ class ElectraPretrainer(ObjectiveModel):
         # Built now, so an optimizer can be built for every variable before the first step.
         self.discriminator_head.build((None, None, discriminator.hidden_size))
         self.corrective_weight = corrective_weight
+        self.discriminator_mlm_share = discriminator_mlm_share
+        if corrective_weight or discriminator_mlm_share:
+            self.discriminator_lm_head = tied_masked_lm_head(
+                discriminator, discriminator.hidden_size, "discriminator_lm_head")
         if corrective_weight:
-            self.corrective_head = tied_masked_lm_head(discriminator, discriminator.hidden_size,
-                                                       "corrective_head")
             self.trackers["corrective_loss"] = keras.metrics.Mean(name="corrective_loss")
             self.corrective_accuracy = TokenAccuracy(name="corrective_accuracy")
+        if discriminator_mlm_share:
+            self.trackers["discriminator_mlm_loss"] = keras.metrics.Mean(
+                name="discriminator_mlm_loss")
+            self.discriminator_mlm_accuracy = TokenAccuracy(name="discriminator_mlm_accuracy")
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.generator_size, self.rtd_weight, self.temperature = generator_size, rtd_weight, temperature
         self.seed = seed
@@ -187,17 +203,31 @@ class ElectraPretrainer(ObjectiveModel):
         generator_logits = self.generator_head(generated, positions)  # (B, P, V) float32
         sampled = self.replacements(generator_logits, training)  # (B, P)
         word_ids = encoder_inputs["input_word_ids"]
+        left_masked = self.left_masked(weights)  # (B, P) 0/1
         original = scatter_positions(word_ids, positions, inputs["masked_lm_ids"], weights)
-        corrupted = scatter_positions(word_ids, positions, sampled, weights)
-        replaced = ops.cast(ops.not_equal(corrupted, original), "int32") * encoder_inputs["input_mask"]
+        corrupted = scatter_positions(word_ids, positions, sampled, weights * (1 - left_masked))
+        mask = encoder_inputs["input_mask"]
+        replaced = ops.cast(ops.not_equal(corrupted, original), "int32") * mask
+        detected = mask * (1 - scatter_positions(ops.zeros_like(word_ids), positions,
+                                                 ops.ones_like(positions), left_masked))
         discriminated = self.discriminate({**encoder_inputs, "input_word_ids": corrupted},
                                           training)["sequence_output"]
         outputs = {"generator_logits": generator_logits,
                    "discriminator_logits": self.discriminator_head(discriminated),
-                   "replaced": replaced, "corrupted_ids": corrupted}
-        if self.corrective_weight:
-            outputs["corrective_logits"] = self.corrective_head(discriminated, positions)
+                   "replaced": replaced, "detected": detected, "left_masked": left_masked,
+                   "corrupted_ids": corrupted}
+        if self.corrective_weight or self.discriminator_mlm_share:
+            outputs["discriminator_lm_logits"] = self.discriminator_lm_head(discriminated, positions)
         return outputs
+
+    def left_masked(self, weights):
+        """1 at the masked positions (B, P) the discriminator sees masked (a random
+        `discriminator_mlm_share` of them), 0 elsewhere."""
+        if not self.discriminator_mlm_share:
+            return ops.zeros_like(weights)
+        draw = keras.random.uniform(ops.shape(weights), seed=self.seed_generator)
+        return ops.cast(draw < self.discriminator_mlm_share, weights.dtype) * ops.cast(
+            weights > 0, weights.dtype)
 
     def shared_embeddings(self):
         """The discriminator's variables that the generator uses too."""
@@ -259,26 +289,35 @@ class ElectraPretrainer(ObjectiveModel):
         the number of replicas)."""
         generator_loss = self._masked_lm_loss.unscaled(
             x["masked_lm_ids"], y_pred["generator_logits"], x["masked_lm_weights"])
-        mask = ops.cast(x["input_mask"], "float32")
+        detected = ops.cast(y_pred["detected"], "float32")
         per_token = ops.binary_crossentropy(  # (B, T)
             ops.cast(y_pred["replaced"], "float32"), y_pred["discriminator_logits"],
             from_logits=True)
-        discriminator_loss = ops.sum(per_token * mask) / (ops.sum(mask) + 1e-6)
+        discriminator_loss = ops.sum(per_token * detected) / (ops.sum(detected) + 1e-6)
         terms = {"generator_loss": generator_loss, "discriminator_loss": discriminator_loss,
                  "loss": generator_loss + self.rtd_weight * discriminator_loss}
+        weights, left_masked = x["masked_lm_weights"], y_pred["left_masked"]
         if self.corrective_weight:
             terms["corrective_loss"] = self._masked_lm_loss.unscaled(
-                x["masked_lm_ids"], y_pred["corrective_logits"], x["masked_lm_weights"])
+                x["masked_lm_ids"], y_pred["discriminator_lm_logits"], weights * (1 - left_masked))
             terms["loss"] += self.corrective_weight * terms["corrective_loss"]
+        if self.discriminator_mlm_share:
+            terms["discriminator_mlm_loss"] = self._masked_lm_loss.unscaled(
+                x["masked_lm_ids"], y_pred["discriminator_lm_logits"], weights * left_masked)
+            terms["loss"] += terms["discriminator_mlm_loss"]
         return terms
 
     def update_metrics(self, x, y_pred):
         self.generator_accuracy.update_state(x["masked_lm_ids"], y_pred["generator_logits"],
                                              x["masked_lm_weights"])
+        weights, left_masked = x["masked_lm_weights"], y_pred["left_masked"]
         if self.corrective_weight:
             self.corrective_accuracy.update_state(
-                x["masked_lm_ids"], y_pred["corrective_logits"], x["masked_lm_weights"])
-        mask = ops.cast(x["input_mask"], "float32")
+                x["masked_lm_ids"], y_pred["discriminator_lm_logits"], weights * (1 - left_masked))
+        if self.discriminator_mlm_share:
+            self.discriminator_mlm_accuracy.update_state(
+                x["masked_lm_ids"], y_pred["discriminator_lm_logits"], weights * left_masked)
+        mask = ops.cast(y_pred["detected"], "float32")
         replaced = ops.cast(y_pred["replaced"], "float32")
         predicted = ops.cast(y_pred["discriminator_logits"] > 0, "float32") * mask
         correct = ops.sum(ops.cast(ops.equal(predicted, replaced), "float32") * mask)
@@ -301,7 +340,8 @@ class ElectraPretrainer(ObjectiveModel):
                     curriculum_steps=self.curriculum_steps,
                     disentangled_embeddings=self.disentangled_embeddings,
                     generator_layers=self.generator_layers,
-                    corrective_weight=self.corrective_weight)
+                    corrective_weight=self.corrective_weight,
+                    discriminator_mlm_share=self.discriminator_mlm_share)
 
     @classmethod
     def from_config(cls, config):

@@ -113,6 +113,11 @@ class PretrainConfig(Config):
                                       "corrective LM: the discriminator also predicts the "
                                       "original token at the masked positions from the "
                                       "corrupted text (paper: 0, none).", advanced=True)
+    discriminator_mlm_share: float = option(0.0, "--objective=electra: share of the masked "
+                                            "positions the discriminator sees still masked "
+                                            "(not filled by the generator); it predicts their "
+                                            "tokens, a masked LM beside replaced-token "
+                                            "detection (paper: 0).", advanced=True)
     teacher_checkpoint: str = option(None, "--objective=distill: the teacher, a masked LM with "
                                      "its head: a bert_keras pretraining run's final/ or model "
                                      "dir, or a Hugging Face *ForMaskedLM / Google BERT "
@@ -238,6 +243,8 @@ class PretrainConfig(Config):
         check(self.rtd_weight > 0, f"--rtd_weight must be > 0, got {self.rtd_weight}.")
         check(self.corrective_weight >= 0,
               f"--corrective_weight must be >= 0, got {self.corrective_weight}.")
+        check(0.0 <= self.discriminator_mlm_share < 1.0, "--discriminator_mlm_share must be in "
+              f"[0, 1), got {self.discriminator_mlm_share}.")
         self.check_electra_curriculum()
         check((self.objective == "distill") == bool(self.teacher_checkpoint),
               "--objective=distill needs --teacher_checkpoint, and only it takes one; got "

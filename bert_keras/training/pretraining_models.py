@@ -122,7 +122,8 @@ def _electra(config, tokenizer):
         temperature=config.sampling_temperature, start_temperature=config.start_temperature,
         curriculum_steps=config.curriculum_steps(),
         disentangled_embeddings=config.disentangled_embeddings,
-        corrective_weight=config.corrective_weight, seed=config.seed)
+        corrective_weight=config.corrective_weight,
+        discriminator_mlm_share=config.discriminator_mlm_share, seed=config.seed)
 
 
 def model_inputs(config, dataset):

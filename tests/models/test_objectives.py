@@ -57,18 +57,45 @@ def test_the_corrective_lm_is_the_discriminators_masked_lm_loss(tiny_encoder):
     """COCO-LM's corrective LM: the discriminator, reading the corrupted text, predicts the
     original tokens at the masked positions through its own head on the shared embeddings."""
     model = ElectraPretrainer(tiny_encoder(), seed=3, corrective_weight=2.0)
-    assert model.corrective_head.decoder_table is model.encoder.token_embedding.embeddings
+    assert model.discriminator_lm_head.decoder_table is model.encoder.token_embedding.embeddings
     x = batch()
     out = {k: np.asarray(v) for k, v in model(x).items()}
-    assert out["corrective_logits"].shape == (B, P, V)
+    assert out["discriminator_lm_logits"].shape == (B, P, V)
     terms = {k: float(v) for k, v in model.loss_terms(x, out).items()}
-    corrective = numpy_masked_lm_loss(out["corrective_logits"].astype("float64"),
+    corrective = numpy_masked_lm_loss(out["discriminator_lm_logits"].astype("float64"),
                                       x["masked_lm_ids"], x["masked_lm_weights"])
     np.testing.assert_allclose(terms["corrective_loss"], corrective, rtol=1e-5)
     np.testing.assert_allclose(
         terms["loss"], terms["generator_loss"] + 50 * terms["discriminator_loss"] + 2 * corrective,
         rtol=1e-5)
-    assert "corrective_logits" not in ElectraPretrainer(tiny_encoder(), seed=3)(x)
+    assert "discriminator_lm_logits" not in ElectraPretrainer(tiny_encoder(), seed=3)(x)
+
+
+def test_positions_left_masked_train_the_discriminators_masked_lm_not_its_detection(tiny_encoder):
+    """`discriminator_mlm_share`: the positions left masked keep the data's input, leave the
+    detection loss and carry the discriminator's masked LM; the others are filled and detected."""
+    model = ElectraPretrainer(tiny_encoder(), seed=3, discriminator_mlm_share=0.5)
+    x = batch()
+    out = {k: np.asarray(v) for k, v in model(x).items()}
+    left = out["left_masked"]
+    assert 0 < left.sum() < x["masked_lm_weights"].sum()
+    assert (left <= x["masked_lm_weights"]).all()  # padding slots are never left masked
+    detected = x["input_mask"].copy()
+    for b, p in zip(*np.nonzero(left)):
+        position = x["masked_lm_positions"][b, p]
+        assert out["corrupted_ids"][b, position] == x["input_word_ids"][b, position]
+        detected[b, position] = 0
+    np.testing.assert_array_equal(out["detected"], detected)
+    terms = {k: float(v) for k, v in model.loss_terms(x, out).items()}
+    z, y = out["discriminator_logits"].astype("float64"), out["replaced"]
+    per_token = np.maximum(z, 0) - z * y + np.log1p(np.exp(-np.abs(z)))
+    np.testing.assert_allclose(terms["discriminator_loss"],
+                               (per_token * detected).sum() / (detected.sum() + 1e-6), rtol=1e-5)
+    mlm = numpy_masked_lm_loss(out["discriminator_lm_logits"].astype("float64"),
+                               x["masked_lm_ids"], x["masked_lm_weights"] * left)
+    np.testing.assert_allclose(terms["discriminator_mlm_loss"], mlm, rtol=1e-5)
+    np.testing.assert_allclose(
+        terms["loss"], terms["generator_loss"] + 50 * terms["discriminator_loss"] + mlm, rtol=1e-5)
 
 
 def test_base_rate_loss_is_the_entropy_of_the_replaced_share(tiny_encoder):
@@ -368,7 +395,7 @@ def test_disentangled_embeddings_keep_dropout_random(tiny_encoder):
 
 def test_the_new_options_round_trip_through_the_config(tiny_encoder):
     options = dict(start_temperature=3.0, curriculum_steps=7, disentangled_embeddings=True,
-                   generator_layers=0.5, corrective_weight=1.0)
+                   generator_layers=0.5, corrective_weight=1.0, discriminator_mlm_share=0.5)
     model = ElectraPretrainer(tiny_encoder(num_layers=2), seed=0, **options)
     copy = ElectraPretrainer.from_config(model.get_config())
     assert {k: copy.get_config()[k] for k in options} == options
@@ -475,6 +502,7 @@ def test_only_electra_runs_get_the_stuck_report():
 @pytest.mark.parametrize("option, value", [
     ("sampling_temperature", -1.0), ("start_temperature", 0.0), ("curriculum_fraction", 0.0),
     ("curriculum_fraction", 1.5), ("generator_layers", 0.0), ("corrective_weight", -1.0),
+    ("discriminator_mlm_share", 1.0),
 ])
 def test_bad_electra_options_are_one_line(option, value):
     with pytest.raises(ConfigError, match=f"--{option} must be"):
@@ -492,7 +520,8 @@ def test_the_paper_flagfiles_set_the_papers_electra_explicitly(name):
     path = pathlib.Path(__file__).resolve().parents[2] / "flags" / f"pretrain_{name}.flags"
     options = read_flagfile(path)
     paper = dict(sampling_temperature=1.0, start_temperature=1.0, generator_layers=1.0,
-                 disentangled_embeddings=False, rtd_weight=50.0, corrective_weight=0.0)
+                 disentangled_embeddings=False, rtd_weight=50.0, corrective_weight=0.0,
+                 discriminator_mlm_share=0.0)
     assert {k: options.get(k) for k in paper} == paper
     options.setdefault("train_text", "bert_keras/assets/web_bible_corpus.txt.gz")
     assert PretrainConfig(model_dir="/tmp/x", **options).curriculum_steps() == 0
