@@ -109,7 +109,7 @@ class BertEncoder(keras.Model):
             embeddings_layer_norm = layers.LayerNorm(
                 epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_layer_norm"
             )
-        embeddings_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
+        embeddings_dropout = layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
         projection = embedding_size is not None and keras.layers.Dense(
             hidden_size, kernel_initializer=init, dtype=dtype, name="embedding_projection")
         blocks = [

@@ -3,9 +3,12 @@
 Shape legend: B batch, T sequence length, H hidden size, V vocabulary size, P masked
 positions per sequence, C classes.
 
-Every head returns float32 logits, also under a mixed precision policy: the last
-projection is a float32 layer (Keras' mixed-precision advice for model outputs), so the
-loss sees full-precision logits. The hidden computations follow the layer's policy.
+Every head returns float32 logits, also under a mixed precision policy, so the loss sees
+full-precision logits. The small last projections are float32 layers; the masked LM's
+projection onto the vocabulary (the largest matmul of a pretraining step after the encoder's)
+runs in the policy's compute dtype and casts its logits to float32, as Keras' mixed-precision
+guide does (the layer in bfloat16, the output in float32). The hidden computations follow the
+layer's policy.
 
 Variable paths (for `pretraining_head_name_map`): a `MaskedLMHead` named "masked_lm_head"
 owns `masked_lm_head/transform/{kernel,bias}`, `masked_lm_head/transform_layer_norm/
@@ -16,6 +19,7 @@ owns `masked_lm_head/transform/{kernel,bias}`, `masked_lm_head/transform_layer_n
 
 import keras
 import numpy as np  # noqa: F401  (the doctests use it)
+import tensorflow as tf
 from keras import ops
 
 from bert_keras.models import layers as bert_layers
@@ -122,10 +126,9 @@ class MaskedLMHead(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="transform_layer_norm"
         )
         self.transform_layer_norm.build((None, None, width))
-        # The projection onto V runs in float32 (a float32 sublayer, so a mixed policy never
-        # reads the table or bias as bfloat16): it is only B*P rows, and the loss wants
-        # full-precision logits.
-        self.decoder = _TiedDecoder(self.token_embedding, dtype="float32", name="decoder")
+        # The projection onto V follows the policy (bfloat16 under mixed_bfloat16: in float32
+        # it was 15% of a bert_L-4_H-512 pretraining step); its logits are float32.
+        self.decoder = _TiedDecoder(self.token_embedding, dtype=self.dtype_policy, name="decoder")
         self.decoder.build((None, None, width))
 
     @property
@@ -161,7 +164,8 @@ class MaskedLMHead(keras.layers.Layer):
 
 
 class _TiedDecoder(keras.layers.Layer):
-    """x @ table^T + output_bias, where table is an Embedding layer's [V, H] variable (not owned)."""
+    """x @ table^T + output_bias (float32 logits), where table is an Embedding layer's [V, H]
+    variable (not owned)."""
 
     def __init__(self, token_embedding, **kwargs):
         super().__init__(**kwargs)
@@ -170,7 +174,8 @@ class _TiedDecoder(keras.layers.Layer):
     def build(self, input_shape):
         table = self._table()
         self.output_bias = self.add_weight(
-            name="output_bias", shape=(table.shape[0],), initializer="zeros", dtype="float32"
+            name="output_bias", shape=(table.shape[0],), initializer="zeros", dtype="float32",
+            autocast=False,  # added to the float32 logits
         )
 
     def _table(self):
@@ -180,7 +185,12 @@ class _TiedDecoder(keras.layers.Layer):
 
     def call(self, x):
         table = ops.cast(self._table(), self.compute_dtype)  # (V, H)
-        return ops.matmul(x, ops.transpose(table)) + self.output_bias  # (B, P, V)
+        # One 2-D matmul with transpose_b, which reads the table as it is: ops.matmul(x,
+        # ops.transpose(table)) also transposed the (V, H) gradient back every step.
+        rows = ops.reshape(x, (-1, x.shape[-1]))  # (B*P, H)
+        logits = tf.linalg.matmul(rows, table, transpose_b=True)  # (B*P, V)
+        logits = ops.reshape(logits, (*ops.shape(x)[:-1], table.shape[0]))
+        return ops.cast(logits, "float32") + self.output_bias  # (B, P, V)
 
 
 class _LogitsHead(keras.layers.Layer):
