@@ -3,12 +3,9 @@
 Shape legend: B batch, T sequence length, H hidden size, V vocabulary size, P masked
 positions per sequence, C classes.
 
-Every head returns float32 logits, also under a mixed precision policy, so the loss sees
-full-precision logits. The small last projections are float32 layers; the masked LM's
-projection onto the vocabulary (the largest matmul of a pretraining step after the encoder's)
-runs in the policy's compute dtype and casts its logits to float32, as Keras' mixed-precision
-guide does (the layer in bfloat16, the output in float32). The hidden computations follow the
-layer's policy.
+Every head returns float32 logits, also under a mixed precision policy: the last
+projection is a float32 layer (Keras' mixed-precision advice for model outputs), so the
+loss sees full-precision logits. The hidden computations follow the layer's policy.
 
 Variable paths (for `pretraining_head_name_map`): a `MaskedLMHead` named "masked_lm_head"
 owns `masked_lm_head/transform/{kernel,bias}`, `masked_lm_head/transform_layer_norm/
@@ -126,9 +123,10 @@ class MaskedLMHead(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="transform_layer_norm"
         )
         self.transform_layer_norm.build((None, None, width))
-        # The projection onto V follows the policy (bfloat16 under mixed_bfloat16: in float32
-        # it was 15% of a bert_L-4_H-512 pretraining step); its logits are float32.
-        self.decoder = _TiedDecoder(self.token_embedding, dtype=self.dtype_policy, name="decoder")
+        # The projection onto V runs in float32 (a float32 sublayer, so a mixed policy never
+        # reads the table or bias as bfloat16): it is only B*P rows, and the loss wants
+        # full-precision logits. In bfloat16 it was no faster in a whole step (BENCHMARKS.md).
+        self.decoder = _TiedDecoder(self.token_embedding, dtype="float32", name="decoder")
         self.decoder.build((None, None, width))
 
     @property
@@ -164,8 +162,7 @@ class MaskedLMHead(keras.layers.Layer):
 
 
 class _TiedDecoder(keras.layers.Layer):
-    """x @ table^T + output_bias (float32 logits), where table is an Embedding layer's [V, H]
-    variable (not owned)."""
+    """x @ table^T + output_bias, where table is an Embedding layer's [V, H] variable (not owned)."""
 
     def __init__(self, token_embedding, **kwargs):
         super().__init__(**kwargs)
@@ -174,8 +171,7 @@ class _TiedDecoder(keras.layers.Layer):
     def build(self, input_shape):
         table = self._table()
         self.output_bias = self.add_weight(
-            name="output_bias", shape=(table.shape[0],), initializer="zeros", dtype="float32",
-            autocast=False,  # added to the float32 logits
+            name="output_bias", shape=(table.shape[0],), initializer="zeros", dtype="float32"
         )
 
     def _table(self):
@@ -190,7 +186,7 @@ class _TiedDecoder(keras.layers.Layer):
         rows = ops.reshape(x, (-1, x.shape[-1]))  # (B*P, H)
         logits = tf.linalg.matmul(rows, table, transpose_b=True)  # (B*P, V)
         logits = ops.reshape(logits, (*ops.shape(x)[:-1], table.shape[0]))
-        return ops.cast(logits, "float32") + self.output_bias  # (B, P, V)
+        return logits + self.output_bias  # (B, P, V)
 
 
 class _LogitsHead(keras.layers.Layer):
