@@ -7,8 +7,10 @@ fine-tuned) predicts for every token whether it was replaced. Loss = generator M
 `rtd_weight` (50 in the paper) x the discriminator's sigmoid loss over the non-padding tokens.
 A sampled token that equals the original counts as original, as in the paper.
 
-Four departures from the paper, all off by default here (the run's config turns on the first
-two, docs/variants.md): an easy start, sampling at `start_temperature` annealed to
+Four departures from the paper, all off by default in this class; tools/pretrain.py's
+defaults turn on the first two and weight the detection loss 1 instead of 50, the recipe that
+fine-tuned as well as masked LM at small scale where the paper's did no better than a random
+encoder (docs/variants.md): an easy start, sampling at `start_temperature` annealed to
 `temperature` (a small discriminator cannot tell temperature-1 samples of a generator at the
 masked-LM plateau from the originals, and collapses to "nothing replaced"); a masked LM on the
 discriminator (`discriminator_mlm_share` of the masked positions reach it still masked, and it

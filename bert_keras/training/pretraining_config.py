@@ -85,9 +85,10 @@ class PretrainConfig(Config):
     generator_layers: float = option(1.0, "--objective=electra: the generator's depth as a "
                                      "fraction of the discriminator's, at least one layer "
                                      "(paper: 1, the same depth).", advanced=True)
-    rtd_weight: float = option(50.0, "--objective=electra: weight of the replaced-token "
-                               "detection loss against the generator's MLM loss (paper: 50).",
-                               advanced=True)
+    rtd_weight: float = option(1.0, "--objective=electra: weight of the replaced-token "
+                               "detection loss against the masked-LM losses (paper: 50; at "
+                               "small scale 50 drowns the discriminator's masked LM, "
+                               "docs/variants.md).", advanced=True)
     sampling_temperature: float = option(1.5, "--objective=electra: temperature of the "
                                          "generator's sampling distribution once the easy "
                                          "start is over (paper: 1). Above 1 the replacements "
@@ -113,11 +114,13 @@ class PretrainConfig(Config):
                                       "corrective LM: the discriminator also predicts the "
                                       "original token at the masked positions from the "
                                       "corrupted text (paper: 0, none).", advanced=True)
-    discriminator_mlm_share: float = option(0.0, "--objective=electra: share of the masked "
+    discriminator_mlm_share: float = option(0.5, "--objective=electra: share of the masked "
                                             "positions the discriminator sees still masked "
                                             "(not filled by the generator); it predicts their "
                                             "tokens, a masked LM beside replaced-token "
-                                            "detection (paper: 0).", advanced=True)
+                                            "detection (paper: 0; without it a small "
+                                            "discriminator fine-tunes no better than a random "
+                                            "encoder, docs/variants.md).", advanced=True)
     teacher_checkpoint: str = option(None, "--objective=distill: the teacher, a masked LM with "
                                      "its head: a bert_keras pretraining run's final/ or model "
                                      "dir, or a Hugging Face *ForMaskedLM / Google BERT "

@@ -17,12 +17,14 @@ from bert_keras.text.tokenizers import load_tokenizer, tokenizer_difference
 from bert_keras import optimization
 from bert_keras.training import callbacks
 
-# What a stuck ELECTRA run can try: the easier replacements that kept a small discriminator
-# learning (docs/variants.md; a weaker generator and GDES did not).
+# What a stuck ELECTRA run can try: the easier replacements and the heavier detection loss
+# that kept a small discriminator detecting (docs/variants.md; a weaker generator and GDES did
+# not).
 STUCK_DISCRIMINATOR_ADVICE = (
     "Try easier replacements: a higher --sampling_temperature and --start_temperature (the "
-    "small-scale defaults are 1.5 and 3; the paper's 1 stalls a small discriminator); see "
-    "docs/variants.md.")
+    "small-scale defaults are 1.5 and 3; the paper's 1 stalls a small discriminator), or a "
+    "heavier --rtd_weight (default 1, paper 50); the discriminator's masked LM "
+    "(--discriminator_mlm_share) still trains the encoder meanwhile; see docs/variants.md.")
 
 
 def load_teacher(path):

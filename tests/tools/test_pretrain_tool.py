@@ -194,7 +194,9 @@ OBJECTIVE_SCALARS = {
     "mlm": {"masked_lm_accuracy", "next_sentence_accuracy"},
     "electra": {"generator_loss", "discriminator_loss", "generator_accuracy",
                 "discriminator_accuracy", "all_original_accuracy", "base_rate_loss",
-                "replaced_precision", "replaced_recall"},
+                "replaced_precision", "replaced_recall",
+                # the default's masked LM on the discriminator
+                "discriminator_mlm_loss", "discriminator_mlm_accuracy"},
     "distill": {"distillation_loss", "masked_lm_loss", "cosine_loss", "masked_lm_accuracy",
                 "agreement"},
 }

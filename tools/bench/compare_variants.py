@@ -66,8 +66,8 @@ VARIANTS = {  # name: (what it is, tools/pretrain.py flags on top of PRETRAIN)
     "albert": ("1 shared layer, E=64, SOP, n-gram masking",
                ["--preset=albert_base_v2", "--embedding_size=64", "--num_layer_groups=1",
                 "--pair_mode=sop", "--whole_word_mask", "--ngram=3"]),
-    "electra": ("replaced-token detection, generator 1/2", ["--objective=electra",
-                                                            "--pair_mode=none"]),
+    "electra": ("replaced-token detection + discriminator MLM, generator 1/2",
+                ["--objective=electra", "--pair_mode=none"]),
     "distilbert": ("student of 2 layers distilled from bert", [
         "--objective=distill", "--pair_mode=none", "--teacher_checkpoint={bert}/final"]),
 }
