@@ -17,14 +17,17 @@ from bert_keras.text.tokenizers import load_tokenizer, tokenizer_difference
 from bert_keras import optimization
 from bert_keras.training import callbacks
 
-# What a stuck ELECTRA run can try: the easier replacements and the heavier detection loss
-# that kept a small discriminator detecting (docs/variants.md; a weaker generator and GDES did
-# not).
-STUCK_DISCRIMINATOR_ADVICE = (
-    "Try easier replacements: a higher --sampling_temperature and --start_temperature (the "
-    "small-scale defaults are 1.5 and 3; the paper's 1 stalls a small discriminator), or a "
-    "heavier --rtd_weight (default 1, paper 50); the discriminator's masked LM "
-    "(--discriminator_mlm_share) still trains the encoder meanwhile; see docs/variants.md.")
+def stuck_discriminator_advice(config):
+    """What a stuck ELECTRA run of `config` can try, with the run's own values: the easier
+    replacements and the heavier detection loss that kept a small discriminator detecting
+    (docs/variants.md; a weaker generator and GDES did not)."""
+    start = config.start_temperature or config.sampling_temperature
+    return (
+        "Try easier replacements: a higher --sampling_temperature and --start_temperature "
+        f"(this run: {config.sampling_temperature:g} and {start:g}; the paper's 1 stalls a "
+        f"small discriminator), or a heavier --rtd_weight (this run: {config.rtd_weight:g}, "
+        "paper 50); the discriminator's masked LM (--discriminator_mlm_share) still trains the "
+        "encoder meanwhile; see docs/variants.md.")
 
 
 def load_teacher(path):
@@ -140,7 +143,7 @@ def reports(config):
     discriminator stuck at the all-original baseline)."""
     if config.objective != "electra":
         return []
-    detector = callbacks.StuckDiscriminatorDetector(advice=STUCK_DISCRIMINATOR_ADVICE)
+    detector = callbacks.StuckDiscriminatorDetector(advice=stuck_discriminator_advice(config))
     return [callbacks.StuckDiscriminatorReport(config.log_every, detector)]
 
 

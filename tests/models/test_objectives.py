@@ -496,6 +496,12 @@ def test_only_electra_runs_get_the_stuck_report():
     electra = PretrainConfig(model_dir="/tmp/x", train_text=text, objective="electra", log_every=7)
     (report,) = pretraining_models.reports(electra)
     assert isinstance(report, StuckDiscriminatorReport) and report.log_every == 7
+    # Its advice names the run's own values, not defaults written down twice.
+    paper = PretrainConfig(model_dir="/tmp/x", train_text=text, objective="electra",
+                           sampling_temperature=1.0, start_temperature=None, rtd_weight=50.0)
+    (report,) = pretraining_models.reports(paper)
+    assert "(this run: 1 and 1;" in report.detector.advice
+    assert "(this run: 50, paper 50)" in report.detector.advice
     assert pretraining_models.reports(PretrainConfig(model_dir="/tmp/x", train_text=text)) == []
 
 
