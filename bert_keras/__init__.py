@@ -4,6 +4,11 @@ The public names, in data-flow order (docs/architecture.md): text, data, checkpo
 optimization, models, metrics, tasks, training, serving.
 """
 
+# First, before anything imports TensorFlow: its oneDNN kernels on AVX2-only CPUs too.
+from bert_keras import cpu_kernels
+
+cpu_kernels.prefer_onednn()
+
 from bert_keras import metrics
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.configs import ConfigError

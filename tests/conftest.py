@@ -12,6 +12,10 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# Before any test module imports TensorFlow: the suite runs the kernels users get
+# (bert_keras/cpu_kernels.py: oneDNN on AVX2-only CPUs too).
+import bert_keras  # noqa: E402,F401
+
 DATA_DIR = pathlib.Path(__file__).resolve().parents[1] / "bert_keras" / "assets"
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "support"))

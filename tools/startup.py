@@ -6,6 +6,8 @@
   line (on stderr) which devices it runs on. oneDNN's once-per-process "supports DT_INT64 only
   on platforms with AVX-512" error line, which the first integer Transpose would print later,
   is used up there too (on CPU-only machines). With TF_CPP_MIN_LOG_LEVEL set, nothing changes.
+- It imports bert_keras before TensorFlow, so bert_keras/cpu_kernels.py's default (oneDNN
+  kernels on AVX2-only CPUs too) holds for every tool.
 - `run(main)` is `absl.app.run(main)` that turns a `bert_keras.errors.InputError` (a bad
   file, text or flag; `ConfigError` included), a missing file, or a write the machine refused
   (a full disk, a file too large, a quota, a read-only file system, no permission:
@@ -29,6 +31,7 @@ def _load_tensorflow_quietly():
     file, which is replayed if the import fails. Listing physical devices leaves threading and
     virtual-device settings open for the tool."""
     if "TF_CPP_MIN_LOG_LEVEL" in os.environ and _QUIET_CHILDREN not in os.environ:
+        import bert_keras  # noqa: F401  (before the tool's own TensorFlow import: its oneDNN default)
         return None
     # Level 2 for the tool's own subprocesses (create_pretraining_data's workers), which
     # import this module again: the marker tells them the level is ours, not the user's, so
@@ -40,7 +43,9 @@ def _load_tensorflow_quietly():
     with tempfile.TemporaryFile() as chatter:
         os.dup2(chatter.fileno(), 2)
         try:
+            import bert_keras  # noqa: F401  (sets its CPU-kernel default, then loads TensorFlow)
             import tensorflow as tf
+
             gpus = tf.config.list_physical_devices("GPU")
             if not gpus:
                 _consume_onednn_type_notice(tf)

@@ -62,9 +62,12 @@ def isa_cap_words():
 
 
 def machine_line(kind):
-    """The CPU model, its cores and kind (and any instruction-set cap), and the kernel."""
-    return (f"{cpu_model()}, {os.cpu_count()} CPU cores, CPU kind {kind}{isa_cap_words()}, "
-            f"Linux {platform.release()}")
+    """The CPU model, its cores and kind (and any instruction-set cap), TensorFlow's oneDNN
+    setting where one is set, and the kernel."""
+    onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
+    onednn = f", TF_ENABLE_ONEDNN_OPTS={onednn}" if onednn else ""
+    return (f"{cpu_model()}, {os.cpu_count()} CPU cores, CPU kind {kind}{isa_cap_words()}"
+            f"{onednn}, Linux {platform.release()}")
 
 
 def versions_line():
