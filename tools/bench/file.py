@@ -51,8 +51,10 @@ of one pass over the inputs with every batch at its fastest of >= 3 timed calls 
 disturbed by other work on the machine); `mean` is total work / total wall time (data
 section: always the mean). `× peer` = this row / that peer's row in the same group (for
 latency: peer / this row), so > 1 means faster; ratios, model TFLOP/s and % of peak use the
-column the section names (`value` on a quiet machine). `% bf16 peak` = model FLOPs (matmuls,
-padded shape) per second / the measured bfloat16 matmul peak. `per CPU-s` = the same work
+column the section names (`value` on a quiet machine). `% peak` = model FLOPs (matmuls,
+padded shape) per second / the measured matmul peak: the fastest TensorFlow matmul row without
+XLA, bfloat16 where the CPU has bfloat16 instructions, float32 on AVX2 (older sections:
+`% bf16 peak`, the bfloat16 row). `per CPU-s` = the same work
 per second of this process's CPU time (all threads): less sensitive to other load on the
 machine, but it also counts threads that spin while waiting.
 

@@ -5,8 +5,8 @@ from bert_keras_tools.bench import goals, table
 from bert_keras_tools.bench.table import PEERS, is_latency, rate
 
 
-def add_ratios(rows, peak_bf16, basis="value"):
-    """Adds model TFLOP/s, % of the bf16 peak, and the ratio of each row to each peer's row.
+def add_ratios(rows, peak, basis="value"):
+    """Adds model TFLOP/s, % of the matmul peak (GFLOP/s), and the ratio of each row to each peer's row.
 
     `basis` picks the rate compared: "value" (wall clock) or "cpu" (per CPU-second; the peak
     is then also per CPU-second, so the % of peak is the same either way on a quiet machine).
@@ -28,8 +28,8 @@ def add_ratios(rows, peak_bf16, basis="value"):
     for row in rows:
         if row.get("flops") and rate(row, basis):
             row["tflops"] = row["flops"] * rate(row, basis) / 1e12
-            if peak_bf16:
-                row["mfu"] = row["flops"] * rate(row, basis) / 1e9 / peak_bf16
+            if peak:
+                row["mfu"] = row["flops"] * rate(row, basis) / 1e9 / peak
 
 
 def render_section(rows, previous, run):
@@ -64,7 +64,6 @@ def render_section(rows, previous, run):
 
 def finish_rows(rows, basis):
     """Adds ratios and % of peak to measured rows (the peak row of this run, if any)."""
-    peak_bf16 = next((row.get(basis) for row in rows if row["section"] == "peak"
-                      and row["system"].endswith("bfloat16")), None)
-    add_ratios(rows, peak_bf16, basis)
+    peak = goals.matmul_peak(rows, basis)
+    add_ratios(rows, peak and rate(peak, basis), basis)
     return rows
