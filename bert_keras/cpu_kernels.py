@@ -1,20 +1,25 @@
 """TensorFlow's oneDNN CPU kernels, turned on where TensorFlow leaves them off.
 
-TensorFlow's x86 build enables oneDNN by default only on CPUs with AVX-512; on an AVX2-only
-CPU it runs Eigen's kernels, which measured 112 GFLOP/s on a float32 2048² matmul where
-oneDNN reached 162, and made float32 train steps 34-51% slower (BENCHMARKS.md, "A real
-AVX2-only CPU"). TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it loads, so
+TensorFlow's x86 build enables oneDNN by default only on CPUs with AVX512-VNNI (AVX512-BF16
+and AMX CPUs have it); on an AVX2-only CPU it runs Eigen's kernels: on one (BENCHMARKS.md, "A real AVX2-only CPU") a float32 2048²
+matmul ran at 97 GFLOP/s against oneDNN's 156, and float32 train steps took 1.34-1.51x as
+long. TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it loads, so
 `import bert_keras` sets it to 1 before importing TensorFlow, unless:
 
 - the user set it (`TF_ENABLE_ONEDNN_OPTS=0` keeps Eigen), or
-- TensorFlow was imported first (then its choice stands; nothing is changed), or
+- TensorFlow was imported first (its choice stands; where that is Eigen, a warning says how
+  to get oneDNN), or
 - the machine is not x86-64 (TensorFlow's ARM builds choose per CPU).
 
 oneDNN computes float32 in float32, only in another summation order: results agree with
 Eigen's to rounding (the parity tests run either way).
 
->>> import os
->>> os.environ.get("TF_ENABLE_ONEDNN_OPTS") in (None, "0", "1")
+`cpu_flags()` is the one reader of the CPU's instruction sets (`--dtype=auto` and the
+benchmark ask it too).
+
+>>> import bert_keras  # on x86-64: TF_ENABLE_ONEDNN_OPTS=1 unless set or TensorFlow came first
+>>> from bert_keras import cpu_kernels
+>>> "avx512_vnni" in cpu_kernels.ISA_CAP_HIDES["AVX2"]  # an AVX2 cap: TensorFlow's default is Eigen
 True
 """
 
@@ -22,14 +27,59 @@ import os
 import platform
 import sys
 
+from absl import logging
+
 ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
 _X86_64 = ("x86_64", "amd64")
+# TensorFlow turns oneDNN on by itself on CPUs with AVX512-VNNI (those with AVX512-BF16 and
+# AMX have it too).
+ONEDNN_BY_DEFAULT_FLAG = "avx512_vnni"
+
+
+# oneDNN's documented ISA caps (ONEDNN_MAX_CPU_ISA) and the CPU flags each one hides: the
+# kernels TensorFlow and PyTorch pick then are those of the older CPU.
+_AMX = ("amx_bf16", "amx_tile", "amx_int8", "amx_fp16")
+_AVX512 = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl", "avx512_vnni",
+           "avx512_bf16", "avx512_fp16", "avx512ifma", "avx512vbmi", "avx512_vbmi2",
+           "avx512_bitalg", "avx512_vpopcntdq", "avx512_vp2intersect") + _AMX
+ISA_CAP_HIDES = {
+    "SSE41": ("avx", "avx2", "fma", "avx_vnni") + _AVX512,
+    "AVX": ("avx2", "fma", "avx_vnni") + _AVX512,
+    "AVX2": _AVX512, "AVX2_VNNI": _AVX512, "AVX2_VNNI_2": _AVX512,
+    "AVX512_CORE": ("avx512_vnni", "avx512_bf16", "avx512_fp16") + _AMX,
+    "AVX512_CORE_VNNI": ("avx512_bf16", "avx512_fp16") + _AMX,
+    "AVX512_CORE_BF16": ("avx512_fp16",) + _AMX,
+    "AVX512_CORE_FP16": _AMX,
+}
+
+
+def cpu_flags():
+    """The instruction-set flags of this machine's CPU (Linux /proc/cpuinfo; empty elsewhere),
+    less those that ONEDNN_MAX_CPU_ISA caps off (so `auto` and the benchmark see the CPU the
+    kernels see)."""
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    return flags - set(ISA_CAP_HIDES.get(cap, ()))
 
 
 def prefer_onednn():
     """Sets TF_ENABLE_ONEDNN_OPTS=1 where it is unset, TensorFlow is not loaded yet and the CPU
     is x86-64; returns the value TensorFlow will see (None: TensorFlow decides)."""
-    already_loaded = "tensorflow" in sys.modules
-    if not already_loaded and platform.machine().lower() in _X86_64:
+    if platform.machine().lower() not in _X86_64:
+        return os.environ.get(ONEDNN_VARIABLE)
+    if "tensorflow" not in sys.modules:
         os.environ.setdefault(ONEDNN_VARIABLE, "1")
+    elif ONEDNN_VARIABLE not in os.environ and ONEDNN_BY_DEFAULT_FLAG not in cpu_flags():
+        logging.warning(
+            "TensorFlow was imported before bert_keras, so its oneDNN kernels stay off on this "
+            "CPU (no AVX512-VNNI) and train steps run 1.3-1.5x slower: import bert_keras first, "
+            "or set %s=1 (=0 to keep TensorFlow's Eigen kernels and this quiet).", ONEDNN_VARIABLE)
     return os.environ.get(ONEDNN_VARIABLE)

@@ -33,9 +33,15 @@ def test_the_users_choice_stands(monkeypatch):
     assert cpu_kernels.prefer_onednn() == "0"
 
 
-def test_nothing_changes_once_tensorflow_is_loaded(monkeypatch):
+@x86_64_only
+@pytest.mark.parametrize("flags,warned", [({"avx2"}, True), ({"avx2", "avx512_vnni"}, False)])
+def test_once_tensorflow_is_loaded_nothing_changes_and_eigen_is_named(monkeypatch, caplog,
+                                                                       flags, warned):
     import tensorflow  # noqa: F401
 
     monkeypatch.delenv(cpu_kernels.ONEDNN_VARIABLE, raising=False)
-    assert cpu_kernels.prefer_onednn() is None
+    monkeypatch.setattr(cpu_kernels, "cpu_flags", lambda: flags)
+    with caplog.at_level("WARNING"):
+        assert cpu_kernels.prefer_onednn() is None
     assert cpu_kernels.ONEDNN_VARIABLE not in os.environ
+    assert ("import bert_keras first" in caplog.text) == warned, caplog.text

@@ -15,49 +15,16 @@ explicit dtype always wins.
 """
 
 import functools
-import os
 
 import keras
 import tensorflow as tf
+
+from bert_keras.cpu_kernels import cpu_flags
 
 AUTO = "auto"
 DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
 # CPU flags (as /proc/cpuinfo names them) of native bfloat16 matmuls, and how to say them.
 BFLOAT16_CPU_FLAGS = {"amx_bf16": "AMX", "avx512_bf16": "AVX512-BF16"}
-
-
-# oneDNN's documented ISA caps (ONEDNN_MAX_CPU_ISA) and the CPU flags each one hides: the
-# kernels TensorFlow and PyTorch pick then are those of the older CPU.
-_AMX = ("amx_bf16", "amx_tile", "amx_int8", "amx_fp16")
-_AVX512 = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl", "avx512_vnni",
-           "avx512_bf16", "avx512_fp16", "avx512ifma", "avx512vbmi", "avx512_vbmi2",
-           "avx512_bitalg", "avx512_vpopcntdq", "avx512_vp2intersect") + _AMX
-ISA_CAP_HIDES = {
-    "SSE41": ("avx", "avx2", "fma", "avx_vnni") + _AVX512,
-    "AVX": ("avx2", "fma", "avx_vnni") + _AVX512,
-    "AVX2": _AVX512, "AVX2_VNNI": _AVX512, "AVX2_VNNI_2": _AVX512,
-    "AVX512_CORE": ("avx512_vnni", "avx512_bf16", "avx512_fp16") + _AMX,
-    "AVX512_CORE_VNNI": ("avx512_bf16", "avx512_fp16") + _AMX,
-    "AVX512_CORE_BF16": ("avx512_fp16",) + _AMX,
-    "AVX512_CORE_FP16": _AMX,
-}
-
-
-def cpu_flags():
-    """The instruction-set flags of this machine's CPU (Linux /proc/cpuinfo; empty elsewhere),
-    less those that ONEDNN_MAX_CPU_ISA caps off (so `auto` and the benchmark see the CPU the
-    kernels see)."""
-    flags = set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    break
-    except OSError:
-        pass
-    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
-    return flags - set(ISA_CAP_HIDES.get(cap, ()))
 
 
 @functools.lru_cache(maxsize=None)

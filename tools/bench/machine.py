@@ -22,7 +22,7 @@ def cpu_kind(flags=None):
     """"AMX", "AVX512-BF16", "AVX2" or "other", from the CPU flags (default: this machine's)."""
     if flags is None:
         # Imported here: bert_keras imports TensorFlow, which the report's tests do without.
-        from bert_keras.training.precision import cpu_flags
+        from bert_keras.cpu_kernels import cpu_flags
 
         flags = cpu_flags()
     return next((kind for flag, kind in CPU_KINDS if flag in flags), "other")
