@@ -25,6 +25,12 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "support"))
 collect_ignore = ["fixtures/make_reference_outputs.py", "fixtures/make_family_references.py"]
 
 
+def pytest_collection_modifyitems(items):
+    """The minutes-long end-to-end tests first: under `-n 2` they then run beside the short
+    ones, instead of one of them running alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session")
 def minilm_dir():
     """Directory of the real all-MiniLM-L6-v2 checkpoint (config.json, model.safetensors,

@@ -183,11 +183,12 @@ def test_export_of_a_family_encoder_takes_raw_text(tmp_path, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["albert", "roberta_classifier", "distilbert_classifier",
-                                  "electra_discriminator"])
+@pytest.mark.parametrize("name", ["roberta_classifier", "electra_discriminator"])
 def test_family_fine_tunes_and_its_export_answers_raw_text(tmp_path, name):
-    """tools/finetune.py -> tools/export.py with each family's checkpoint (the RoBERTa and
-    DistilBERT classifiers with their own heads), unchanged tools."""
+    """tools/finetune.py -> tools/export.py for pairs with a family checkpoint, unchanged
+    tools: RoBERTa's classifier with its own head and byte-level BPE, ELECTRA's discriminator
+    under a new head. (ALBERT's SentencePiece runs the same tools in test_transformers_tasks'
+    tagging and QA runs; every family's fine-tuned heads answer as transformers there too.)"""
     import subprocess
     import sys
 

@@ -71,59 +71,87 @@ def test_a_head_that_is_not_exported_is_one_line(tmp_path):
     assert not (tmp_path / "saved").exists() or not any((tmp_path / "saved").rglob("*.pb"))
 
 
+TASK_CHECKPOINTS = ([f"{n}_tagger" for n in NAMES] + [f"{n}_qa" for n in NAMES]
+                    + [f"{n}_classifier" for n in CLASSIFIERS])
+
+
+def request(name):
+    """The serving_default inputs (numpy strings) that answers.json was made from."""
+    if name.endswith("_tagger"):
+        return {"text": np.array([a["text"] for a in answers(name)], object)}
+    if name.endswith("_qa"):
+        return {key: np.array([a[key] for a in answers(name)], object)
+                for key in ("question", "context")}
+    return {"text": np.array(SINGLES, object)}
+
+
+def assert_answers_as_transformers(name, out):
+    """`out` (serving_default's outputs as numpy) is what transformers makes of checkpoint
+    `name`: tagging words, char offsets, tags and scores; QA spans and scores; probabilities."""
+    if name.endswith("_tagger"):
+        for i, want in enumerate(answers(name)):
+            n = len(want["tokens"])
+            assert [t.decode() for t in out["tokens"][i][:n]] == want["tokens"], name
+            assert all(t == b"" for t in out["tokens"][i][n:]), name
+            assert [t.decode() for t in out["tags"][i][:n]] == want["tags"], name
+            for key in ("token_starts", "token_ends"):
+                assert out[key][i][:n].tolist() == want[key], (name, key, want["text"])
+            np.testing.assert_allclose(out["tag_scores"][i][:n], want["tag_scores"],
+                                       atol=1e-4, err_msg=name)
+    elif name.endswith("_qa"):
+        for i, want in enumerate(answers(name)):
+            assert out["answer"][i].decode() == want["answer"], (name, want["question"])
+            assert (out["answer_start"][i], out["answer_end"][i]) == (
+                want["answer_start"], want["answer_end"]), name
+            np.testing.assert_allclose(out["score"][i], want["score"], atol=1e-4)
+    else:
+        logits = np.load(FAMILIES / name / "reference.npz")["singles_logits"]
+        probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+        probabilities /= probabilities.sum(-1, keepdims=True)
+        np.testing.assert_allclose(out["probabilities"], probabilities, atol=1e-4, err_msg=name)
+
+
+@pytest.mark.slow
+def test_every_fine_tuned_checkpoint_answers_as_transformers():
+    """14 checkpoints (5 families x tagger / QA, 4 classifiers), loaded as tools/export.py
+    loads them: the export's serving_default computation (float32), run in this process."""
+    import tensorflow as tf
+
+    from bert_keras.serving.signatures import ServingFunctions
+
+    for name in TASK_CHECKPOINTS:
+        model, tokenizer, info = task_io.load_task(str(FAMILIES / name))
+        info = dict(info, seq_length=64)  # the fixtures' position table
+        functions = ServingFunctions(model, tokenizer, info)
+        inputs = request(name)
+        out = functions.serve(*(tf.constant(list(inputs[field])) for field in functions.text_fields))
+        assert_answers_as_transformers(name, {k: v.numpy() for k, v in out.items()})
+
+
 @pytest.mark.slow
 def test_exports_answer_as_transformers_in_a_process_without_this_project(tmp_path):
-    """14 checkpoints (5 families x tagger / QA, 4 classifiers), exported float32 with the
-    tool's defaults, served by the TF1 and TF2 loaders in `python -I -S`."""
-    names = ([f"{n}_tagger" for n in NAMES] + [f"{n}_qa" for n in NAMES]
-             + [f"{n}_classifier" for n in CLASSIFIERS])
+    """One checkpoint per task type and tokenizer kind (byte-level BPE tagging, SentencePiece
+    QA, WordPiece classification), exported float32 with the tool's defaults, served by the
+    TF1 and TF2 loaders in `python -I -S`."""
+    names = ["roberta_tagger", "albert_qa", "electra_classifier"]
     # One through the tool itself, the rest through the same library call in this process.
-    tool = subprocess.run([sys.executable, "tools/export.py", f"--task_dir={FAMILIES / names[1]}",
+    tool = subprocess.run([sys.executable, "tools/export.py", f"--task_dir={FAMILIES / names[0]}",
                            "--seq_length=64", f"--export_dir_base={tmp_path / 'saved'}"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert tool.returncode == 0, tool.stderr[-3000:]
-    paths = {names[1]: tool.stdout.splitlines()[0]}
+    paths = {names[0]: tool.stdout.splitlines()[0]}
     for name in names:
         paths.setdefault(name, export.run_export(bk.ExportConfig(
             task_dir=str(FAMILIES / name), seq_length=64,  # the fixtures' position table
             export_dir_base=str(tmp_path / "saved"))))
-    requests = {}
-    for name, path in paths.items():
-        if name.endswith("_tagger"):
-            inputs = {"text": _enc(np.array([a["text"] for a in answers(name)], object))}
-        elif name.endswith("_qa"):
-            inputs = {key: _enc(np.array([a[key] for a in answers(name)], object))
-                      for key in ("question", "context")}
-        else:
-            inputs = {"text": _enc(np.array(SINGLES, object))}
-        requests[path] = [["serving_default", inputs]]
+    requests = {path: [["serving_default", {key: _enc(value) for key, value in
+                                            request(name).items()}]]
+                for name, path in paths.items()}
     report = run_client(tmp_path, list(paths.values()), requests)
     for name, path in paths.items():
         assert export.read_metadata(path)["dtype"] == "float32"
         (result,) = [r for r in report["exports"][path] if not r["warmup"]]
-        out = _outputs(result)
-        if name.endswith("_tagger"):
-            for i, want in enumerate(answers(name)):
-                n = len(want["tokens"])
-                assert [t.decode() for t in out["tokens"][i][:n]] == want["tokens"], name
-                assert all(t == b"" for t in out["tokens"][i][n:]), name
-                assert [t.decode() for t in out["tags"][i][:n]] == want["tags"], name
-                for key in ("token_starts", "token_ends"):
-                    assert out[key][i][:n].tolist() == want[key], (name, key, want["text"])
-                np.testing.assert_allclose(out["tag_scores"][i][:n], want["tag_scores"],
-                                           atol=1e-4, err_msg=name)
-        elif name.endswith("_qa"):
-            for i, want in enumerate(answers(name)):
-                assert out["answer"][i].decode() == want["answer"], (name, want["question"])
-                assert (out["answer_start"][i], out["answer_end"][i]) == (
-                    want["answer_start"], want["answer_end"]), name
-                np.testing.assert_allclose(out["score"][i], want["score"], atol=1e-4)
-        else:
-            logits = np.load(FAMILIES / name / "reference.npz")["singles_logits"]
-            probabilities = np.exp(logits - logits.max(-1, keepdims=True))
-            probabilities /= probabilities.sum(-1, keepdims=True)
-            np.testing.assert_allclose(out["probabilities"], probabilities, atol=1e-4,
-                                       err_msg=name)
+        assert_answers_as_transformers(name, _outputs(result))
 
 
 @pytest.mark.slow

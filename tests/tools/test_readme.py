@@ -21,9 +21,9 @@ def test_the_readme_example_runs_and_learns(tmp_path, monkeypatch, capsys):
     code = readme_example().replace('"/tmp/topics.keras"', f'"{tmp_path}/topics.keras"')
     namespace = {}
     exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - the README's own code
-    model = namespace["model"]
-    accuracy = model.evaluate(*namespace["read"]("test", per_topic=40), return_dict=True,
-                              verbose=0)["accuracy"]
-    assert accuracy >= 0.6
+    printed = capsys.readouterr().out
+    # What the README's evaluate printed: {'accuracy': ..., 'loss': ...}
+    accuracy = float(re.search(r"'accuracy': (?:np\.float\d+\()?([0-9.]+)", printed).group(1))
+    assert accuracy >= 0.6, printed[-2000:]
     assert (tmp_path / "saved_models" / "topics" / "1" / "saved_model.pb").exists()
-    assert "noun." in capsys.readouterr().out
+    assert "noun." in printed
