@@ -38,7 +38,7 @@ from absl import app, flags
 
 # First: bert_keras' CPU-kernel default (oneDNN on AVX2-only CPUs too), which every worker
 # inherits, so each TensorFlow system runs the kernels a bert_keras user gets.
-from bert_keras import cpu_kernels  # noqa: F401
+import bert_keras  # noqa: F401
 
 from bert_keras_tools.bench import file, flops, machine, report, sections, table
 from bert_keras_tools.bench.inputs import REPO

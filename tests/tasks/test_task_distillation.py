@@ -283,9 +283,12 @@ def test_two_replicas_train_as_one_device(dirs, tmp_path):
                               cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         epochs[strategy] = json.loads(proc.stdout.strip().splitlines()[-1])
+    # Rounding only: oneDNN's matmuls sum in an order that depends on the batch size, so half
+    # batches differ from whole ones in the last bits, which two epochs grow to 1.5e-3 of the
+    # small soft loss; a term divided by the replicas twice or never is off by 2x.
     for one, two in zip(epochs["one_device"], epochs["mirrored"]):
         for key in ("train_loss", "train_soft_loss", "train_hard_loss"):
-            assert two[key] == pytest.approx(one[key], rel=1e-3), (key, one, two)
+            assert two[key] == pytest.approx(one[key], rel=5e-3), (key, one, two)
 
 
 # -- end to end ------------------------------------------------------------------------------
