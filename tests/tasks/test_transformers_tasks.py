@@ -1,9 +1,11 @@
 """Fine-tuned transformers checkpoints of the five families reach TF Serving: a
 `*ForSequenceClassification`, `*ForTokenClassification` or `*ForQuestionAnswering` directory
-exports with `tools/export.py --task_dir=DIR` and default flags, and the SavedModel, loaded
-in a process without this project, answers what transformers makes of the same checkpoint:
-tagging words, char offsets, tags and tag probabilities, QA spans and scores, class
-probabilities (fixtures and answers: tests/fixtures/make_family_references.py tasks / classifiers)."""
+exports with `tools/export.py --task_dir=DIR` and default flags, and answers what
+transformers makes of the same checkpoint: tagging words, char offsets, tags and tag
+probabilities, QA spans and scores, class probabilities (fixtures and answers:
+tests/fixtures/make_family_references.py tasks / classifiers). All 14 checkpoints through the
+export's serving function in this process; one per task type and tokenizer kind as
+SavedModels loaded in a process without this project."""
 
 import gzip
 import json
