@@ -1,9 +1,9 @@
 """TensorFlow's oneDNN CPU kernels, turned on where TensorFlow leaves them off.
 
 TensorFlow's x86 build enables oneDNN by default only on CPUs with AVX512-VNNI (AVX512-BF16
-and AMX CPUs have it); on an AVX2-only CPU it runs Eigen's kernels: on one (BENCHMARKS.md, "A real AVX2-only CPU") a float32 2048²
-matmul ran at 97 GFLOP/s against oneDNN's 156, and float32 train steps took 1.34-1.51x as
-long. TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it loads, so
+and AMX CPUs have it); on an AVX2-only CPU it runs Eigen's kernels: on one (BENCHMARKS.md,
+"A real AVX2-only CPU") a float32 2048² matmul ran at 97 GFLOP/s against oneDNN's 156, and
+float32 train steps took 1.34-1.51x as long. TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it loads, so
 `import bert_keras` sets it to 1 before importing TensorFlow, unless:
 
 - the user set it (`TF_ENABLE_ONEDNN_OPTS=0` keeps Eigen), or
@@ -19,7 +19,7 @@ benchmark ask it too).
 
 >>> import bert_keras  # on x86-64: TF_ENABLE_ONEDNN_OPTS=1 unless set or TensorFlow came first
 >>> from bert_keras import cpu_kernels
->>> "avx512_vnni" in cpu_kernels.ISA_CAP_HIDES["AVX2"]  # an AVX2 cap: TensorFlow's default is Eigen
+>>> "avx512_vnni" in cpu_kernels.ISA_CAP_HIDES["AVX2"]  # ONEDNN_MAX_CPU_ISA=AVX2 hides it from cpu_flags()
 True
 """
 
@@ -70,10 +70,15 @@ def cpu_flags():
     return flags - set(ISA_CAP_HIDES.get(cap, ()))
 
 
+def is_x86_64():
+    """True on x86-64 machines, where this module's default applies."""
+    return platform.machine().lower() in _X86_64
+
+
 def prefer_onednn():
     """Sets TF_ENABLE_ONEDNN_OPTS=1 where it is unset, TensorFlow is not loaded yet and the CPU
     is x86-64; returns the value TensorFlow will see (None: TensorFlow decides)."""
-    if platform.machine().lower() not in _X86_64:
+    if not is_x86_64():
         return os.environ.get(ONEDNN_VARIABLE)
     if "tensorflow" not in sys.modules:
         os.environ.setdefault(ONEDNN_VARIABLE, "1")

@@ -2,7 +2,6 @@
 user chose, or TensorFlow was imported first."""
 
 import os
-import platform
 import subprocess
 import sys
 
@@ -10,7 +9,7 @@ import pytest
 
 from bert_keras import cpu_kernels
 
-x86_64_only = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+x86_64_only = pytest.mark.skipif(not cpu_kernels.is_x86_64(),
                                  reason="the default is for x86-64 CPUs")
 
 

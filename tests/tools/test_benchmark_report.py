@@ -138,8 +138,8 @@ def test_the_peak_is_the_faster_matmul_without_xla():
                "sequences/s (train step)", flops=7.82e9)
     report.finish_rows(peaks + [step], "value")
     assert round(step["mfu"], 2) == 0.50  # 78.2 of 156.4 GFLOP/s
-    (back,) = [r for r in table.parse_results(table.render_results([step]).replace(
-        "% peak", table.OLD_PEAK_HEADER))]
+    (back,) = table.parse_results(table.render_results([step]).replace(
+        "% peak", table.OLD_PEAK_HEADER))
     assert back["mfu"] == 0.5  # sections written before keep their column
 
 
