@@ -68,12 +68,16 @@ class BertEncoder(keras.Model):
         position_offset=0,
         use_pooler=True,
         dtype=None,
+        transposed_kernels=False,
         embeddings_of=None,
         **kwargs,
     ):
         """`embeddings_of`: another BertEncoder whose token, segment and position embeddings
         and embedding layer norm this one uses (ELECTRA's generator shares the
-        discriminator's); not part of the config, so a saved copy has its own."""
+        discriminator's); not part of the config, so a saved copy has its own.
+        `transposed_kernels`: the blocks' dense kernels in the faster inference layout
+        (`layers.TransposedDense`; `cast_for_inference` makes such copies). Like `dtype`, not
+        architecture: checkpoints are read and written with False."""
         EncoderConfig(  # checks the architecture (ConfigError naming the bad value)
             vocab_size=vocab_size, num_layers=num_layers, hidden_size=hidden_size,
             num_heads=num_heads, intermediate_size=intermediate_size, activation=activation,
@@ -116,7 +120,8 @@ class BertEncoder(keras.Model):
             layers.TransformerBlock(
                 num_heads, intermediate_size, activation=activation, dropout=dropout,
                 attention_dropout=attention_dropout, layer_norm_epsilon=layer_norm_epsilon,
-                initializer_range=initializer_range, dtype=dtype, name=f"transformer_layer_{i}",
+                initializer_range=initializer_range, transposed_kernels=transposed_kernels,
+                dtype=dtype, name=f"transformer_layer_{i}",
             )
             for i in range(groups)
         ]
@@ -163,6 +168,7 @@ class BertEncoder(keras.Model):
         self.num_layer_groups = num_layer_groups
         self.position_offset = position_offset
         self.use_pooler = use_pooler
+        self.transposed_kernels = transposed_kernels
         self.token_embedding = token_embedding
         self.segment_embedding = segment_embedding
         self.position_embedding = position_embedding
@@ -189,6 +195,7 @@ class BertEncoder(keras.Model):
             num_layer_groups=self.num_layer_groups,
             position_offset=self.position_offset,
             use_pooler=self.use_pooler,
+            transposed_kernels=self.transposed_kernels,
         )
 
     @classmethod
@@ -212,7 +219,7 @@ class BertEncoder(keras.Model):
     def encoder_config(self):
         """The architecture as an `EncoderConfig`."""
         config = self.get_config()
-        for key in ("name", "trainable", "dtype"):
+        for key in ("name", "trainable", "dtype", "transposed_kernels"):  # not architecture
             config.pop(key)
         return EncoderConfig(**config)
 

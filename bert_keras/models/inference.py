@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras.data.finetuning import batching
+from bert_keras.models import layers
 from bert_keras.names import INPUT_NAMES
 
 
@@ -55,13 +56,16 @@ def length_bucketed_batches(inputs, batch_size=32, pad_to_multiple=8):
 
 
 def cast_for_inference(model, dtype="bfloat16"):
-    """A copy of `model` (a BertEncoder, or a task model over one) whose encoder weights and
-    compute are all `dtype`; the heads stay float32. `model` itself if it already is `dtype`.
+    """A copy of `model` (a BertEncoder, or a task model over one) for inference: encoder
+    weights and compute all `dtype` (the heads stay float32), and the blocks' dense kernels
+    in the faster inference layout (`layers.TransposedDense`). `model` itself if it already
+    is both.
 
-    For inference on CPUs with bfloat16 matmuls (AMX): faster than the `mixed_bfloat16`
+    bfloat16 is for CPUs with bfloat16 matmuls (AMX): faster than the `mixed_bfloat16`
     policy, which keeps float32 weights and casts every kernel to bfloat16 on every call.
     Within the documented tolerance of float32 (layer norms still run in float32;
-    tests/training/test_bfloat16_tolerance.py). Do not train the copy: use mixed_bfloat16.
+    tests/training/test_bfloat16_tolerance.py). float32 copies answer as `model` does, to
+    float32 rounding. Do not train the copy: use mixed_bfloat16.
 
     Example:
     >>> import bert_keras as bk
@@ -69,23 +73,29 @@ def cast_for_inference(model, dtype="bfloat16"):
     >>> cast_for_inference(encoder).weights[0].dtype
     'bfloat16'
     """
-    if keras.dtype_policies.serialize(model.dtype_policy).get("config", {}).get("name") == dtype:
-        return model
     config = keras.saving.serialize_keras_object(model)
+    changed = False
 
-    def set_policy(node):
+    def set_inference_config(node):
+        nonlocal changed
         if isinstance(node, dict):
             if node.get("class_name") == "BertEncoder":
-                node["config"]["dtype"] = dtype
+                encoder = node["config"]
+                policy = keras.dtype_policies.serialize(
+                    keras.dtype_policies.get(encoder.get("dtype")))["config"]["name"]
+                changed |= policy != dtype or not encoder.get("transposed_kernels")
+                encoder.update(dtype=dtype, transposed_kernels=True)
             for value in node.values():
-                set_policy(value)
+                set_inference_config(value)
         elif isinstance(node, list):
             for value in node:
-                set_policy(value)
+                set_inference_config(value)
 
-    set_policy(config)
+    set_inference_config(config)
+    if not changed:
+        return model
     clone = keras.saving.deserialize_keras_object(config)
-    clone.set_weights(model.get_weights())
+    layers.copy_weights(model, clone)
     return clone
 
 

@@ -154,6 +154,64 @@ class PositionEmbedding(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
+class TransposedDense(keras.layers.Layer):
+    """`x @ kernel^T + bias` with the kernel stored transposed, (units, input_dim): for inference.
+
+    oneDNN's float32 inner product runs 1.4-2x faster with its weights in this layout
+    (PyTorch's) than in Keras' (input_dim, units) at serving shapes (128 rows per matmul:
+    one sequence), and no slower at batch 32 (BENCHMARKS.md, Notes). Training keeps
+    `keras.layers.Dense` (the layout checkpoints use, and no faster this way); inference
+    copies (`cast_for_inference`) use this. The kernel is named `transposed_kernel`, so a
+    checkpoint loader matching names never fills it with an untransposed one.
+
+    Example:
+    >>> import numpy as np
+    >>> dense = TransposedDense(3)
+    >>> x = np.ones((2, 4), "float32")
+    >>> tuple(dense(x).shape), tuple(dense.kernel.shape)
+    ((2, 3), (3, 4))
+    """
+
+    KERNEL_NAME = "transposed_kernel"
+
+    def __init__(self, units, kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, input_shape):
+        # The initializer sees (units, input_dim): truncated normal, the encoder's, is symmetric.
+        self.kernel = self.add_weight(name=self.KERNEL_NAME, shape=(self.units, input_shape[-1]),
+                                      initializer=self.kernel_initializer)
+        self.bias = self.add_weight(name="bias", shape=(self.units,), initializer="zeros")
+
+    def call(self, inputs):
+        return tf.nn.bias_add(tf.linalg.matmul(inputs, self.kernel, transpose_b=True), self.bias)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (self.units,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(units=self.units,
+                      kernel_initializer=keras.initializers.serialize(self.kernel_initializer))
+        return config
+
+
+def dense(units, transposed_kernel, **kwargs):
+    """A keras Dense layer, or a TransposedDense (same math) if `transposed_kernel`."""
+    return (TransposedDense if transposed_kernel else keras.layers.Dense)(units, **kwargs)
+
+
+def copy_weights(source, target):
+    """Assigns `source`'s weights to `target`, a model of the same architecture, casting to
+    `target`'s dtypes and transposing the kernels that `target` keeps transposed."""
+    for theirs, mine in zip(source.weights, target.weights):
+        value = ops.convert_to_numpy(theirs)
+        mine.assign(value.T if mine.name == TransposedDense.KERNEL_NAME else value)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
 class SelfAttention(keras.layers.Layer):
     """Multi-head self-attention with one fused query/key/value projection.
 
@@ -168,11 +226,13 @@ class SelfAttention(keras.layers.Layer):
     (1, 4, 8)
     """
 
-    def __init__(self, num_heads, dropout=0.0, initializer_range=0.02, **kwargs):
+    def __init__(self, num_heads, dropout=0.0, initializer_range=0.02, transposed_kernels=False,
+                 **kwargs):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.dropout = dropout
         self.initializer_range = initializer_range
+        self.transposed_kernels = transposed_kernels
 
     def build(self, input_shape):
         hidden_size = input_shape[-1]
@@ -182,13 +242,11 @@ class SelfAttention(keras.layers.Layer):
             )
         self.head_size = hidden_size // self.num_heads
         init = dense_initializer(self.initializer_range)
-        self.qkv = keras.layers.Dense(
-            3 * hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="qkv"
-        )
+        self.qkv = dense(3 * hidden_size, self.transposed_kernels, kernel_initializer=init,
+                         dtype=self.dtype_policy, name="qkv")
         self.qkv.build(input_shape)
-        self.output_dense = keras.layers.Dense(
-            hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="output"
-        )
+        self.output_dense = dense(hidden_size, self.transposed_kernels, kernel_initializer=init,
+                                  dtype=self.dtype_policy, name="output")
         self.output_dense.build(input_shape)
         self.attention_dropout = Dropout(self.dropout, dtype=self.dtype_policy)
 
@@ -224,6 +282,7 @@ class SelfAttention(keras.layers.Layer):
             num_heads=self.num_heads,
             dropout=self.dropout,
             initializer_range=self.initializer_range,
+            transposed_kernels=self.transposed_kernels,
         )
         return config
 
@@ -251,8 +310,11 @@ class TransformerBlock(keras.layers.Layer):
         attention_dropout=0.1,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        transposed_kernels=False,
         **kwargs,
     ):
+        """`transposed_kernels`: the four dense kernels in the inference layout
+        (`TransposedDense`); False (Keras' layout) for training and checkpoints."""
         super().__init__(**kwargs)
         get_activation(activation)  # Fail early on an unknown name.
         self.num_heads = num_heads
@@ -262,6 +324,7 @@ class TransformerBlock(keras.layers.Layer):
         self.attention_dropout = attention_dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.transposed_kernels = transposed_kernels
 
     def build(self, input_shape):
         hidden_size = input_shape[-1]
@@ -271,6 +334,7 @@ class TransformerBlock(keras.layers.Layer):
             self.num_heads,
             dropout=self.attention_dropout,
             initializer_range=self.initializer_range,
+            transposed_kernels=self.transposed_kernels,
             dtype=policy,
             name="attention",
         )
@@ -279,16 +343,12 @@ class TransformerBlock(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, dtype=policy, name="attention_layer_norm"
         )
         self.attention_layer_norm.build(input_shape)
-        self.intermediate = keras.layers.Dense(  # The activation is applied in call().
-            self.intermediate_size,
-            kernel_initializer=init,
-            dtype=policy,
-            name="intermediate",
-        )
+        self.intermediate = dense(  # The activation is applied in call().
+            self.intermediate_size, self.transposed_kernels, kernel_initializer=init,
+            dtype=policy, name="intermediate")
         self.intermediate.build(input_shape)
-        self.output_dense = keras.layers.Dense(
-            hidden_size, kernel_initializer=init, dtype=policy, name="output"
-        )
+        self.output_dense = dense(hidden_size, self.transposed_kernels, kernel_initializer=init,
+                                  dtype=policy, name="output")
         self.output_dense.build(tuple(input_shape[:-1]) + (self.intermediate_size,))
         self.output_layer_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, dtype=policy, name="output_layer_norm"
@@ -329,5 +389,6 @@ class TransformerBlock(keras.layers.Layer):
             attention_dropout=self.attention_dropout,
             layer_norm_epsilon=self.layer_norm_epsilon,
             initializer_range=self.initializer_range,
+            transposed_kernels=self.transposed_kernels,
         )
         return config

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from bert_keras.models import layers
 from bert_keras.models.inference import cast_for_inference, encode, inference_function, length_bucketed_batches
 
 
@@ -52,3 +53,16 @@ def test_cast_for_inference_is_bfloat16_and_close(tiny_encoder):
     got = inference_function(fast)(inputs)["pooled_output"].numpy().astype("float32")
     np.testing.assert_allclose(got, encoder(inputs)["pooled_output"], atol=0.05)
     assert not np.allclose(got, 0)
+
+
+def test_float32_inference_copy_keeps_kernels_transposed_and_answers_alike(tiny_encoder):
+    encoder = tiny_encoder(num_layers=2)
+    fast = cast_for_inference(encoder, "float32")
+    assert fast is not encoder and cast_for_inference(fast, "float32") is fast
+    qkv = encoder.get_layer("transformer_layer_1").attention.qkv
+    fast_qkv = fast.get_layer("transformer_layer_1").attention.qkv
+    assert isinstance(fast_qkv, layers.TransposedDense)
+    np.testing.assert_array_equal(fast_qkv.kernel.numpy(), qkv.kernel.numpy().T)
+    inputs = ragged_inputs([5, 24])
+    for name in ("sequence_output", "pooled_output"):
+        np.testing.assert_allclose(fast(inputs)[name], encoder(inputs)[name], atol=1e-5)
