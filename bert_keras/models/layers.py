@@ -198,15 +198,15 @@ class TransposedDense(keras.layers.Layer):
         return config
 
 
-def dense(units, transposed_kernel, **kwargs):
-    """A keras Dense layer, or a TransposedDense (same math) if `transposed_kernel`."""
-    return (TransposedDense if transposed_kernel else keras.layers.Dense)(units, **kwargs)
+def dense(units, transposed, **kwargs):
+    """A keras Dense layer, or a TransposedDense (same math) if `transposed`."""
+    return (TransposedDense if transposed else keras.layers.Dense)(units, **kwargs)
 
 
 def copy_weights(source, target):
     """Assigns `source`'s weights to `target`, a model of the same architecture, casting to
     `target`'s dtypes and transposing the kernels that `target` keeps transposed."""
-    for theirs, mine in zip(source.weights, target.weights):
+    for theirs, mine in zip(source.weights, target.weights, strict=True):
         value = ops.convert_to_numpy(theirs)
         mine.assign(value.T if mine.name == TransposedDense.KERNEL_NAME else value)
 
