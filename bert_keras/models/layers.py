@@ -157,7 +157,7 @@ class PositionEmbedding(keras.layers.Layer):
 class TransposedDense(keras.layers.Layer):
     """`x @ kernel^T + bias` with the kernel stored transposed, (units, input_dim): for inference.
 
-    oneDNN's float32 inner product runs 1.4-2x faster with its weights in this layout
+    oneDNN's float32 inner product runs 1.2-2x faster with its weights in this layout
     (PyTorch's) than in Keras' (input_dim, units) at serving shapes (128 rows per matmul:
     one sequence), and no slower at batch 32 (BENCHMARKS.md, Notes). Training keeps
     `keras.layers.Dense` (the layout checkpoints use, and no faster this way); inference
