@@ -81,8 +81,7 @@ def cast_for_inference(model, dtype="bfloat16"):
         if isinstance(node, dict):
             if node.get("class_name") == "BertEncoder":
                 encoder = node["config"]
-                policy = keras.dtype_policies.serialize(
-                    keras.dtype_policies.get(encoder.get("dtype")))["config"]["name"]
+                policy = keras.dtype_policies.get(encoder.get("dtype")).name
                 changed |= policy != dtype or not encoder.get("transposed_kernels")
                 encoder.update(dtype=dtype, transposed_kernels=True)
             for value in node.values():

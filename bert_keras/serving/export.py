@@ -198,6 +198,14 @@ def export_model(model, export_dir_base, model_name, labels=None, seq_length=Non
                               **kwargs)
 
 
+def serving_functions(model, tokenizer, info, dtype="float32", top_k=5, max_answer_tokens=30):
+    """The ServingFunctions an export of `model` traces: over its inference copy
+    (`cast_for_inference`: `dtype`, transposed kernels), so what runs them runs the export's
+    computation."""
+    return sigs.ServingFunctions(cast_for_inference(model, dtype), tokenizer, info, top_k=top_k,
+                                 max_answer_tokens=max_answer_tokens)
+
+
 def export_saved_model(model, tokenizer, info, base_dir, model_name, version=None,
                        dtype="float32", top_k=5, max_answer_tokens=30, extra_allowed_ops=(),
                        examples=None):
@@ -230,9 +238,7 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
         raise FileExistsError(f"Version directory {final} already exists; choose another version.")
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}.")
-    model = cast_for_inference(model, dtype)
-    functions = sigs.ServingFunctions(model, tokenizer, info, top_k=top_k,
-                                      max_answer_tokens=max_answer_tokens)
+    functions = serving_functions(model, tokenizer, info, dtype, top_k, max_answer_tokens)
     fns = _signature_functions(functions)
     signatures = {name: fn.get_concrete_function() for name, fn in fns.items()}
     metadata = dict(
@@ -256,7 +262,7 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
             # tracking the Keras model object itself gives the TF1 loader (TF Serving) handles
             # that the checkpoint restore does not fill ("Could not find variable ...").
             root = tf.Module()
-            root.model_variables = [_tf_variable(v) for v in model.variables]
+            root.model_variables = [_tf_variable(v) for v in functions.model.variables]
             root.tokenizer_files = [tf.saved_model.Asset(os.path.join(staging, name))
                                     for name in tokenizer.asset_files]
             root.tokenizer = tokenizer  # tracks its resources (the SentencePiece model)

@@ -119,12 +119,10 @@ def test_every_fine_tuned_checkpoint_answers_as_transformers():
     loads them: the export's serving_default computation (float32), run in this process."""
     import tensorflow as tf
 
-    from bert_keras.serving.signatures import ServingFunctions
-
     for name in TASK_CHECKPOINTS:
         model, tokenizer, info = task_io.load_task(str(FAMILIES / name))
         info = dict(info, seq_length=64)  # the fixtures' position table
-        functions = ServingFunctions(model, tokenizer, info)
+        functions = export.serving_functions(model, tokenizer, info)
         inputs = request(name)
         out = functions.serve(*(tf.constant(list(inputs[field])) for field in functions.text_fields))
         assert_answers_as_transformers(name, {k: v.numpy() for k, v in out.items()})
