@@ -4,12 +4,13 @@ traceback, and nothing at the output path."""
 
 import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
 
 import bert_keras as bk
+
+import tool_runner  # tests/support: tools forked without their imports
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 VOCAB = REPO / "bert_keras" / "assets" / "vocab.txt"
@@ -17,8 +18,8 @@ ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 
 def _tool(name, *args):
-    return subprocess.run([sys.executable, str(REPO / "tools" / f"{name}.py"), *args],
-                          capture_output=True, text=True, cwd=REPO, env=ENV, timeout=300)
+    return tool_runner.run([sys.executable, str(REPO / "tools" / f"{name}.py"), *args],
+                           capture_output=True, text=True, cwd=REPO, env=ENV, timeout=300)
 
 
 @pytest.fixture(scope="module")

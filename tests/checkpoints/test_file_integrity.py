@@ -10,7 +10,6 @@ import pathlib
 import re
 import shutil
 import struct
-import subprocess
 import sys
 
 import numpy as np
@@ -23,6 +22,8 @@ from bert_keras.errors import InputError
 from bert_keras.models.task_directory import read_task_info
 from bert_keras.text.sentencepiece_tokenizer import _next_field
 from bert_keras.text.tokenizers import load_tokenizer
+
+import tool_runner  # tests/support: tools forked without their imports
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 FAMILIES = REPO / "tests" / "fixtures" / "families"
@@ -46,8 +47,8 @@ def _assert_one_line(error, *words):
 
 
 def _tool(name, *args):
-    return subprocess.run([sys.executable, str(REPO / "tools" / f"{name}.py"), *args],
-                          capture_output=True, text=True, cwd=REPO, env=ENV, timeout=300)
+    return tool_runner.run([sys.executable, str(REPO / "tools" / f"{name}.py"), *args],
+                           capture_output=True, text=True, cwd=REPO, env=ENV, timeout=300)
 
 
 def _assert_tool_refuses(proc, out, *words):

@@ -17,6 +17,8 @@ from bert_keras.data.pretraining import pipeline as pd
 from bert_keras.data.pretraining import records as pr
 from bert_keras.text.tokenizer import BertTokenizer
 
+import tool_runner  # tests/support: tools forked without their imports
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = os.path.join(ROOT, "bert_keras", "assets", "web_bible_corpus.txt.gz")
 T, P = 128, 20
@@ -310,13 +312,13 @@ def test_two_worker_runs_are_byte_identical(tmp_path, small_corpus):
 
 def test_tool_runs_and_rejects_bad_flags(tmp_path, small_corpus):
     tool = os.path.join(ROOT, "tools", "create_pretraining_data.py")
-    bad = subprocess.run([sys.executable, tool, f"--output_file={tmp_path}/o"],
-                         capture_output=True, text=True, cwd=ROOT)
+    bad = tool_runner.run([sys.executable, tool, f"--output_file={tmp_path}/o"],
+                          capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode != 0 and "Give exactly one of --input_file and --tfds_name" in bad.stderr
-    ok = subprocess.run([sys.executable, tool, f"--input_file={small_corpus}",
-                         f"--output_file={tmp_path}/o.tfrecord", "--dupe_factor=1",
-                         "--do_whole_word_mask", "--pair_mode=sop"],
-                        capture_output=True, text=True, cwd=ROOT)
+    ok = tool_runner.run([sys.executable, tool, f"--input_file={small_corpus}",
+                          f"--output_file={tmp_path}/o.tfrecord", "--dupe_factor=1",
+                          "--do_whole_word_mask", "--pair_mode=sop"],
+                         capture_output=True, text=True, cwd=ROOT)
     assert ok.returncode == 0, ok.stderr[-2000:]
     assert '"instances"' in ok.stdout and "skipped documents 0" in ok.stderr
     assert os.path.getsize(tmp_path / "o.tfrecord") > 0

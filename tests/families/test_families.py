@@ -15,6 +15,8 @@ import bert_keras as bk
 from bert_keras.serving import export
 from bert_keras.text.tokenizers import load_tokenizer
 
+import tool_runner  # tests/support: tools forked without their imports
+
 FAMILIES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "families"
 CASES = ["distilbert", "electra_discriminator", "electra_generator", "albert", "roberta"]
 TOKENIZER_CLASSES = {"albert": "SentencePieceTokenizer", "roberta": "ByteBpeTokenizer"}
@@ -189,12 +191,11 @@ def test_family_fine_tunes_and_its_export_answers_raw_text(tmp_path, name):
     tools: RoBERTa's classifier with its own head and byte-level BPE, ELECTRA's discriminator
     under a new head. (ALBERT's SentencePiece runs the same tools in test_transformers_tasks'
     tagging and QA runs; every family's fine-tuned heads answer as transformers there too.)"""
-    import subprocess
     import sys
 
     root = FAMILIES.parents[2]
-    run = lambda *args: subprocess.run([sys.executable, *args], cwd=root, capture_output=True,  # noqa: E731
-                                       text=True, timeout=600)
+    run = lambda *args: tool_runner.run(  # noqa: E731
+        [sys.executable, *args], cwd=root, capture_output=True, text=True, timeout=600)
     result = run("tools/finetune.py", "--flagfile=flags/finetune_bible_paraphrase.flags",
                  f"--init_checkpoint={FAMILIES / name}", f"--output_dir={tmp_path / 'run'}",
                  "--max_train_examples=64", "--max_eval_examples=32", "--num_train_epochs=1",

@@ -20,6 +20,7 @@ from export_harness import (  # noqa: F401  (fixtures too)
     LONG_TEXT, ROOT, SEQ, CLIENT, _dec, _enc, _info, _keras_inputs, _outputs, _texts, encoder,
     run_client, tokenizer,
 )
+import tool_runner  # tests/support: tools forked without their imports
 
 
 # -- pieces -----------------------------------------------------------------------------------
@@ -270,22 +271,22 @@ def test_tools_export_then_predict(tmp_path, tokenizer, encoder):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     base = tmp_path / "saved_models"
     for version in ("1", "2"):
-        proc = subprocess.run([sys.executable, str(ROOT / "tools" / "export.py"),
-                               f"--task_dir={task_dir}", f"--export_dir_base={base}",
-                               "--dtype=float32"],  # the scores are compared with float32's
-                              capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+        proc = tool_runner.run([sys.executable, str(ROOT / "tools" / "export.py"),
+                                f"--task_dir={task_dir}", f"--export_dir_base={base}",
+                                "--dtype=float32"],  # the scores are compared with float32's
+                               capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert proc.stdout.splitlines()[0] == str(base / "qa" / version)
     lines = "Who wrote the letter?\tPaul wrote the letter to the church.\n\t\nno tab here\n"
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "predict.py"),
-                           f"--model_dir={base / 'qa'}", "--batch_size=2"], input=lines,
-                          capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    proc = tool_runner.run([sys.executable, str(ROOT / "tools" / "predict.py"),
+                            f"--model_dir={base / 'qa'}", "--batch_size=2"], input=lines,
+                           capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
     assert proc.returncode != 0 and "Line 3 has 1 tab-separated fields" in proc.stderr
     assert proc.stdout == ""  # nothing before the bad line either: no partial output
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "predict.py"),
-                           f"--model_dir={base / 'qa'}", "--batch_size=2"],
-                          input=lines.rsplit("no tab here", 1)[0], capture_output=True, text=True,
-                          env=env, timeout=600, cwd=tmp_path)
+    proc = tool_runner.run([sys.executable, str(ROOT / "tools" / "predict.py"),
+                            f"--model_dir={base / 'qa'}", "--batch_size=2"],
+                           input=lines.rsplit("no tab here", 1)[0], capture_output=True, text=True,
+                           env=env, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [r["line"] for r in rows] == [1, 2]
@@ -297,6 +298,6 @@ def test_tools_export_then_predict(tmp_path, tokenizer, encoder):
                for s in range(7, 17) for e in range(s, 17))  # context tokens 7..16
     assert first["score"] == pytest.approx(best, abs=1e-4)
     assert rows[1]["outputs"]["answer"] == "" and rows[1]["outputs"]["answer_start"] == -1
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "export.py")],
-                          capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    proc = tool_runner.run([sys.executable, str(ROOT / "tools" / "export.py")],
+                           capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
     assert proc.returncode != 0 and "exactly one of --task_dir or --encoder_dir" in proc.stderr

@@ -22,6 +22,8 @@ from bert_keras.tasks.task_io import save_task
 from bert_keras.training.finetuning_config import FinetuneConfig
 from bert_keras.training.finetuning_teacher import Teacher
 
+import tool_runner  # tests/support: tools forked without their imports
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "bert_keras" / "assets"
 VOCAB = DATA / "vocab.txt"
@@ -217,8 +219,8 @@ def test_a_run_of_a_version_without_the_distillation_options_is_not_refused(dirs
 
 
 def run_tool(*args):
-    return subprocess.run([sys.executable, str(TOOL), *map(str, args)], cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=600)
+    return tool_runner.run([sys.executable, str(TOOL), *map(str, args)], cwd=ROOT, env=ENV,
+                           capture_output=True, text=True, timeout=600)
 
 
 def assert_one_line_failure(proc, *needles):
@@ -395,10 +397,10 @@ def test_distilled_student_follows_its_teacher_and_exports(tmp_path):
     info = json.loads((student / "best" / "task.json").read_text())
     assert info["task"] == "classification"
     assert info["labels"] == json.loads((teacher / "best" / "task.json").read_text())["labels"]
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "export.py"),
-                           f"--task_dir={student / 'best'}", f"--export_dir_base={tmp_path / 'sm'}",
-                           "--model_name=student"], cwd=ROOT, env=ENV, capture_output=True,
-                          text=True, timeout=600)
+    proc = tool_runner.run([sys.executable, str(ROOT / "tools" / "export.py"),
+                            f"--task_dir={student / 'best'}",
+                            f"--export_dir_base={tmp_path / 'sm'}", "--model_name=student"],
+                           cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert str(tmp_path / "sm" / "student" / "1") in proc.stdout.splitlines()
     import tensorflow as tf

@@ -10,7 +10,6 @@ SavedModels loaded in a process without this project."""
 import gzip
 import json
 import pathlib
-import subprocess
 import sys
 
 import numpy as np
@@ -20,6 +19,8 @@ import bert_keras as bk
 from bert_keras.serving import export
 from bert_keras.tasks import task_io
 from export_harness import _enc, _outputs, run_client
+
+import tool_runner  # tests/support: tools forked without their imports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FAMILIES = ROOT / "tests" / "fixtures" / "families"
@@ -65,9 +66,9 @@ def test_a_head_that_is_not_exported_is_one_line(tmp_path):
     directory.mkdir()
     for source in (FAMILIES / "roberta").iterdir():
         (directory / source.name).write_bytes(source.read_bytes())
-    result = subprocess.run([sys.executable, "tools/export.py", f"--task_dir={directory}",
-                             f"--export_dir_base={tmp_path / 'saved'}"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=600)
+    result = tool_runner.run([sys.executable, "tools/export.py", f"--task_dir={directory}",
+                              f"--export_dir_base={tmp_path / 'saved'}"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 1, result.stderr[-2000:]
     assert "RobertaForMaskedLM" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "saved").exists() or not any((tmp_path / "saved").rglob("*.pb"))
@@ -135,9 +136,9 @@ def test_exports_answer_as_transformers_in_a_process_without_this_project(tmp_pa
     TF1 and TF2 loaders in `python -I -S`."""
     names = ["roberta_tagger", "albert_qa", "electra_classifier"]
     # One through the tool itself, the rest through the same library call in this process.
-    tool = subprocess.run([sys.executable, "tools/export.py", f"--task_dir={FAMILIES / names[0]}",
-                           "--seq_length=64", f"--export_dir_base={tmp_path / 'saved'}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    tool = tool_runner.run([sys.executable, "tools/export.py", f"--task_dir={FAMILIES / names[0]}",
+                            "--seq_length=64", f"--export_dir_base={tmp_path / 'saved'}"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert tool.returncode == 0, tool.stderr[-3000:]
     paths = {names[0]: tool.stdout.splitlines()[0]}
     for name in names:
@@ -163,8 +164,8 @@ def test_family_fine_tunes_tagging_and_span_qa_and_serves_them(tmp_path, family,
     its character spans index the request text, and where the tokenizer's words are the
     CoNLL words the served tags are the tool's own eval predictions."""
     flagfile = {"tagging": "finetune_bible_ner", "span_qa": "finetune_wordnet_qa"}[task]
-    run = lambda *args: subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True,  # noqa: E731
-                                       text=True, timeout=600)
+    run = lambda *args: tool_runner.run(  # noqa: E731
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
     result = run("tools/finetune.py", f"--flagfile=flags/{flagfile}.flags",
                  f"--init_checkpoint={FAMILIES / family}", f"--output_dir={tmp_path / 'run'}",
                  "--max_train_examples=48", "--max_eval_examples=16", "--num_train_epochs=1",
@@ -209,10 +210,10 @@ def test_family_fine_tunes_tagging_and_span_qa_and_serves_them(tmp_path, family,
 def test_seq_length_is_refused_not_clamped(tmp_path, seq_length, words):
     """RoBERTa packs question and context as <s> q </s></s> c </s>: 6 tokens at least; and
     no row may be longer than the position table."""
-    result = subprocess.run([sys.executable, "tools/export.py",
-                             f"--task_dir={FAMILIES / 'roberta_qa'}", f"--seq_length={seq_length}",
-                             f"--export_dir_base={tmp_path / 'saved'}"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=600)
+    result = tool_runner.run([sys.executable, "tools/export.py",
+                              f"--task_dir={FAMILIES / 'roberta_qa'}", f"--seq_length={seq_length}",
+                              f"--export_dir_base={tmp_path / 'saved'}"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 1 and words in result.stderr, result.stderr[-2000:]
     assert f"--seq_length={seq_length}" in result.stderr and "Traceback" not in result.stderr
     assert not any((tmp_path / "saved").rglob("saved_model.pb"))

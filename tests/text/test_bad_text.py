@@ -1,4 +1,4 @@
-"""Bad text input through the tools (subprocesses), under the policy of bert_keras.text_files.
+"""Bad text input through the tools (processes), under the policy of bert_keras.text_files.
 
 Each case must end with a non-zero exit, a one-line message naming the file (or stdin) and
 the problem, no traceback, and nothing at the final output path. A few bad lines (1% or less)
@@ -10,10 +10,11 @@ import gzip
 import os
 import pathlib
 import shutil
-import subprocess
 import sys
 
 import pytest
+
+import tool_runner  # tests/support: tools forked without their imports
 
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -23,8 +24,8 @@ BAD = b"caf\xe9 \xff\xfe"  # Latin-1 and stray bytes: not UTF-8
 
 
 def run_tool(tool, *args, stdin=None):
-    return subprocess.run([sys.executable, str(ROOT / "tools" / f"{tool}.py"), *args],
-                          input=stdin, capture_output=True, cwd=ROOT, env=ENV, timeout=600)
+    return tool_runner.run([sys.executable, str(ROOT / "tools" / f"{tool}.py"), *args],
+                           input=stdin, capture_output=True, cwd=ROOT, env=ENV, timeout=600)
 
 
 def assert_refused(proc, output, *needles):

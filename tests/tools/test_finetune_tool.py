@@ -11,6 +11,8 @@ import sys
 import numpy as np
 import pytest
 
+import tool_runner  # tests/support: tools forked without their imports
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "bert_keras" / "assets"
 TOOL = ROOT / "tools" / "finetune.py"
@@ -37,7 +39,7 @@ def run_tool(args, prelude=None):
         cmd = [sys.executable, str(TOOL), *args]
     else:  # Python run before the tool in the same process, e.g. a TFDS mock.
         cmd = [sys.executable, "-c", prelude, *args]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return tool_runner.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
 def common(checkpoint, out, **extra):

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+import tool_runner  # tests/support: tools forked without their imports
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TOOL = [sys.executable, str(REPO / "tools" / "pretrain.py")]
 TINY = f"--flagfile={REPO / 'flags' / 'pretrain_tiny.flags'}"
@@ -20,8 +22,8 @@ ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 
 def _run(*args, timeout=600, env=None):
-    return subprocess.run(TOOL + list(args), capture_output=True, text=True, cwd=REPO,
-                          timeout=timeout, env=env or ENV)
+    return tool_runner.run(TOOL + list(args), capture_output=True, text=True, cwd=REPO,
+                           timeout=timeout, env=env or ENV)
 
 
 def test_help_is_short_with_an_example_and_helpfull_lists_everything():
@@ -153,10 +155,10 @@ def test_a_truncated_tfrecord_file_is_named(tmp_path):
     with gzip.open(REPO / "bert_keras" / "assets" / "web_bible_corpus.txt.gz", "rt") as f:
         corpus.write_text("".join(line for _, line in zip(range(3000), f)))
     data = tmp_path / "data.tfrecord"
-    made = subprocess.run([sys.executable, str(REPO / "tools" / "create_pretraining_data.py"),
-                           f"--input_file={corpus}", f"--output_file={data}", "--dupe_factor=2",
-                           "--max_seq_length=32", "--max_predictions_per_seq=5"],
-                          capture_output=True, text=True, cwd=REPO, env=ENV, timeout=300)
+    made = tool_runner.run([sys.executable, str(REPO / "tools" / "create_pretraining_data.py"),
+                            f"--input_file={corpus}", f"--output_file={data}", "--dupe_factor=2",
+                            "--max_seq_length=32", "--max_predictions_per_seq=5"],
+                           capture_output=True, text=True, cwd=REPO, env=ENV, timeout=300)
     assert made.returncode == 0, made.stderr[-2000:]
     data.write_bytes(data.read_bytes()[: data.stat().st_size * 2 // 3])
     proc = _run(TINY, "--train_text=", f"--train_data={data}", "--train_steps=400",
@@ -229,7 +231,7 @@ def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path, objective):
     killed_at = int(re.search(r'model_checkpoint_path: "(?:.*/)?ckpt-(\d+)"', state).group(1))
     assert 5 <= killed_at < 60
 
-    rerun = subprocess.run(args, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600)
+    rerun = tool_runner.run(args, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     resumed = [line for line in rerun.stdout.splitlines() if line.startswith("Resuming from")]
     assert resumed and "at step " in resumed[0], rerun.stdout[-2000:]

@@ -14,10 +14,11 @@ import logging
 import os
 import pathlib
 import re
-import subprocess
 import sys
 
 import pytest
+
+import tool_runner  # tests/support: tools forked without their imports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
@@ -31,8 +32,8 @@ def run_tool(tool, *args, redirect=""):
     command = [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *map(str, args)]
     if redirect:
         command = ["bash", "-c", f'exec "$@" {redirect}', "bash", *command]
-    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=ENV,
-                          timeout=600)
+    return tool_runner.run(command, capture_output=True, text=True, cwd=ROOT, env=ENV,
+                           timeout=600)
 
 
 def assert_one_line_error(proc, *needles):

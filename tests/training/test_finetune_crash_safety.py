@@ -16,6 +16,8 @@ import time
 import numpy as np
 import pytest
 
+import tool_runner  # tests/support: tools forked without their imports
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "bert_keras" / "assets"
 TOOL = ROOT / "tools" / "finetune.py"
@@ -48,7 +50,7 @@ def tool_args(checkpoint, out, **extra):
 
 
 def run_tool(args):
-    return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    return tool_runner.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
 
 
 def read_jsonl(path):

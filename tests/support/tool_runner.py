@@ -1,0 +1,82 @@
+"""`run(argv, ...)`: subprocess.run for `[sys.executable, "tools/X.py", ...]`, forked from a
+server that has imported bert_keras and TensorFlow already.
+
+Each tool process otherwise spends about 6 s of CPU importing TensorFlow before it looks at
+its flags, and the suite starts about 250 of them. Forked, the tool runs as its own process
+(its exit status, stdout, stderr, tracebacks, directory, environment and session), minus the
+imports: for tests of what a tool does with its flags, files and data. Tests of start-up
+itself (quiet start, kernels chosen from the environment at import, resource limits set in
+the child, closed standard streams) keep subprocess.run. BERT_KERAS_TESTS_FORK=0 runs every
+call as a plain subprocess instead.
+
+Example:
+    proc = tool_runner.run([sys.executable, "tools/pretrain.py", "--help"],
+                           capture_output=True, text=True)
+"""
+
+import atexit
+import os
+import pathlib
+import pickle
+import subprocess
+import sys
+import tempfile
+import threading
+
+SERVER = pathlib.Path(__file__).resolve().parent / "tool_server.py"
+_lock = threading.Lock()
+_server = None
+
+
+def _start_server():
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")  # one thread: safe to fork
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    server = subprocess.Popen([sys.executable, str(SERVER)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    atexit.register(_stop_server, server)
+    return server
+
+
+def _stop_server(server):
+    server.stdin.close()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
+def _forkable(argv, kwargs):
+    return (os.environ.get("BERT_KERAS_TESTS_FORK", "1") != "0"
+            and kwargs.get("capture_output") and len(argv) >= 2 and argv[0] == sys.executable and str(argv[1]).endswith(".py")
+            and set(kwargs) <= {"capture_output", "text", "cwd", "env", "timeout", "input"})
+
+
+def run(argv, **kwargs):
+    """subprocess.run(argv, **kwargs) for a Python tool, forked from the server (see the
+    module docstring); other calls go to subprocess.run as they are."""
+    argv = [os.fspath(a) for a in argv]
+    if not _forkable(argv, kwargs):
+        return subprocess.run(argv, **kwargs)
+    text, data = kwargs.get("text", False), kwargs.get("input")
+    with tempfile.TemporaryDirectory(prefix="tool_run_") as d:
+        paths = {name: os.path.join(d, name) for name in ("stdin", "stdout", "stderr")}
+        with open(paths["stdin"], "wb") as f:
+            f.write(b"" if data is None else data.encode() if text else data)
+        for name in ("stdout", "stderr"):
+            open(paths[name], "wb").close()
+        request = dict(argv=argv, cwd=os.fspath(kwargs.get("cwd") or os.getcwd()),
+                       env=dict(kwargs.get("env") or os.environ),
+                       timeout=kwargs.get("timeout"), **paths)
+        global _server
+        with _lock:  # one request at a time per server
+            if _server is None or _server.poll() is not None:
+                _server = _start_server()
+            pickle.dump(request, _server.stdin)
+            _server.stdin.flush()
+            returncode = pickle.load(_server.stdout)["returncode"]
+        out, err = (pathlib.Path(paths[name]).read_bytes() for name in ("stdout", "stderr"))
+    if text:
+        out, err = out.decode(), err.decode()
+    if returncode is None:
+        raise subprocess.TimeoutExpired(argv, kwargs["timeout"], out, err)
+    return subprocess.CompletedProcess(argv, returncode, out, err)

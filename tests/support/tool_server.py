@@ -1,0 +1,79 @@
+"""The process that tool_runner.py forks the tools from (run by it, not by hand).
+
+It imports bert_keras (so TensorFlow, Keras and tf-text) once, single-threaded
+(OPENBLAS_NUM_THREADS=1 is set by the runner before numpy loads, so a fork copies the only
+thread there is), then reads requests (pickled dicts: argv, cwd, env, and the paths of the
+child's stdin, stdout and stderr files) from its stdin. For each it forks; the child leaves
+the loop and runs the tool as `python tools/X.py ARGS` would (`__main__`, sys.argv, sys.path[0],
+the request's environment and working directory, its own session), so exit status, output
+and tracebacks are the tool's own. The server answers with the child's exit status.
+"""
+
+import os
+import pickle
+import signal
+import sys
+import time
+
+import bert_keras  # noqa: F401  (the imports every tool pays for: TensorFlow, Keras, tf-text)
+
+
+def serve(requests, replies):
+    """Answers requests until stdin closes; returns a request only in a forked child."""
+    while True:
+        try:
+            request = pickle.load(requests)
+        except EOFError:
+            sys.exit(0)
+        pid = os.fork()
+        if pid == 0:
+            requests.close()
+            replies.close()
+            return request
+        pickle.dump({"returncode": _wait(pid, request["timeout"])}, replies)
+        replies.flush()
+
+
+def _wait(pid, timeout):
+    """The child's exit status as subprocess reports it (-N for signal N); None if it ran
+    past `timeout` seconds (then its whole session is killed)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if deadline is not None and time.monotonic() > deadline:
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(0.005)
+
+
+def become_the_tool(request):
+    """In the child: the request's stdio, directory, environment and argv, then the tool."""
+    import runpy
+
+    os.setsid()  # its own session: a timeout kills the tool and whatever it started
+    for fd, (path, flags) in enumerate([(request["stdin"], os.O_RDONLY),
+                                        (request["stdout"], os.O_WRONLY),
+                                        (request["stderr"], os.O_WRONLY)]):
+        opened = os.open(path, flags)
+        os.dup2(opened, fd)
+        os.close(opened)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    tool = os.path.abspath(request["argv"][1])
+    sys.argv = [tool] + list(request["argv"][2:])
+    sys.path[0] = os.path.dirname(tool)
+    runpy.run_path(tool, run_name="__main__")
+
+
+if __name__ == "__main__":
+    # Requests and replies move off fds 0 and 1, which the children take as their stdio.
+    requests_in = os.fdopen(os.dup(0), "rb")
+    replies_out = os.fdopen(os.dup(1), "wb")
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    become_the_tool(serve(requests_in, replies_out))
