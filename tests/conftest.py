@@ -1,6 +1,7 @@
 """Shared pytest fixtures. tests/ mirrors the package (tests/text/, tests/models/, ...);
 tests/support/ holds the helpers the tests import (the serving harness, Google's pairing in
-Python), tests/fixtures/ the fixtures and the scripts that made them."""
+Python, tool_runner: the tools run as processes forked from one that has imported TensorFlow
+already), tests/fixtures/ the fixtures and the scripts that made them."""
 
 import gzip
 import os
