@@ -2,12 +2,12 @@
 server that has imported bert_keras and TensorFlow already.
 
 Each tool process otherwise spends about 6 s of CPU importing TensorFlow before it looks at
-its flags, and the suite starts about 250 of them. Forked, the tool runs as its own process
-(its exit status, stdout, stderr, tracebacks, directory, environment and session), minus the
-imports: for tests of what a tool does with its flags, files and data. Tests of start-up
-itself (quiet start, kernels chosen from the environment at import, resource limits set in
-the child, closed standard streams) keep subprocess.run. BERT_KERAS_TESTS_FORK=0 runs every
-call as a plain subprocess instead.
+its flags, and the suite runs the tools well over a hundred times. Forked, the tool runs as
+its own process (its exit status, stdout, stderr, tracebacks, directory, environment and
+session), minus the imports: for tests of what a tool does with its flags, files and data.
+Tests of start-up itself (quiet start, kernels chosen from the environment at import,
+resource limits set in the child, closed standard streams) keep subprocess.run.
+BERT_KERAS_TESTS_FORK=0 runs every call as a plain subprocess instead.
 
 Example:
     proc = tool_runner.run([sys.executable, "tools/pretrain.py", "--help"],
@@ -46,8 +46,8 @@ def _stop_server(server):
 
 
 def _forkable(argv, kwargs):
-    return (os.environ.get("BERT_KERAS_TESTS_FORK", "1") != "0"
-            and kwargs.get("capture_output") and len(argv) >= 2 and argv[0] == sys.executable and str(argv[1]).endswith(".py")
+    return (os.environ.get("BERT_KERAS_TESTS_FORK", "1") != "0" and kwargs.get("capture_output")
+            and len(argv) >= 2 and argv[0] == sys.executable and argv[1].endswith(".py")
             and set(kwargs) <= {"capture_output", "text", "cwd", "env", "timeout", "input"})
 
 
@@ -73,7 +73,11 @@ def run(argv, **kwargs):
                 _server = _start_server()
             pickle.dump(request, _server.stdin)
             _server.stdin.flush()
-            returncode = pickle.load(_server.stdout)["returncode"]
+            try:
+                returncode = pickle.load(_server.stdout)["returncode"]
+            except EOFError:  # a bug of the server, not of the tool
+                raise RuntimeError(f"tool_server.py died running {argv[1:]}; "
+                                   "BERT_KERAS_TESTS_FORK=0 runs plain subprocesses") from None
         out, err = (pathlib.Path(paths[name]).read_bytes() for name in ("stdout", "stderr"))
     if text:
         out, err = out.decode(), err.decode()
