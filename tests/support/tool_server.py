@@ -63,10 +63,9 @@ def become_the_tool(request):
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    tool = os.path.abspath(request["argv"][1])
-    sys.argv = [tool] + list(request["argv"][2:])
-    sys.path[0] = os.path.dirname(tool)
-    runpy.run_path(tool, run_name="__main__")
+    sys.argv = list(request["argv"][1:])  # argv[0] the script as given, as python sets it
+    sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
+    runpy.run_path(sys.argv[0], run_name="__main__")
 
 
 if __name__ == "__main__":
