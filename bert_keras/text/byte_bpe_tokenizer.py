@@ -27,6 +27,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_keras.text.packing import without_ids
+from bert_keras.text.vocab import Tokens
 from bert_keras.text.words import group_words
 from bert_keras.errors import InputError
 from bert_keras.files import read_json
@@ -145,7 +146,7 @@ class ByteBpeTokenizer(tf.Module):
         self.vocab_file, self.merges_file = os.fspath(vocab_file), os.fspath(merges_file)
         index = read_vocab_json(self.vocab_file)
         merges = read_merges(self.merges_file, index, self.vocab_file)
-        self._vocab = tuple(sorted(index, key=index.get))
+        self._vocab = Tokens(sorted(index, key=index.get))
         self.vocab_size = len(self._vocab)
         missing = [t for t in ("<s>", "</s>", "<pad>", "<unk>", "<mask>") if t not in index]
         if missing:

@@ -17,10 +17,24 @@ Shape legend: B batch, T packed length.
 import tensorflow as tf
 
 
+def keep_values(ragged, keep):
+    """The values of a [B, (n)] ragged tensor where the flat bool `keep` is true.
+
+    Same result as `tf.ragged.boolean_mask`, on flat tensors: that op costs ~0.5 GB of
+    transient memory and ~0.4 s per 13k lines, and its ragged broadcasting adds ~0.5 s to
+    every trace of a serving function.
+    """
+    kept_before = tf.concat([[0], tf.cumsum(tf.cast(keep, ragged.row_splits.dtype))], 0)
+    return tf.RaggedTensor.from_row_splits(tf.boolean_mask(ragged.flat_values, keep),
+                                           tf.gather(kept_before, ragged.row_splits),
+                                           validate=False)
+
+
 def keep_first(ragged, counts):
     """The first counts[b] items of each row b of `ragged` [B, (n)]."""
-    index = tf.ragged.range(tf.cast(ragged.row_lengths(), counts.dtype))
-    return tf.ragged.boolean_mask(ragged, index < counts[:, None])
+    rows = ragged.value_rowids()
+    position = tf.range(tf.size(rows, out_type=rows.dtype)) - tf.gather(ragged.row_starts(), rows)
+    return keep_values(ragged, position < tf.gather(tf.cast(counts, rows.dtype), rows))
 
 
 def without_ids(ids, dropped):
@@ -33,7 +47,7 @@ def without_ids(ids, dropped):
     ids = tf.cast(ids, tf.int32)
     keep = tf.reduce_all(tf.not_equal(ids.flat_values[:, None],
                                       tf.constant(list(dropped), tf.int32)[None]), axis=-1)
-    return tf.ragged.boolean_mask(ids, ids.with_flat_values(keep))
+    return keep_values(ids, keep)
 
 
 def truncation_lengths(lengths, budget):
@@ -103,27 +117,27 @@ def pack_segments(segments, seq_length, cls_id, sep_id, pad_id, pad_to_seq_lengt
             segments = [tf.identity(s) for s in segments]
     lengths = [tf.cast(s.row_lengths(), tf.int32) for s in segments]
     kept = truncation_lengths(lengths, budget)
-    batch = segments[0].nrows(out_type=tf.int32)
-    cls = tf.RaggedTensor.from_tensor(tf.fill([batch, 1], cls_id))
-    sep = tf.RaggedTensor.from_tensor(tf.fill([batch, 1], sep_id))
-    ids, types = [cls], [tf.zeros_like(cls)]
-    for i, (segment, keep) in enumerate(zip(segments, kept)):
-        part = keep_first(tf.cast(segment, tf.int32), keep)
-        if i == 1 and extra:
-            ids += [sep] * extra
-            types += [tf.zeros_like(sep)] * extra
-        ids += [part, sep]
-        types += [tf.zeros_like(part) + i, tf.zeros_like(sep) + i]
-    ids = tf.concat(ids, axis=1)  # (B, (T))
-    types = tf.concat(types, axis=1)
+    starts = segment_starts(kept, separators_between)  # (B,) each
+    total = starts[-1] + kept[-1] + 1  # (B,) packed length, the last [SEP] included
     if pad_to_seq_length:
         width = tf.constant(seq_length, tf.int32)
     else:
-        width = tf.maximum(tf.reduce_max(tf.concat([tf.cast(ids.row_lengths(), tf.int32), [2]], 0)), 2)
-    shape = tf.stack([batch, width])
+        width = tf.maximum(tf.reduce_max(tf.concat([total, [2]], 0)), 2)
+    # Dense [B, T] selects instead of ragged concatenation: the same ids, a tenth of the ops,
+    # and a serving function that traces in a fraction of the time.
+    position = tf.range(width)[None, :]  # (1, T)
+    in_row = position < total[:, None]  # (B, T)
+    ids = tf.where(position == 0, cls_id, tf.where(in_row, sep_id, pad_id))
+    for segment, start, keep in zip(segments, starts, kept):
+        offset = position - start[:, None]  # (B, T) index into the segment's row
+        inside = (offset >= 0) & (offset < keep[:, None])
+        values = tf.concat([tf.cast(segment.values, tf.int32), [pad_id]], 0)
+        index = tf.cast(segment.row_starts(), tf.int32)[:, None] + offset
+        ids = tf.where(inside, tf.gather(values, tf.where(inside, index, tf.size(values) - 1)), ids)
+    second = position >= starts[-1][:, None] if len(segments) == 2 else False
     inputs = {
-        "input_word_ids": ids.to_tensor(pad_id, shape=shape),  # (B, T)
-        "input_mask": tf.ones_like(ids).to_tensor(0, shape=shape),  # (B, T)
-        "input_type_ids": types.to_tensor(0, shape=shape),  # (B, T)
+        "input_word_ids": ids,  # (B, T)
+        "input_mask": tf.cast(in_row, tf.int32),  # (B, T)
+        "input_type_ids": tf.cast(in_row & second, tf.int32),  # (B, T)
     }
     return inputs, kept

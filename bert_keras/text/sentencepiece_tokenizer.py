@@ -42,6 +42,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_keras.text.packing import without_ids
+from bert_keras.text.vocab import Tokens
 from bert_keras.text.words import group_words
 from bert_keras.errors import InputError
 from bert_keras.files import read_json
@@ -89,9 +90,9 @@ class SentencePieceTokenizer(tf.Module):
         self.lower_case = bool(lower_case)
         self.pair_type_ids = bool(pair_type_ids)
         self._sp, self.vocab_size = _load_model(model, self.vocab_file)
-        self._vocab = tuple(t.decode("utf-8") for t in
-                            self._sp.id_to_string(tf.range(self.vocab_size)).numpy().tolist())
-        index = {token: i for i, token in reversed(list(enumerate(self._vocab)))}
+        self._vocab = Tokens(t.decode("utf-8") for t in
+                             self._sp.id_to_string(tf.range(self.vocab_size)).numpy().tolist())
+        index = self._vocab.first_id
         missing = [t for t in ("[CLS]", "[SEP]", "[MASK]", "<pad>", "<unk>") if t not in index]
         if missing:
             raise InputError(f"SentencePiece model {self.vocab_file!r} lacks ALBERT's special "

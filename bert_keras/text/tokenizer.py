@@ -43,13 +43,12 @@ per-character normalization): use it only where offsets are needed (span QA).
 
 import json
 import os
-import types
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_keras.text.packing import without_ids
-from bert_keras.text.vocab import load_vocab, save_vocab
+from bert_keras.text.packing import keep_values, without_ids
+from bert_keras.text.vocab import Tokens, load_vocab, save_vocab
 from bert_keras.text.words import group_words
 from bert_keras.errors import InputError
 from bert_keras.files import read_json
@@ -133,10 +132,8 @@ class WordPieceTokenizer(tf.Module):
     def __init__(self, vocab_file, lower_case=True, max_chars_per_word=100):
         super().__init__(name="bert_tokenizer")
         vocab_file = os.fspath(vocab_file)
-        vocab = load_vocab(vocab_file)
-        index = {}
-        for i, token in enumerate(vocab):
-            index.setdefault(token, i)
+        vocab = Tokens(load_vocab(vocab_file))
+        index = vocab.first_id
         missing = [t for t in SPECIAL_TOKENS if t not in index]
         if missing:
             raise InputError(f"Vocab file {vocab_file!r} lacks the special tokens {missing}.")
@@ -145,8 +142,7 @@ class WordPieceTokenizer(tf.Module):
         self.vocab_file = vocab_file
         self.lower_case = bool(lower_case)
         self.max_chars_per_word = int(max_chars_per_word)
-        self._vocab = tuple(vocab)  # tuple: not tracked as a SavedModel dependency
-        self._index = types.MappingProxyType(index)  # not a dict: tf.Module would track 8k+ values
+        self._vocab = vocab
         self.vocab_size = len(vocab)
         self.pad_id, self.unk_id = index[PAD], index[UNK]
         self.cls_id, self.sep_id, self.mask_id = index[CLS], index[SEP], index[MASK]
@@ -168,9 +164,9 @@ class WordPieceTokenizer(tf.Module):
 
     def token_to_id(self, token):
         """The id of `token`; KeyError naming it if it is not in the vocab."""
-        if token not in self._index:
+        if token not in self._vocab.first_id:
             raise KeyError(f"Token {token!r} is not in the vocab {self.vocab_file!r}.")
-        return self._index[token]
+        return self._vocab.first_id[token]
 
     def id_to_token(self, token_id):
         return self._vocab[token_id]
@@ -223,13 +219,13 @@ class WordPieceTokenizer(tf.Module):
             tf.gather(self._piece_chars, flat_ids), word_of_piece, num_words)
         long_piece = tf.gather(word_chars > self.max_chars_per_word, word_of_piece)
         keep = tf.logical_or(tf.logical_not(long_piece), is_start)
-        ids = _keep_values(ids.with_flat_values(tf.where(long_piece, self.unk_id, flat_ids)), keep)
+        ids = keep_values(ids.with_flat_values(tf.where(long_piece, self.unk_id, flat_ids)), keep)
         if not with_offsets:
             return ids
         word_end = tf.math.unsorted_segment_max(ends.flat_values, word_of_piece, num_words)
         ends = ends.with_flat_values(
             tf.where(long_piece, tf.gather(word_end, word_of_piece), ends.flat_values))
-        return ids, _keep_values(starts, keep), _keep_values(ends, keep)
+        return ids, keep_values(starts, keep), keep_values(ends, keep)
 
     def _words(self, ids):
         """[B,(pieces)] -> [B,(words),(pieces)] using the "##" suffix marks."""
@@ -313,18 +309,6 @@ class WordPieceTokenizer(tf.Module):
 
     def __call__(self, texts):
         return self.tokenize(texts)
-
-
-def _keep_values(ragged, keep):
-    """The values of a [B,(n)] ragged tensor where the flat bool `keep` is true.
-
-    Same result as `tf.ragged.boolean_mask`, on flat tensors: that op costs ~0.5 GB of
-    transient memory and ~0.4 s per 13k lines, more than the WordPiece step itself.
-    """
-    kept_before = tf.concat([[0], tf.cumsum(tf.cast(keep, ragged.row_splits.dtype))], 0)
-    return tf.RaggedTensor.from_row_splits(tf.boolean_mask(ragged.flat_values, keep),
-                                           tf.gather(kept_before, ragged.row_splits),
-                                           validate=False)
 
 
 def _guess_lower_case(path, vocab_file):

@@ -218,12 +218,23 @@ def test_bundled_vocab(corpus_sentences):
 
 
 def test_keep_values_equals_ragged_boolean_mask():
-    from bert_keras.text.tokenizer import _keep_values
+    from bert_keras.text.packing import keep_values
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(0, 6, 50)
     ragged = tf.RaggedTensor.from_row_lengths(np.arange(lengths.sum(), dtype=np.int32), lengths)
     keep = rng.random(lengths.sum()) > 0.3
     want = tf.ragged.boolean_mask(ragged, ragged.with_flat_values(keep))
-    got = _keep_values(ragged, tf.constant(keep))
+    got = keep_values(ragged, tf.constant(keep))
     assert got.to_list() == want.to_list()
+
+
+def test_keep_first_keeps_the_first_items_of_each_row():
+    from bert_keras.text.packing import keep_first
+
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(0, 7, 40)
+    ragged = tf.RaggedTensor.from_row_lengths(np.arange(lengths.sum(), dtype=np.int64), lengths)
+    counts = rng.integers(0, 9, 40).astype(np.int32)  # below, at and past each row's length
+    got = keep_first(ragged, tf.constant(counts))
+    assert got.to_list() == [row[:n] for row, n in zip(ragged.to_list(), counts)]
