@@ -5,12 +5,10 @@ error or a traceback; through a tool, exit 1 and nothing written. The real fixtu
 MiniLM checkpoint still load."""
 
 import json
-import os
 import pathlib
 import re
 import shutil
 import struct
-import sys
 
 import numpy as np
 import pytest
@@ -27,7 +25,6 @@ import tool_runner  # tests/support: tools forked without their imports
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 FAMILIES = REPO / "tests" / "fixtures" / "families"
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 
 def _copy(name, target, files=None):
@@ -44,11 +41,6 @@ def _assert_one_line(error, *words):
     assert "\n" not in message, message
     for word in words:
         assert str(word) in message, message
-
-
-def _tool(name, *args):
-    return tool_runner.run([sys.executable, str(REPO / "tools" / f"{name}.py"), *args],
-                           capture_output=True, text=True, cwd=REPO, env=ENV, timeout=300)
 
 
 def _assert_tool_refuses(proc, out, *words):
@@ -442,5 +434,5 @@ def test_export_of_a_damaged_checkpoint_exits_1_and_writes_nothing(tmp_path, cas
     directory = _copy(fixture, tmp_path / fixture)
     damaged = damage(directory)
     out = tmp_path / "out"
-    proc = _tool("export", f"--task_dir={directory}", f"--export_dir_base={out}")
+    proc = tool_runner.run_tool("export", f"--task_dir={directory}", f"--export_dir_base={out}")
     _assert_tool_refuses(proc, out, damaged)

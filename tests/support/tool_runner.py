@@ -12,6 +12,7 @@ BERT_KERAS_TESTS_FORK=0 runs every call as a plain subprocess instead.
 Example:
     proc = tool_runner.run([sys.executable, "tools/pretrain.py", "--help"],
                            capture_output=True, text=True)
+    proc = tool_runner.run_tool("pretrain", "--help")  # the same, from the repository root
 """
 
 import atexit
@@ -24,6 +25,8 @@ import tempfile
 import threading
 
 SERVER = pathlib.Path(__file__).resolve().parent / "tool_server.py"
+REPO = pathlib.Path(__file__).resolve().parents[2]
+QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}  # TF's own start-up chatter
 _lock = threading.Lock()
 _server = None
 
@@ -84,3 +87,11 @@ def run(argv, **kwargs):
     if returncode is None:
         raise subprocess.TimeoutExpired(argv, kwargs["timeout"], out, err)
     return subprocess.CompletedProcess(argv, returncode, out, err)
+
+
+def run_tool(name, *args, text=True, input=None, env=None, timeout=600):
+    """`run` of tools/NAME.py with `args`, from the repository root, its output captured;
+    the environment is this one, TensorFlow's start-up logs quiet, plus `env`."""
+    return run([sys.executable, str(REPO / "tools" / f"{name}.py"), *map(str, args)],
+               capture_output=True, text=text, input=input, cwd=REPO, timeout=timeout,
+               env={**os.environ, **QUIET, **(env or {})})

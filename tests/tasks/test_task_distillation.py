@@ -28,7 +28,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "bert_keras" / "assets"
 VOCAB = DATA / "vocab.txt"
 TOOL = ROOT / "tools" / "finetune.py"
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+QUIETER = {"TF_CPP_MIN_LOG_LEVEL": "3"}  # nor TensorFlow's errors
+ENV = dict(os.environ, **QUIETER, CUDA_VISIBLE_DEVICES="")
 
 
 # -- the loss against numpy ------------------------------------------------------------------
@@ -219,8 +220,7 @@ def test_a_run_of_a_version_without_the_distillation_options_is_not_refused(dirs
 
 
 def run_tool(*args):
-    return tool_runner.run([sys.executable, str(TOOL), *map(str, args)], cwd=ROOT, env=ENV,
-                           capture_output=True, text=True, timeout=600)
+    return tool_runner.run_tool("finetune", *args, env=QUIETER)
 
 
 def assert_one_line_failure(proc, *needles):
@@ -397,10 +397,9 @@ def test_distilled_student_follows_its_teacher_and_exports(tmp_path):
     info = json.loads((student / "best" / "task.json").read_text())
     assert info["task"] == "classification"
     assert info["labels"] == json.loads((teacher / "best" / "task.json").read_text())["labels"]
-    proc = tool_runner.run([sys.executable, str(ROOT / "tools" / "export.py"),
-                            f"--task_dir={student / 'best'}",
-                            f"--export_dir_base={tmp_path / 'sm'}", "--model_name=student"],
-                           cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+    proc = tool_runner.run_tool("export", f"--task_dir={student / 'best'}",
+                                f"--export_dir_base={tmp_path / 'sm'}", "--model_name=student",
+                                env=QUIETER)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert str(tmp_path / "sm" / "student" / "1") in proc.stdout.splitlines()
     import tensorflow as tf

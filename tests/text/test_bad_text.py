@@ -5,9 +5,9 @@ the problem, no traceback, and nothing at the final output path. A few bad lines
 run, with one warning giving the count.
 """
 
+import functools
 import glob
 import gzip
-import os
 import pathlib
 import shutil
 import sys
@@ -19,13 +19,10 @@ import tool_runner  # tests/support: tools forked without their imports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
 BAD = b"caf\xe9 \xff\xfe"  # Latin-1 and stray bytes: not UTF-8
 
 
-def run_tool(tool, *args, stdin=None):
-    return tool_runner.run([sys.executable, str(ROOT / "tools" / f"{tool}.py"), *args],
-                           input=stdin, capture_output=True, cwd=ROOT, env=ENV, timeout=600)
+run_tool = functools.partial(tool_runner.run_tool, text=False)  # bytes: stderr decoded here
 
 
 def assert_refused(proc, output, *needles):
@@ -170,7 +167,7 @@ def test_predict_refuses_invalid_utf8_on_stdin(tmp_path, tiny_pairs_model):
         lines[i] = BAD + b"\t" + BAD + b"\n"
     output = tmp_path / "preds.jsonl"
     proc = run_tool("predict", f"--model_dir={tiny_pairs_model['export']}", f"--output={output}",
-                    stdin=b"".join(lines))
+                    input=b"".join(lines))
     assert_refused(proc, output, "stdin: 10 of 40 lines are not valid UTF-8", "first: line 1")
 
 
@@ -180,7 +177,7 @@ def test_predict_replaces_a_few_bad_bytes_with_one_warning(tmp_path, tiny_pairs_
     lines[200] = b"\xff\tpair\n"
     output = tmp_path / "preds.jsonl"
     proc = run_tool("predict", f"--model_dir={tiny_pairs_model['export']}", f"--output={output}",
-                    "--batch_size=64", stdin=b"".join(lines))
+                    "--batch_size=64", input=b"".join(lines))
     assert_warned_once(proc, "stdin", 2)
     rows = output.read_text(encoding="utf-8").splitlines()
     assert len(rows) == 300 and '"text_a": "caf\ufffd"' in rows[7]  # one row per input line
@@ -208,7 +205,7 @@ def test_predict_to_stdout_writes_no_row_before_a_malformed_later_line(tmp_path,
     path.write_bytes(b"".join(lines))
     args = [f"--input={path}"] if source == "file" else []
     proc = run_tool("predict", f"--model_dir={tiny_pairs_model['export']}", "--batch_size=8", *args,
-                    stdin=b"".join(lines) if source == "stdin" else None)
+                    input=b"".join(lines) if source == "stdin" else None)
     name = "stdin" if source == "stdin" else path
     assert_refused(proc, tmp_path / "nothing", f"{name}: Line 33 has 1 tab-separated fields")
     assert proc.stdout == b""

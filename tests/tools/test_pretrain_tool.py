@@ -1,5 +1,6 @@
 """Tests for tools/pretrain.py: help, usage errors before any work, a tiny run, kill -9 + resume."""
 
+import functools
 import glob
 import gzip
 import json
@@ -21,9 +22,7 @@ TINY = f"--flagfile={REPO / 'flags' / 'pretrain_tiny.flags'}"
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 
-def _run(*args, timeout=600, env=None):
-    return tool_runner.run(TOOL + list(args), capture_output=True, text=True, cwd=REPO,
-                           timeout=timeout, env=env or ENV)
+_run = functools.partial(tool_runner.run_tool, "pretrain")
 
 
 def test_help_is_short_with_an_example_and_helpfull_lists_everything():
@@ -57,8 +56,7 @@ def test_help_is_short_with_an_example_and_helpfull_lists_everything():
 ])
 def test_bad_flags_are_usage_errors_before_any_work(tmp_path, args, message):
     model_dir = tmp_path / "run"
-    env = {k: v for k, v in ENV.items() if k != "TF_CONFIG"}
-    proc = _run(TINY, f"--model_dir={model_dir}", *args, env=env)
+    proc = _run(TINY, f"--model_dir={model_dir}", *args, env={"TF_CONFIG": ""})  # = unset
     assert proc.returncode == 1
     assert message in proc.stderr, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
@@ -155,10 +153,9 @@ def test_a_truncated_tfrecord_file_is_named(tmp_path):
     with gzip.open(REPO / "bert_keras" / "assets" / "web_bible_corpus.txt.gz", "rt") as f:
         corpus.write_text("".join(line for _, line in zip(range(3000), f)))
     data = tmp_path / "data.tfrecord"
-    made = tool_runner.run([sys.executable, str(REPO / "tools" / "create_pretraining_data.py"),
-                            f"--input_file={corpus}", f"--output_file={data}", "--dupe_factor=2",
-                            "--max_seq_length=32", "--max_predictions_per_seq=5"],
-                           capture_output=True, text=True, cwd=REPO, env=ENV, timeout=300)
+    made = tool_runner.run_tool("create_pretraining_data", f"--input_file={corpus}",
+                                f"--output_file={data}", "--dupe_factor=2",
+                                "--max_seq_length=32", "--max_predictions_per_seq=5")
     assert made.returncode == 0, made.stderr[-2000:]
     data.write_bytes(data.read_bytes()[: data.stat().st_size * 2 // 3])
     proc = _run(TINY, "--train_text=", f"--train_data={data}", "--train_steps=400",

@@ -14,6 +14,7 @@ import logging
 import os
 import pathlib
 import re
+import subprocess
 import sys
 
 import pytest
@@ -28,12 +29,12 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 def run_tool(tool, *args, redirect=""):
     """Runs tools/TOOL.py with `args`; `redirect` is a shell redirection applied to it, e.g.
-    "<&-" (stdin closed) or ">&-" (stdout closed)."""
+    "<&-" (stdin closed) or ">&-" (stdout closed): a real process, started by bash."""
+    if not redirect:
+        return tool_runner.run_tool(tool, *args)
     command = [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *map(str, args)]
-    if redirect:
-        command = ["bash", "-c", f'exec "$@" {redirect}', "bash", *command]
-    return tool_runner.run(command, capture_output=True, text=True, cwd=ROOT, env=ENV,
-                           timeout=600)
+    return subprocess.run(["bash", "-c", f'exec "$@" {redirect}', "bash", *command],
+                          capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=600)
 
 
 def assert_one_line_error(proc, *needles):
