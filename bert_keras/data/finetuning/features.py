@@ -61,10 +61,15 @@ def tokenize_texts(tokenizer, texts: Sequence[str]) -> list[np.ndarray]:
     """Texts -> list of int32 piece-id arrays (no special tokens), tokenized in chunks."""
     out = []
     for i in range(0, len(texts), TOKENIZE_CHUNK):
-        ragged = tokenizer.tokenize(tf.constant(list(texts[i:i + TOKENIZE_CHUNK]), tf.string))
-        values, splits = ragged.flat_values.numpy(), ragged.row_splits.numpy()
-        out.extend(values[splits[j]:splits[j + 1]] for j in range(len(splits) - 1))
+        out.extend(ragged_rows(tokenizer.tokenize(
+            tf.constant(list(texts[i:i + TOKENIZE_CHUNK]), tf.string))))
     return out
+
+
+def ragged_rows(ragged) -> list[np.ndarray]:
+    """A [B, (n)] ragged tensor as B numpy rows: one conversion, not one eager slice per row."""
+    values, splits = ragged.flat_values.numpy(), ragged.row_splits.numpy()
+    return [values[splits[b]:splits[b + 1]] for b in range(len(splits) - 1)]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -164,12 +169,13 @@ def tagging_features(examples: Sequence[TaggingExample], tokenizer, seq_length: 
         ids, starts, _ = tokenizer.tokenize_with_offsets(
             tf.constant([" ".join(ex.words) for ex in chunk], tf.string))
         packed, (kept,) = pack_with(tokenizer, [ids], seq_length)
+        starts = ragged_rows(starts)
         first = segment_starts([kept])[0].numpy()
         packed_ids, kept = packed["input_word_ids"].numpy(), kept.numpy()
         for j, ex in enumerate(chunk):
             lengths = [len(w.encode("utf-8")) + 1 for w in ex.words]  # each word and its space
             word_starts = np.cumsum([0] + lengths[:-1])
-            piece_word = np.searchsorted(word_starts, starts[j].numpy()[:kept[j]], "right") - 1
+            piece_word = np.searchsorted(word_starts, starts[j][:kept[j]], "right") - 1
             is_first = np.r_[True, piece_word[1:] != piece_word[:-1]] if kept[j] else []
             n = first[j] + kept[j] + 1  # [CLS], the pieces, [SEP]
             words = np.full(n, -1, np.int32)

@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.data.finetuning.features import TOKENIZE_CHUNK, tokenize_texts
+from bert_keras.data.finetuning.features import TOKENIZE_CHUNK, ragged_rows, tokenize_texts
 from bert_keras.data.finetuning.examples import SpanExample
 from bert_keras.errors import InputError
 from bert_keras.text.packing import pack_with, segment_starts
@@ -76,47 +76,59 @@ def span_features(examples: Sequence[SpanExample], tokenizer, seq_length: int = 
                            "end_positions")}
     for i in range(0, len(examples), TOKENIZE_CHUNK):
         chunk = examples[i:i + TOKENIZE_CHUNK]
-        ids, starts, ends = tokenizer.tokenize_with_offsets(
-            tf.constant([ex.context for ex in chunk], tf.string))
+        ids, starts, ends = (ragged_rows(x) for x in tokenizer.tokenize_with_offsets(
+            tf.constant([ex.context for ex in chunk], tf.string)))
+        windows = []  # (example index, its windows, (first, last) answer token, char offsets)
         for j, ex in enumerate(chunk):
-            n = i + j
-            query = questions[n][:max_query_length]
+            query = questions[i + j][:max_query_length]
             # [CLS] question [SEP] (RoBERTa: [SEP][SEP]) window [SEP]
             window = seq_length - len(query) - 2 - tokenizer.separators_between
             if window < 1:
                 raise ValueError(f"seq_length={seq_length} leaves no room for the context after a "
                                  f"{len(query)}-token question (max_query_length={max_query_length})")
             to_char = _byte_to_char(ex.context)
-            doc_ids = ids[j].numpy()
-            doc_starts, doc_ends = to_char[starts[j].numpy()], to_char[ends[j].numpy()]  # (D,)
+            doc_starts, doc_ends = to_char[starts[j]], to_char[ends[j]]  # (D,)
             answer = _answer_tokens(ex, doc_starts, doc_ends)
-            spans = _windows(len(doc_ids), window, doc_stride)
-            packed, kept = pack_with(tokenizer, [
-                tf.ragged.constant([query] * len(spans), tf.int32, ragged_rank=1),
-                tf.ragged.constant([doc_ids[s:s + n] for s, n in spans], tf.int32,
-                                   ragged_rank=1)], seq_length)
-            first = segment_starts(kept, tokenizer.separators_between)[1].numpy()  # (windows,)
+            windows.append((i + j, _windows(len(ids[j]), window, doc_stride), answer,
+                            doc_starts, doc_ends))
+        # One packing call per chunk, for every window of every example in it.
+        queries = [questions[n][:max_query_length] for n, spans, *_ in windows for _ in spans]
+        pieces = [ids[n - i][s:s + k] for n, spans, *_ in windows for s, k in spans]
+        packed, kept = pack_with(tokenizer, [_ragged(queries), _ragged(pieces)], seq_length)
+        word_ids, type_ids = packed["input_word_ids"].numpy(), packed["input_type_ids"].numpy()
+        firsts = segment_starts(kept, tokenizer.separators_between)[1].numpy()  # (windows,)
+        row = 0
+        for n, spans, answer, doc_starts, doc_ends in windows:
             for s, (start, length) in enumerate(spans):
-                k = first[s] + length + 1  # the packed row: up to the closing [SEP]
+                first = firsts[row]
+                k = first + length + 1  # the packed row: up to the closing [SEP]
                 offsets = np.full((k, 2), -1, np.int32)
-                offsets[first[s]:first[s] + length, 0] = doc_starts[start:start + length]
-                offsets[first[s]:first[s] + length, 1] = doc_ends[start:start + length]
+                offsets[first:first + length, 0] = doc_starts[start:start + length]
+                offsets[first:first + length, 1] = doc_ends[start:start + length]
                 max_ctx = np.zeros(k, bool)
                 for t in range(length):
-                    max_ctx[first[s] + t] = _max_context(spans, s, start + t)
+                    max_ctx[first + t] = _max_context(spans, s, start + t)
                 start_pos = end_pos = 0
                 if answer is not None and start <= answer[0] and answer[1] < start + length:
-                    start_pos, end_pos = (a - start + first[s] for a in answer)
-                out["input_word_ids"].append(packed["input_word_ids"][s, :k].numpy())
-                out["input_type_ids"].append(packed["input_type_ids"][s, :k].numpy())
+                    start_pos, end_pos = (a - start + first for a in answer)
+                out["input_word_ids"].append(word_ids[row, :k])
+                out["input_type_ids"].append(type_ids[row, :k])
                 out["token_offsets"].append(offsets)
                 out["token_is_max_context"].append(max_ctx)
                 out["example_index"].append(n)
                 out["start_positions"].append(start_pos)
                 out["end_positions"].append(end_pos)
+                row += 1
     for key in ("example_index", "start_positions", "end_positions"):
         out[key] = np.array(out[key], np.int32)
     return out
+
+
+def _ragged(rows: list[np.ndarray]) -> tf.RaggedTensor:
+    """int32 ragged [len(rows), (n)] from numpy rows (tf.ragged.constant is slow on many)."""
+    lengths = np.array([len(r) for r in rows], np.int64)
+    values = np.concatenate(rows).astype(np.int32) if rows else np.zeros(0, np.int32)
+    return tf.RaggedTensor.from_row_lengths(values, lengths)
 
 
 def _answer_tokens(ex: SpanExample, doc_starts: np.ndarray, doc_ends: np.ndarray):
