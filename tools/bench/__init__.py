@@ -1,4 +1,4 @@
-"""The benchmarks behind tools/benchmark.py (BENCHMARKS.md), and the two other measurements.
+"""The benchmarks behind tools/benchmark.py (BENCHMARKS.md), and the three other measurements.
 
 tools/benchmark.py is the command; here are its parts (each module's docstring says more):
 
@@ -12,10 +12,12 @@ tools/benchmark.py is the command; here are its parts (each module's docstring s
   table.py, file.py,         the file's layout (one section per CPU kind, then the Notes),
   machine.py                 the machine and its CPU kind
 
-Two other commands, from the repository root:
+Three other commands, from the repository root:
 
   python -m bert_keras_tools.bench.data               our create_pretraining_data against
                                                       Google's (BENCHMARKS.md, Notes)
   python -m bert_keras_tools.bench.compare_variants   the BERT variants at small scale
                                                       (docs/variants.md)
+  python -m bert_keras_tools.bench.prep               export and fine-tuning featurizing
+                                                      time (BENCHMARKS.md, Notes)
 """
