@@ -126,8 +126,8 @@ class _BertTask(keras.Model):
         if self.preprocessor is None or not text_inputs.is_text(x):
             return x, y, sample_weight, batch_size
         self.preprocessor.text_fields = TEXT_FIELDS[text_inputs.text_count(x)]
-        return text_inputs.text_dataset(x, self.preprocessor, y, sample_weight, batch_size,
-                                        shuffle), None, None, None
+        return text_inputs.text_dataset(x, self.preprocessor.batch_function(), y, sample_weight,
+                                        batch_size, shuffle), None, None, None
 
     def _validation_text(self, data):
         if isinstance(data, tuple) and text_inputs.is_text(data[0]):

@@ -13,7 +13,10 @@ Example:
 [[101, 7592, 2088, 102], [101, 7632, 102, 0]]
 """
 
+import types
+
 import keras
+import tensorflow as tf
 
 from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.tokenizers import load_tokenizer
@@ -41,11 +44,24 @@ class TextPreprocessor(keras.layers.Layer):
         self.tokenizer = tokenizer
         self.seq_length = int(seq_length)
         self.text_fields = tuple(text_fields)
+        self._traced = types.SimpleNamespace(functions={})  # a plain object: not tracked
         self.built = True
 
     def call(self, texts):
         packer = BertPreprocessor(self.tokenizer, self.seq_length, pad_to_longest=True)
         return packer(texts)
+
+    def batch_function(self):
+        """`self` as a tf.function over string batches (or pairs of them), traced once and
+        reused by every dataset that maps it: tracing a byte-level BPE tokenizer takes about
+        a second, which each fit, evaluate and predict on text would pay again."""
+        key = (len(self.text_fields), self.seq_length, id(self.tokenizer))
+        if key not in self._traced.functions:
+            spec = tf.TensorSpec([None], tf.string)
+            self._traced.functions[key] = tf.function(
+                self.call, input_signature=[(spec, spec) if key[0] == 2 else spec],
+                autograph=False)
+        return self._traced.functions[key]
 
     def get_config(self):
         return dict(super().get_config(), seq_length=self.seq_length,

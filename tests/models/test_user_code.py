@@ -48,6 +48,8 @@ def test_pairs_fit_and_predict_and_each_batch_is_padded_to_its_own_longest_row(f
     dataset = tf.data.Dataset.from_tensor_slices((pairs, [0, 1, 1, 0])).batch(2)
     assert set(model.evaluate(dataset, return_dict=True, verbose=0)) == {"loss", "accuracy"}
     assert model.preprocessor.text_fields == ("text_a", "text_b")
+    # fit, predict and evaluate traced the tokenizer once between them (about a second each)
+    assert model.preprocessor.batch_function().experimental_get_tracing_count() == 1
 
 
 def test_fine_tuned_heads_are_kept_from_transformers_and_task_directories(tmp_path):
