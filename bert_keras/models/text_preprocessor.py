@@ -52,15 +52,13 @@ class TextPreprocessor(keras.layers.Layer):
         return packer(texts)
 
     def batch_function(self):
-        """`self` as a tf.function over string batches (or pairs of them), traced once and
-        reused by every dataset that maps it: tracing a byte-level BPE tokenizer takes about
-        a second, which each fit, evaluate and predict on text would pay again."""
-        key = (len(self.text_fields), self.seq_length, id(self.tokenizer))
+        """`self` as a tf.function over string batches (or pairs of them), traced once per
+        input shape and reused by every dataset that maps it: tracing a byte-level BPE
+        tokenizer takes about a second, which each fit, evaluate and predict on text would
+        pay again."""
+        key = (self.seq_length, id(self.tokenizer))
         if key not in self._traced.functions:
-            spec = tf.TensorSpec([None], tf.string)
-            self._traced.functions[key] = tf.function(
-                self.call, input_signature=[(spec, spec) if key[0] == 2 else spec],
-                autograph=False)
+            self._traced.functions[key] = tf.function(self.call, autograph=False)
         return self._traced.functions[key]
 
     def get_config(self):
