@@ -44,7 +44,9 @@ class TextPreprocessor(keras.layers.Layer):
         self.tokenizer = tokenizer
         self.seq_length = int(seq_length)
         self.text_fields = tuple(text_fields)
-        self._traced = types.SimpleNamespace(functions={})  # a plain object: not tracked
+        # `batch_function`'s tf.function and the seq_length and tokenizer it was made for, in
+        # a plain object: neither Keras nor tf.Module tracks it.
+        self._traced = types.SimpleNamespace(function=None, seq_length=None, tokenizer=None)
         self.built = True
 
     def call(self, texts):
@@ -56,10 +58,11 @@ class TextPreprocessor(keras.layers.Layer):
         input shape and reused by every dataset that maps it: tracing a byte-level BPE
         tokenizer takes about a second, which each fit, evaluate and predict on text would
         pay again."""
-        key = (self.seq_length, id(self.tokenizer))
-        if key not in self._traced.functions:
-            self._traced.functions[key] = tf.function(self.call, autograph=False)
-        return self._traced.functions[key]
+        traced = self._traced
+        if traced.seq_length != self.seq_length or traced.tokenizer is not self.tokenizer:
+            traced.seq_length, traced.tokenizer = self.seq_length, self.tokenizer
+            traced.function = tf.function(self.call, autograph=False)
+        return traced.function
 
     def get_config(self):
         return dict(super().get_config(), seq_length=self.seq_length,

@@ -29,7 +29,7 @@ DATA = ROOT / "bert_keras" / "assets"
 VOCAB = DATA / "vocab.txt"
 TOOL = ROOT / "tools" / "finetune.py"
 QUIETER = {"TF_CPP_MIN_LOG_LEVEL": "3"}  # nor TensorFlow's errors
-ENV = dict(os.environ, **QUIETER, CUDA_VISIBLE_DEVICES="")
+ENV = {**os.environ, **tool_runner.QUIET, **QUIETER}
 
 
 # -- the loss against numpy ------------------------------------------------------------------

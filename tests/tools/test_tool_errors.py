@@ -23,7 +23,7 @@ import tool_runner  # tests/support: tools forked without their imports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+ENV = {**os.environ, **tool_runner.QUIET}
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 

@@ -19,18 +19,16 @@ import time
 from absl import app, flags
 
 import bert_keras as bk
+from bert_keras.data.finetuning.bundled import load_bundled_task
 from bert_keras.data.finetuning.features import tagging_features
 from bert_keras.data.finetuning.label_map import LabelMap
-from bert_keras.data.finetuning.span_readers import read_squad_jsonl
 from bert_keras.data.finetuning.spans import span_features
-from bert_keras.data.finetuning.tagging_readers import read_conll
 from bert_keras.data.pretraining.pipeline import default_vocab_file
 from bert_keras.serving import export
 
 flags.DEFINE_integer("qa_examples", 400, "QA examples to featurize.")
 flags.DEFINE_integer("ner_sentences", 1500, "NER sentences to featurize.")
 FLAGS = flags.FLAGS
-ASSETS = bk.__path__[0] + "/assets/"
 
 
 def vocab_files():
@@ -73,10 +71,10 @@ def main(argv):
         first, later = export_seconds(path)
         print(f"export, {name} vocab: first {first:.1f} s, then {later:.1f} s")
     tokenizer = bk.BertTokenizer(default_vocab_file())
-    qa = read_squad_jsonl(ASSETS + "wordnet_qa.train.jsonl.gz")[:FLAGS.qa_examples]
+    qa = load_bundled_task("wordnet_qa", "train")[:FLAGS.qa_examples]
     ms = per_item_ms(lambda ex: span_features(ex, tokenizer, 128, 32, 32), qa)
     print(f"span_features: {ms:.2f} ms per example ({len(qa)} examples)")
-    ner = read_conll(ASSETS + "bible_ner.train.conll.gz")[:FLAGS.ner_sentences]
+    ner = load_bundled_task("bible_ner", "train")[:FLAGS.ner_sentences]
     labels = LabelMap.from_examples(ner)
     ms = per_item_ms(lambda ex: tagging_features(ex, tokenizer, 128, labels), ner)
     print(f"tagging_features: {ms:.2f} ms per sentence ({len(ner)} sentences)")

@@ -78,7 +78,7 @@ def span_features(examples: Sequence[SpanExample], tokenizer, seq_length: int = 
         chunk = examples[i:i + TOKENIZE_CHUNK]
         ids, starts, ends = (ragged_rows(x) for x in tokenizer.tokenize_with_offsets(
             tf.constant([ex.context for ex in chunk], tf.string)))
-        windows = []  # (example index, its windows, (first, last) answer token, char offsets)
+        windows = []  # (example, query, its windows, (first, last) answer token, char offsets)
         for j, ex in enumerate(chunk):
             query = questions[i + j][:max_query_length]
             # [CLS] question [SEP] (RoBERTa: [SEP][SEP]) window [SEP]
@@ -89,16 +89,16 @@ def span_features(examples: Sequence[SpanExample], tokenizer, seq_length: int = 
             to_char = _byte_to_char(ex.context)
             doc_starts, doc_ends = to_char[starts[j]], to_char[ends[j]]  # (D,)
             answer = _answer_tokens(ex, doc_starts, doc_ends)
-            windows.append((i + j, _windows(len(ids[j]), window, doc_stride), answer,
+            windows.append((i + j, query, _windows(len(ids[j]), window, doc_stride), answer,
                             doc_starts, doc_ends))
         # One packing call per chunk, for every window of every example in it.
-        queries = [questions[n][:max_query_length] for n, spans, *_ in windows for _ in spans]
-        pieces = [ids[n - i][s:s + k] for n, spans, *_ in windows for s, k in spans]
+        queries = [query for _, query, spans, *_ in windows for _ in spans]
+        pieces = [ids[n - i][s:s + k] for n, _, spans, *_ in windows for s, k in spans]
         packed, kept = pack_with(tokenizer, [_ragged(queries), _ragged(pieces)], seq_length)
         word_ids, type_ids = packed["input_word_ids"].numpy(), packed["input_type_ids"].numpy()
         firsts = segment_starts(kept, tokenizer.separators_between)[1].numpy()  # (windows,)
         row = 0
-        for n, spans, answer, doc_starts, doc_ends in windows:
+        for n, _, spans, answer, doc_starts, doc_ends in windows:
             for s, (start, length) in enumerate(spans):
                 first = firsts[row]
                 k = first + length + 1  # the packed row: up to the closing [SEP]
