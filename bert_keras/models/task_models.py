@@ -43,7 +43,7 @@ import keras
 import tensorflow as tf
 
 from bert_keras.errors import InputError
-from bert_keras.models import head_checkpoints, heads, text_inputs
+from bert_keras.models import head_checkpoints, heads, targets, text_inputs
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.losses import TokenAccuracy, TokenCrossEntropy
 from bert_keras.models.task_directory import is_task_directory, load_task_directory
@@ -122,7 +122,10 @@ class _BertTask(keras.Model):
     # --- raw text ------------------------------------------------------------------------
     def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
         """(x, y, sample_weight, batch_size) for Keras: raw text becomes a dataset of packed
-        batches (the preprocessor in the input pipeline); anything else is unchanged."""
+        batches (the preprocessor in the input pipeline); anything else is unchanged. Labels
+        given as arrays are checked first (`_checked_targets`)."""
+        if y is not None and not isinstance(y, (dict, tf.data.Dataset)):
+            y = self._checked_targets(y)
         if self.preprocessor is None or not text_inputs.is_text(x):
             return x, y, sample_weight, batch_size
         self.preprocessor.text_fields = TEXT_FIELDS[text_inputs.text_count(x)]
@@ -135,14 +138,19 @@ class _BertTask(keras.Model):
         return self._text(data)[0] if data is not None else None
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, sample_weight=None,
-            validation_data=None, shuffle=True, **kwargs):
+            validation_data=None, shuffle=True, validation_split=0.0, **kwargs):
         """Keras `fit`; `x` may also be raw text (see `text_inputs`) when the model carries a
-        preprocessor (`from_pretrained`)."""
+        preprocessor (`from_pretrained`), `validation_split` included."""
+        if validation_split and self.preprocessor is not None and text_inputs.is_text(x):
+            (x, y, sample_weight), split = text_inputs.split_off(x, y, sample_weight,
+                                                                 validation_split)
+            validation_data, validation_split = validation_data or split, 0.0
         x, y, sample_weight, batch_size = self._text(x, y, sample_weight, batch_size, shuffle)
         shuffle = shuffle and not isinstance(x, tf.data.Dataset)  # ours is shuffled already
         return super().fit(x, y, batch_size=batch_size, epochs=epochs,
                            sample_weight=sample_weight, shuffle=shuffle,
-                           validation_data=self._validation_text(validation_data), **kwargs)
+                           validation_data=self._validation_text(validation_data),
+                           validation_split=validation_split, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """Keras `evaluate`; `x` may be raw text, as in `fit`."""
@@ -195,6 +203,11 @@ class _BertTask(keras.Model):
             self.optimizer.build(self.trainable_variables)  # So saved slots load.
 
     # --- targets ----------------------------------------------------------------------
+    def _checked_targets(self, y):
+        """`y` (labels as an array) as this task scores them; ValueError for labels it
+        cannot score (as they are, by default)."""
+        return y
+
     def _prepare_targets(self, y, sample_weight):
         """Maps the data's y / sample_weight onto the model outputs (identity by default)."""
         return y, sample_weight
@@ -408,6 +421,14 @@ class BertClassifier(_BertTask):
             kwargs.setdefault("labels", labels)
         return kwargs
 
+    def _checked_targets(self, y):
+        owner = type(self).__name__
+        if self.problem_type == "single_label":
+            return targets.check_class_ids(y, self.num_classes, owner)
+        if self.problem_type == "multi_label":
+            return targets.check_label_columns(y, self.num_classes, owner, low=0, high=1)
+        return targets.check_label_columns(y, self.num_classes, owner)
+
     def _default_loss(self):
         if self.problem_type == "single_label":
             return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -474,6 +495,9 @@ class BertTokenClassifier(_BertTask):
         if labels is not None and len(labels) == kwargs["num_classes"]:
             kwargs.setdefault("labels", labels)
         return kwargs
+
+    def _checked_targets(self, y):
+        return targets.check_class_ids(y, self.num_classes, type(self).__name__, per_token=True)
 
     def _default_loss(self):
         return TokenCrossEntropy(epsilon=0.0, ignore_negative_labels=True)

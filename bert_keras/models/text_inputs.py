@@ -4,7 +4,9 @@ the input pipeline (keras-hub's PipelineModel does the same).
 
 Text is a list or array of strings, a pair `(texts_a, texts_b)` of two such, or a
 `tf.data.Dataset` whose elements are `texts` or `(texts, labels[, weights])`, with `texts` a
-string tensor or a pair of them. Anything else (dicts of ids) is not text and passes through.
+string tensor or a pair of them. A [batch, 1] column of strings (a DataFrame's `df[["text"]]`)
+counts as [batch]; strings of any other shape are refused with a ValueError. Anything else
+(dicts of ids) is not text and passes through.
 
 >>> is_text(["a", "b"]), is_text((["a"], ["b"])), is_text({"input_word_ids": [[1]]})
 (True, True, False)
@@ -21,12 +23,92 @@ DEFAULT_BATCH_SIZE = 32  # Keras' default for arrays
 
 
 def _is_string_batch(x):
-    if isinstance(x, (list, tuple)):
-        return len(x) > 0 and all(isinstance(t, (str, bytes)) for t in x)
+    """Strings in a list, array or tensor (of any shape, with other items among them:
+    `_column` checks both)."""
+    if isinstance(x, (list, tuple)):  # an empty list too: `_column` says it is empty
+        return not x or any(isinstance(t, (str, bytes)) for t in x)
     if isinstance(x, np.ndarray):
-        return x.dtype.kind in "OSU" and x.ndim == 1 and (
-            x.dtype.kind != "O" or all(isinstance(t, (str, bytes)) for t in x))
+        return x.dtype.kind in "SU" or (x.dtype.kind == "O" and any(
+            isinstance(t, (str, bytes)) for t in x.flat))
     return isinstance(x, tf.Tensor) and x.dtype == tf.string
+
+
+def _check_column(shape):
+    """Refuses a shape of texts other than [batch] or a [batch, 1] column (or a scalar,
+    which only a dataset's unbatched elements have)."""
+    shape = tuple(shape)
+    if len(shape) <= 1 or (len(shape) == 2 and shape[1] == 1):
+        return
+    raise ValueError(f"Texts must be a [batch] of strings (or a [batch, 1] column), got shape "
+                     f"{shape}; pass pairs as a tuple (texts_a, texts_b).")
+
+
+def _column(texts):
+    """`texts` (strings, [batch] or [batch, 1]) as a [batch] string tensor."""
+    if isinstance(texts, tf.Tensor):
+        _check_column(texts.shape)
+        return tf.reshape(texts, [-1])
+    array = np.asarray(texts, dtype=object)
+    _check_column(array.shape)
+    flat = array.reshape(-1)
+    if not len(flat):
+        raise ValueError("No texts: x is empty.")
+    for i, t in enumerate(flat):
+        if not isinstance(t, (str, bytes)):
+            raise ValueError(f"Text {i} is {t!r} ({type(t).__name__}), not a string.")
+    return tf.constant([t if isinstance(t, bytes) else t.encode("utf-8") for t in flat],
+                       tf.string)
+
+
+def _count_rows(texts, y, sample_weight):
+    """The number of examples; ValueError unless every part has that many rows."""
+    parts = dict(zip(("texts_a", "texts_b"), texts)) if isinstance(texts, tuple) else dict(
+        texts=texts)
+    parts.update((name, p) for name, p in (("y", y), ("sample_weight", sample_weight))
+                 if p is not None)
+    rows = {name: len(p) for name, p in parts.items()}
+    if len(set(rows.values())) > 1:
+        raise ValueError("The texts and their labels differ in length: " + ", ".join(
+            f"{name} has {n}" for name, n in rows.items()) + ".")
+    return next(iter(rows.values()))
+
+
+def split_off(x, y, sample_weight, fraction):
+    """`((x, y, sample_weight), validation)`: the last `fraction` of text arrays `x` and of
+    `y` and `sample_weight` (those given) split off as validation data, as Keras'
+    `validation_split` does with arrays (before shuffling)."""
+    if isinstance(x, tf.data.Dataset):
+        raise ValueError("validation_split takes arrays of texts, not a tf.data.Dataset; "
+                         "give validation_data instead.")
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"validation_split must be in (0, 1), got {fraction!r}.")
+    texts = tuple(_column(t) for t in x) if _is_pair(x) else _column(x)
+    n = _count_rows(texts, y, sample_weight)
+    cut = int(n * (1.0 - fraction))
+    if cut == 0:
+        raise ValueError(f"validation_split={fraction!r} of {n} examples leaves no training "
+                         "examples.")
+
+    def split(part):
+        if part is None:
+            return None, None
+        if isinstance(part, tuple):
+            halves = [split(p) for p in part]
+            return tuple(h[0] for h in halves), tuple(h[1] for h in halves)
+        part = part if isinstance(part, tf.Tensor) else np.asarray(part)
+        return part[:cut], part[cut:]
+
+    (x_train, x_val), (y_train, y_val), (w_train, w_val) = (
+        split(texts), split(y), split(sample_weight))
+    validation = tuple(p for p in (x_val, y_val, w_val) if p is not None)
+    return (x_train, y_train, w_train), validation
+
+
+def _squeezed(texts):
+    """A dataset's [batch, 1] column of texts as [batch]; other texts as they are."""
+    if isinstance(texts, tuple):
+        return tuple(_squeezed(t) for t in texts)
+    return tf.squeeze(texts, -1) if texts.shape.rank == 2 else texts
 
 
 def _is_pair(x):
@@ -71,10 +153,13 @@ def text_dataset(x, preprocess, y=None, sample_weight=None, batch_size=None, shu
     if isinstance(x, tf.data.Dataset):
         dataset = x
         texts = _texts_of_element(dataset.element_spec)
+        for spec in texts if isinstance(texts, tuple) else (texts,):
+            _check_column(spec.shape)
         if (texts[0] if isinstance(texts, tuple) else texts).shape.rank == 0:
             dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
     else:
-        texts = tuple(_strings(t) for t in x) if _is_pair(x) else _strings(x)
+        texts = tuple(_column(t) for t in x) if _is_pair(x) else _column(x)
+        _count_rows(texts, y, sample_weight)
         parts = (texts,) + tuple(np.asarray(p) for p in (y, sample_weight) if p is not None)
         dataset = tf.data.Dataset.from_tensor_slices(parts)
         if shuffle:
@@ -84,13 +169,8 @@ def text_dataset(x, preprocess, y=None, sample_weight=None, batch_size=None, shu
     def pack(*element):
         if len(element) == 2 and all(isinstance(e, tf.Tensor) and e.dtype == tf.string
                                      for e in element):
-            return (preprocess(element),)  # a dataset of pairs, without labels
-        return (preprocess(element[0]),) + element[1:]
+            return (preprocess(_squeezed(element)),)  # a dataset of pairs, without labels
+        return (preprocess(_squeezed(element[0])),) + element[1:]
 
     return dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
-
-def _strings(batch):
-    return tf.constant([t if isinstance(t, bytes) else str(t).encode("utf-8")
-                        for t in (batch.numpy().tolist() if isinstance(batch, tf.Tensor)
-                                  else batch)], tf.string)

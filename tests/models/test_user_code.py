@@ -52,6 +52,21 @@ def test_pairs_fit_and_predict_and_each_batch_is_padded_to_its_own_longest_row(f
     assert model.preprocessor.batch_function().experimental_get_tracing_count() == 1
 
 
+def test_labels_are_checked_before_a_step_and_the_model_still_fits_after_a_refusal():
+    model = bk.BertClassifier.from_pretrained(str(FAMILIES / "bert_qa"), num_classes=3,
+                                              seq_length=16)
+    for labels, message in (([0, 1, 5, 1], r"y\[2\] = 5 is not a class id in \[0, 3\)"),
+                            (["a", "b", "a", "b"], "y holds strings"),
+                            ([[1, 0, 0]] * 4, r"y has shape \(4, 3\)")):
+        with pytest.raises(ValueError, match=message):
+            model.fit(TEXTS, np.array(labels), verbose=0)
+    model.fit(TEXTS, np.array([0, 1, 2, 1]), batch_size=2, verbose=0)
+    # (B, 1) labels after (B,) ones, and validation_split on texts, as Keras takes arrays
+    history = model.fit(TEXTS, np.array([[0], [1], [2], [1]]), validation_split=0.25,
+                        batch_size=2, verbose=0)
+    assert set(history.history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
+
+
 def test_fine_tuned_heads_are_kept_from_transformers_and_task_directories(tmp_path):
     tagger = bk.BertTokenClassifier.from_pretrained(str(FAMILIES / "roberta_tagger"))
     assert tagger.labels == ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
