@@ -16,7 +16,8 @@ from keras import ops
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.losses import Ratio, TokenAccuracy, TokenCrossEntropy
 from bert_keras.models.objective_model import ObjectiveModel
-from bert_keras.models.task_models import BertPretrainer, default_optimizer
+from bert_keras.models.task_model import default_optimizer
+from bert_keras.models.task_models import BertPretrainer
 from bert_keras.names import INPUT_NAMES
 
 

@@ -29,7 +29,7 @@ from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.encoder_config import EncoderConfig
 from bert_keras.models.losses import Ratio, TokenAccuracy, TokenCrossEntropy
 from bert_keras.models.objective_model import ObjectiveModel
-from bert_keras.models.task_models import default_optimizer
+from bert_keras.models.task_model import default_optimizer
 from bert_keras.names import INPUT_NAMES
 
 MASKED_LM_INPUTS = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import bert_keras as bk
 from bert_keras.models.losses import TokenCrossEntropy
-from bert_keras.models.task_models import default_optimizer
+from bert_keras.models.task_model import default_optimizer
 
 # `tiny_encoder` (vocab V = 100, no dropout) and `assert_round_trip` are fixtures of conftest.py.
 B, T, P, V = 8, 10, 3, 100

@@ -1,0 +1,232 @@
+"""What every task model (`task_models`) shares: "auto" compile defaults, targets renamed
+onto the outputs, raw text through the carried preprocessor, labels checked before a step,
+(de)serialization, and `from_pretrained` over any checkpoint or task directory."""
+
+import os
+
+import keras
+import tensorflow as tf
+
+from bert_keras.models import head_checkpoints, text_inputs
+from bert_keras.models.encoder import BertEncoder
+from bert_keras.models.task_directory import is_task_directory, load_task_directory
+from bert_keras.models.text_preprocessor import TEXT_FIELDS, TextPreprocessor
+from bert_keras.names import INPUT_NAMES
+from bert_keras.optimization import AdamW
+from bert_keras.text.tokenizers import load_tokenizer
+
+
+def default_optimizer(learning_rate):
+    """AdamW (weight decay 0.01 except LayerNorm and biases, eps 1e-6, clip norm 1.0)."""
+    return AdamW(learning_rate=learning_rate, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
+
+
+def encoder_inputs():
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+
+
+class BertTaskModel(keras.Model):
+    """Shared machinery: "auto" compile defaults, target renaming, (de)serialization, raw
+    text through the carried preprocessor, `from_pretrained`."""
+
+    default_learning_rate = 5e-5
+    head_name = None  # the head layer's attribute, kept by from_pretrained when it fits
+    # The class name ending of transformers' model with this head, and head_checkpoints'
+    # loader of that head.
+    transformers_head = None
+    load_transformers_head = None
+
+    def _finish_init(self, encoder, output_keys=None, preprocessor=None):
+        self.encoder = encoder
+        self.preprocessor = preprocessor  # TextPreprocessor or None (ids only)
+        self._output_keys = list(output_keys or [])  # Keys of a dict output, in order.
+        self.compile()
+
+    # --- from a checkpoint directory -----------------------------------------------------
+    @classmethod
+    def from_pretrained(cls, path, seq_length=128, **kwargs):
+        """This task model over the encoder of checkpoint directory `path` (transformers,
+        Google TF1, ours, or a task directory of tools/finetune.py), carrying its tokenizer
+        (`seq_length`: the longest packed row). A fine-tuned head in the directory is kept
+        when its shape fits; `kwargs` go to the constructor (e.g. `num_classes`)."""
+        path = os.fspath(path)
+        if is_task_directory(path):
+            trained, tokenizer, info = load_task_directory(path)
+            encoder, labels = getattr(trained, "encoder", trained), info.get("labels")
+        else:
+            trained, tokenizer = None, load_tokenizer(path)
+            encoder = BertEncoder.from_pretrained(path)
+            encoder.check_tokenizer(tokenizer, path)
+            labels = head_checkpoints.fine_tuned_labels(path, cls.transformers_head)
+        model = cls(encoder, preprocessor=TextPreprocessor(tokenizer, seq_length),
+                    **cls._pretrained_arguments(path, trained, labels, dict(kwargs)))
+        if isinstance(trained, cls):
+            model._keep_head(trained)
+        elif trained is None and cls.load_transformers_head is not None:
+            head_checkpoints.try_load_head(cls.load_transformers_head, model, path)
+        return model
+
+    @classmethod
+    def _pretrained_arguments(cls, path, trained, labels, kwargs):
+        """The constructor arguments that the directory decides unless `kwargs` gives them:
+        `trained` is a task directory's model (or None), `labels` its head's label names."""
+        return kwargs
+
+    def _keep_head(self, trained):
+        """The head weights of `trained` (a task directory's model of this class) when each
+        has this head's shape."""
+        mine, theirs = getattr(self, self.head_name), getattr(trained, self.head_name)
+        weights = theirs.get_weights()
+        if [w.shape for w in weights] == [tuple(v.shape) for v in mine.weights]:
+            mine.set_weights(weights)
+
+    # --- raw text ------------------------------------------------------------------------
+    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        """(x, y, sample_weight, batch_size) for Keras: raw text becomes a dataset of packed
+        batches (the preprocessor in the input pipeline); anything else is unchanged. Labels
+        given as arrays are checked first (`_checked_targets`)."""
+        if y is not None and not isinstance(y, (dict, tf.data.Dataset)):
+            y = self._checked_targets(y)
+        if self.preprocessor is None or not text_inputs.is_text(x):
+            return x, y, sample_weight, batch_size
+        self.preprocessor.text_fields = TEXT_FIELDS[text_inputs.text_count(x)]
+        return text_inputs.text_dataset(x, self.preprocessor.batch_function(), y, sample_weight,
+                                        batch_size, shuffle), None, None, None
+
+    def _validation_text(self, data):
+        if isinstance(data, tuple) and text_inputs.is_text(data[0]):
+            return self._text(*data)[0]
+        return self._text(data)[0] if data is not None else None
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, sample_weight=None,
+            validation_data=None, shuffle=True, validation_split=0.0, **kwargs):
+        """Keras `fit`; `x` may also be raw text (see `text_inputs`) when the model carries a
+        preprocessor (`from_pretrained`), `validation_split` included."""
+        if validation_split and self.preprocessor is not None and text_inputs.is_text(x):
+            (x, y, sample_weight), split = text_inputs.split_off(x, y, sample_weight,
+                                                                 validation_split)
+            validation_data, validation_split = validation_data or split, 0.0
+        x, y, sample_weight, batch_size = self._text(x, y, sample_weight, batch_size, shuffle)
+        shuffle = shuffle and not isinstance(x, tf.data.Dataset)  # ours is shuffled already
+        return super().fit(x, y, batch_size=batch_size, epochs=epochs,
+                           sample_weight=sample_weight, shuffle=shuffle,
+                           validation_data=self._validation_text(validation_data),
+                           validation_split=validation_split, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """Keras `evaluate`; `x` may be raw text, as in `fit`."""
+        x, y, sample_weight, batch_size = self._text(x, y, sample_weight, batch_size)
+        return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
+                                **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """Keras `predict`; `x` may be raw text, as in `fit`."""
+        x, _, _, batch_size = self._text(x, batch_size=batch_size)
+        return super().predict(x, batch_size=batch_size, **kwargs)
+
+    # --- compile defaults -------------------------------------------------------------
+    def _default_loss(self):
+        raise NotImplementedError
+
+    def _default_metrics(self):
+        return None
+
+    def _default_weighted_metrics(self):
+        return None
+
+    def _default_loss_weights(self):
+        return None
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto",
+                loss_weights="auto", **kwargs):
+        """Keras `compile` where each argument left at "auto" gets this task's default."""
+        if isinstance(optimizer, str) and optimizer == "auto":
+            optimizer = default_optimizer(self.default_learning_rate)
+        if isinstance(loss_weights, str) and loss_weights == "auto":
+            loss_weights = self._default_loss_weights() if isinstance(loss, str) and loss == "auto" else None
+        if isinstance(loss, str) and loss == "auto":
+            loss = self._default_loss()
+        if isinstance(metrics, str) and metrics == "auto":
+            metrics = self._default_metrics()
+        if isinstance(weighted_metrics, str) and weighted_metrics == "auto":
+            weighted_metrics = self._default_weighted_metrics()
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                        weighted_metrics=weighted_metrics, loss_weights=loss_weights, **kwargs)
+
+    def get_compile_config(self):
+        return super().get_compile_config()
+
+    def compile_from_config(self, config):
+        # Keras skips this for a custom `compile`; ours takes the same arguments.
+        config = keras.saving.deserialize_keras_object(config)
+        self.compile(**config)
+        if self.built:
+            self.optimizer.build(self.trainable_variables)  # So saved slots load.
+
+    # --- targets ----------------------------------------------------------------------
+    def _checked_targets(self, y):
+        """`y` (labels as an array) as this task scores them; ValueError for labels it
+        cannot score (as they are, by default)."""
+        return y
+
+    def _prepare_targets(self, y, sample_weight):
+        """Maps the data's y / sample_weight onto the model outputs (identity by default)."""
+        return y, sample_weight
+
+    def _complete(self, y, sample_weight, renames=None, drop=()):
+        """Renames dict keys of y and sample_weight, drops `drop`, fills missing weights with None."""
+        renames = renames or {}
+
+        def rename(d):
+            return {renames.get(k, k): v for k, v in d.items() if k not in drop}
+
+        if isinstance(y, dict):
+            y = rename(y)
+            missing = [k for k in self._output_keys if k not in y]
+            if missing:
+                inverse = {v: k for k, v in renames.items()}
+                raise ValueError(
+                    f"{type(self).__name__}: y has no entry for {[inverse.get(k, k) for k in missing]}; "
+                    f"got keys {sorted(y)}."
+                )
+        if isinstance(sample_weight, dict):
+            sample_weight = rename(sample_weight)
+            unknown = sorted(set(sample_weight) - set(self._output_keys))
+            if unknown:
+                raise ValueError(
+                    f"{type(self).__name__}: sample_weight has keys {unknown} that are not outputs "
+                    f"{list(self._output_keys)}."
+                )
+            sample_weight = {k: sample_weight.get(k) for k in self._output_keys}
+        return y, sample_weight
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        y, sample_weight = self._prepare_targets(y, sample_weight)
+        return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        y, sample_weight = self._prepare_targets(y, sample_weight)
+        return super().compute_metrics(x, y, y_pred, sample_weight)
+
+    # --- config -----------------------------------------------------------------------
+    def _task_config(self):
+        raise NotImplementedError
+
+    def get_config(self):
+        config = dict(
+            name=self.name,
+            trainable=self.trainable,
+            encoder=keras.saving.serialize_keras_object(self.encoder),
+            **self._task_config(),
+        )
+        if self.preprocessor is not None:
+            config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in ("encoder", "preprocessor"):
+            if config.get(key) is not None:
+                config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)
