@@ -17,9 +17,8 @@ from bert_keras.configs import Config, ConfigError, check, option
 from bert_keras.data.pretraining.documents import PAIR_MODES
 from bert_keras.files import expand_patterns
 from bert_keras.training.precision import AUTO, DTYPES
+from bert_keras.training.pretraining_models import OBJECTIVES
 from bert_keras.training.strategy import STRATEGIES
-
-OBJECTIVES = ("mlm", "electra", "distill")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +29,7 @@ class PretrainConfig(Config):
     objective: str = option("mlm", "mlm: BERT's masked LM (+ --pair_mode); electra: replaced-"
                             "token detection with a generator of --generator_size; distill: a "
                             "student of half the layers of --teacher_checkpoint learns its soft "
-                            "targets (DistilBERT).", choices=OBJECTIVES)
+                            "targets (DistilBERT).", choices=tuple(OBJECTIVES))
 
     train_text: str = option(None, "Raw text files (comma-separated globs, .gz ok): one sentence "
                              "per line, blank line between documents. Pairs and masks are made "
@@ -179,7 +178,9 @@ class PretrainConfig(Config):
 
     def __post_init__(self):
         if self.pair_mode is None:  # the objective's own: BERT's NSP for mlm, else none
-            object.__setattr__(self, "pair_mode", "nsp" if self.objective == "mlm" else "none")
+            objective = OBJECTIVES.get(self.objective)
+            object.__setattr__(self, "pair_mode", "nsp" if objective and objective.pair_task
+                               else "none")
         super().__post_init__()
 
     def validate(self):
@@ -235,8 +236,9 @@ class PretrainConfig(Config):
               f"--masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}.")
         check(self.pair_mode in PAIR_MODES, f"--pair_mode={self.pair_mode!r} is not one of {PAIR_MODES}.")
         check(self.objective in OBJECTIVES,
-              f"--objective={self.objective!r} is not one of {OBJECTIVES}.")
-        check(self.objective == "mlm" or self.pair_mode == "none",
+              f"--objective={self.objective!r} is not one of {tuple(OBJECTIVES)}.")
+        objective = OBJECTIVES[self.objective]
+        check(objective.pair_task or self.pair_mode == "none",
               f"--objective={self.objective} trains no sentence-pair task: give --pair_mode=none "
               f"(got --pair_mode={self.pair_mode}).")
         check(0.0 < self.generator_size <= 1.0,
@@ -249,13 +251,14 @@ class PretrainConfig(Config):
         check(0.0 <= self.discriminator_mlm_share < 1.0, "--discriminator_mlm_share must be in "
               f"[0, 1), got {self.discriminator_mlm_share}.")
         self.check_electra_curriculum()
-        check((self.objective == "distill") == bool(self.teacher_checkpoint),
+        check(objective.teacher == bool(self.teacher_checkpoint),
               "--objective=distill needs --teacher_checkpoint, and only it takes one; got "
               f"--objective={self.objective}, --teacher_checkpoint={self.teacher_checkpoint!r}.")
         check(not self.teacher_checkpoint or os.path.isdir(self.teacher_checkpoint),
               f"--teacher_checkpoint={self.teacher_checkpoint!r} is not a directory.")
-        check(not (self.objective == "distill" and self.init_checkpoint),
-              "--objective=distill starts the student from the teacher; drop --init_checkpoint.")
+        check(not (objective.teacher and self.init_checkpoint),
+              f"--objective={self.objective} starts the student from the teacher; drop "
+              "--init_checkpoint.")
         check(self.distill_temperature > 0,
               f"--distill_temperature must be > 0, got {self.distill_temperature}.")
         self.student_layer_list()

@@ -86,13 +86,74 @@ def _encoder(config, tokenizer):
     return BertEncoder.from_preset(config.preset, vocab_size=tokenizer.vocab_size, **overrides)
 
 
-def build_model(config, tokenizer):
-    """The compiled pretraining model of `config` (call it in the strategy's scope)."""
-    if config.objective == "electra":
-        model = _electra(config, tokenizer)
+class Objective:
+    """One `--objective`: the model it trains, its batches, and what watches its run."""
+
+    name = None
+    pair_task = False  # trains BERT's sentence-pair task (--pair_mode; nsp by default)
+    teacher = False  # learns from --teacher_checkpoint, and its student starts from it
+
+    def model(self, config, tokenizer):
+        """The uncompiled pretraining model of `config`."""
+        raise NotImplementedError
+
+    def inputs(self, dataset):
+        """The pretraining batches (x, y, sample_weight) as this objective's model takes them."""
+        return dataset.map(with_masked_lm_inputs)
+
+    def reports(self, config):
+        """Callbacks that watch a run of `config` for a known failure."""
+        return []
+
+
+class MaskedLM(Objective):
+    """BERT's masked LM (+ NSP / SOP / none), `BertPretrainer`."""
+
+    name, pair_task = "mlm", True
+
+    def model(self, config, tokenizer):
+        activation = (head_checkpoints.masked_lm_activation(config.init_checkpoint)
+                      if config.init_checkpoint else None)
+        model = BertPretrainer(_encoder(config, tokenizer), next_sentence=config.pair_mode != "none",
+                               mlm_activation=activation)
+        if config.init_checkpoint:
+            _try_load_heads(head_checkpoints.load_pretraining_heads, model, config.init_checkpoint)
+        return model
+
+    def inputs(self, dataset):
+        return dataset
+
+
+class ReplacedTokenDetection(Objective):
+    """ELECTRA, `ElectraPretrainer`."""
+
+    name = "electra"
+
+    def model(self, config, tokenizer):
+        model = ElectraPretrainer(
+            _encoder(config, tokenizer), generator_size=config.generator_size,
+            generator_layers=config.generator_layers, rtd_weight=config.rtd_weight,
+            temperature=config.sampling_temperature, start_temperature=config.start_temperature,
+            curriculum_steps=config.curriculum_steps(),
+            disentangled_embeddings=config.disentangled_embeddings,
+            corrective_weight=config.corrective_weight,
+            discriminator_mlm_share=config.discriminator_mlm_share, seed=config.seed)
         if config.init_checkpoint:
             _try_load_heads(head_checkpoints.load_replaced_token_head, model, config.init_checkpoint)
-    elif config.objective == "distill":
+        return model
+
+    def reports(self, config):
+        # A discriminator stuck at the all-original baseline.
+        detector = callbacks.StuckDiscriminatorDetector(advice=stuck_discriminator_advice(config))
+        return [callbacks.StuckDiscriminatorReport(config.log_every, detector)]
+
+
+class Distillation(Objective):
+    """DistilBERT's distillation of a teacher masked LM, `DistillationPretrainer`."""
+
+    name, teacher = "distill", True
+
+    def model(self, config, tokenizer):
         teacher = load_teacher(config.teacher_checkpoint)
         check_teacher_tokenizer(config, teacher, tokenizer)
         try:
@@ -101,16 +162,18 @@ def build_model(config, tokenizer):
             layers = f" (--student_layers={config.student_layers})" if config.student_layers else ""
             raise InputError(f"--teacher_checkpoint={config.teacher_checkpoint!r}{layers}: "
                              f"{e}") from None
-        model = DistillationPretrainer(
+        return DistillationPretrainer(
             teacher, student, temperature=config.distill_temperature, alpha_ce=config.alpha_ce,
             alpha_mlm=config.alpha_mlm, alpha_cos=config.alpha_cos)
-    else:
-        activation = (head_checkpoints.masked_lm_activation(config.init_checkpoint)
-                      if config.init_checkpoint else None)
-        model = BertPretrainer(_encoder(config, tokenizer), next_sentence=config.pair_mode != "none",
-                               mlm_activation=activation)
-        if config.init_checkpoint:
-            _try_load_heads(head_checkpoints.load_pretraining_heads, model, config.init_checkpoint)
+
+
+OBJECTIVES = {objective.name: objective
+              for objective in (MaskedLM(), ReplacedTokenDetection(), Distillation())}
+
+
+def build_model(config, tokenizer):
+    """The compiled pretraining model of `config` (call it in the strategy's scope)."""
+    model = OBJECTIVES[config.objective].model(config, tokenizer)
     model.compile(optimizer=optimization.create_optimizer(
         config.optimizer, learning_rate=config.learning_rate,
         num_train_steps=config.train_steps, num_warmup_steps=config.warmup_steps,
@@ -120,31 +183,15 @@ def build_model(config, tokenizer):
     return model
 
 
-def _electra(config, tokenizer):
-    return ElectraPretrainer(
-        _encoder(config, tokenizer), generator_size=config.generator_size,
-        generator_layers=config.generator_layers, rtd_weight=config.rtd_weight,
-        temperature=config.sampling_temperature, start_temperature=config.start_temperature,
-        curriculum_steps=config.curriculum_steps(),
-        disentangled_embeddings=config.disentangled_embeddings,
-        corrective_weight=config.corrective_weight,
-        discriminator_mlm_share=config.discriminator_mlm_share, seed=config.seed)
-
-
 def model_inputs(config, dataset):
     """The pretraining data's (x, y, sample_weight) batches as `config`'s model takes them."""
-    if config.objective == "mlm":
-        return dataset
-    return dataset.map(with_masked_lm_inputs)
+    return OBJECTIVES[config.objective].inputs(dataset)
 
 
 def reports(config):
     """The callbacks that watch a run of `config` for a known failure (ELECTRA: a
     discriminator stuck at the all-original baseline)."""
-    if config.objective != "electra":
-        return []
-    detector = callbacks.StuckDiscriminatorDetector(advice=stuck_discriminator_advice(config))
-    return [callbacks.StuckDiscriminatorReport(config.log_every, detector)]
+    return OBJECTIVES[config.objective].reports(config)
 
 
 def final_encoder(model):
