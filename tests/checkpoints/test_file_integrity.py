@@ -18,7 +18,7 @@ from bert_keras import checkpoints
 from bert_keras.checkpoints.safetensors import read_safetensors, write_safetensors
 from bert_keras.errors import InputError
 from bert_keras.models.task_directory import read_task_info
-from bert_keras.text.sentencepiece_tokenizer import _next_field
+from bert_keras.text.sentencepiece_model import next_field
 from bert_keras.text.tokenizers import load_tokenizer
 
 import tool_runner  # tests/support: tools forked without their imports
@@ -124,7 +124,7 @@ def _after_fields(data, count):
     """The byte offset after the first `count` top-level protobuf fields (piece boundaries)."""
     position = 0
     for _ in range(count):
-        _, position = _next_field(data, position, "spiece.model")
+        _, position = next_field(data, position, "spiece.model")
     return position
 
 
