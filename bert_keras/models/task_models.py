@@ -40,7 +40,7 @@ own losses.
 import keras
 
 from bert_keras.errors import InputError
-from bert_keras.models import head_checkpoints, heads, targets
+from bert_keras.models import head_checkpoints, heads, targets, text_inputs
 from bert_keras.models.losses import TokenAccuracy, TokenCrossEntropy
 from bert_keras.models.task_model import BertTaskModel, encoder_inputs
 from bert_keras.names import INPUT_NAMES
@@ -276,6 +276,18 @@ class BertTokenClassifier(BertTaskModel):
 
     def _checked_targets(self, y):
         return targets.check_class_ids(y, self.num_classes, type(self).__name__, per_token=True)
+
+    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        # Per-token labels are positions of the packed tokens, which raw texts do not have
+        # yet: a y of another length was an op error, and one of the same length trained on
+        # misplaced tags.
+        if y is not None and self.preprocessor is not None and text_inputs.is_text(x):
+            raise ValueError(
+                f"{type(self).__name__}: labels cannot go with raw texts (their tokens are not "
+                "known yet); tag words instead: bk.task_features.tagging_features(examples, "
+                "tokenizer, seq_length, label_map) puts each word's tag on its first token, or "
+                "run tools/finetune.py --task=tagging. predict takes raw texts.")
+        return super()._text(x, y, sample_weight, batch_size, shuffle)
 
     def _default_loss(self):
         return TokenCrossEntropy(epsilon=0.0, ignore_negative_labels=True)
