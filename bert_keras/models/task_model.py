@@ -105,7 +105,9 @@ class BertTaskModel(keras.Model):
         if validation_split and self.preprocessor is not None and text_inputs.is_text(x):
             (x, y, sample_weight), split = text_inputs.split_off(x, y, sample_weight,
                                                                  validation_split)
-            validation_data, validation_split = validation_data or split, 0.0
+            if validation_data is None:  # as Keras: validation_data wins
+                validation_data = split
+            validation_split = 0.0
         x, y, sample_weight, batch_size = self._text(x, y, sample_weight, batch_size, shuffle)
         shuffle = shuffle and not isinstance(x, tf.data.Dataset)  # ours is shuffled already
         return super().fit(x, y, batch_size=batch_size, epochs=epochs,
