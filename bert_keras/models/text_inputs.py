@@ -2,9 +2,10 @@
 recognise it, and turn it into a `tf.data.Dataset` of batches that the preprocessor packs in
 the input pipeline (keras-hub's PipelineModel does the same).
 
-Text is a list or array of strings, a pair `(texts_a, texts_b)` of two such, or a
-`tf.data.Dataset` whose elements are `texts` or `(texts, labels[, weights])`, with `texts` a
-string tensor or a pair of them. A [batch, 1] column of strings (a DataFrame's `df[["text"]]`)
+Text is one string, a list or array of strings, a pair `(texts_a, texts_b)` of two lists or
+arrays (a tuple of two strings is two texts, not a pair), or a `tf.data.Dataset` whose
+elements are `texts` or `(texts, labels[, weights])`, with `texts` a string tensor or a pair
+of them. A [batch, 1] column of strings (a DataFrame's `df[["text"]]`)
 counts as [batch]; strings of any other shape are refused with a ValueError. Anything else
 (dicts of ids) is not text and passes through.
 
@@ -25,6 +26,8 @@ DEFAULT_BATCH_SIZE = 32  # Keras' default for arrays
 def _is_string_batch(x):
     """Strings in a list, array or tensor (of any shape, with other items among them:
     `_column` checks both)."""
+    if isinstance(x, (str, bytes)):  # one text
+        return True
     if isinstance(x, (list, tuple)):  # an empty list too: `_column` says it is empty
         return not x or any(isinstance(t, (str, bytes)) for t in x)
     if isinstance(x, np.ndarray):

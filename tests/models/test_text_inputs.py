@@ -30,6 +30,11 @@ def test_a_column_of_texts_reads_as_the_texts(column):
     assert batches(x) == batches(TEXTS)
 
 
+def test_one_string_is_one_text():
+    assert text_inputs.is_text("Jesus wept.") and text_inputs.text_count("Jesus wept.") == 1
+    assert batches("Jesus wept.") == batches(["Jesus wept."])
+
+
 def test_pairs_of_columns_read_as_pairs():
     pairs = (np.array(TEXTS)[:, None], tf.constant(TEXTS[::-1])[:, None])
     assert text_inputs.text_count(pairs) == 2
