@@ -87,11 +87,15 @@ class BertTaskModel(keras.Model):
         given as arrays are checked first (`_checked_targets`)."""
         if y is not None and not isinstance(y, (dict, tf.data.Dataset)):
             y = self._checked_targets(y)
-        if self.preprocessor is None or not text_inputs.is_text(x):
+        if not self._takes_text(x):
             return x, y, sample_weight, batch_size
         self.preprocessor.text_fields = TEXT_FIELDS[text_inputs.text_count(x)]
         return text_inputs.text_dataset(x, self.preprocessor.batch_function(), y, sample_weight,
                                         batch_size, shuffle), None, None, None
+
+    def _takes_text(self, x):
+        """Whether `x` is raw text this model packs itself (it carries a preprocessor)."""
+        return self.preprocessor is not None and text_inputs.is_text(x)
 
     def _validation_text(self, data):
         if isinstance(data, tuple) and text_inputs.is_text(data[0]):
@@ -102,7 +106,7 @@ class BertTaskModel(keras.Model):
             validation_data=None, shuffle=True, validation_split=0.0, **kwargs):
         """Keras `fit`; `x` may also be raw text (see `text_inputs`) when the model carries a
         preprocessor (`from_pretrained`), `validation_split` included."""
-        if validation_split and self.preprocessor is not None and text_inputs.is_text(x):
+        if validation_split and self._takes_text(x):
             (x, y, sample_weight), split = text_inputs.split_off(x, y, sample_weight,
                                                                  validation_split)
             if validation_data is None:  # as Keras: validation_data wins

@@ -40,7 +40,7 @@ own losses.
 import keras
 
 from bert_keras.errors import InputError
-from bert_keras.models import head_checkpoints, heads, targets, text_inputs
+from bert_keras.models import head_checkpoints, heads, targets
 from bert_keras.models.losses import TokenAccuracy, TokenCrossEntropy
 from bert_keras.models.task_model import BertTaskModel, encoder_inputs
 from bert_keras.names import INPUT_NAMES
@@ -281,7 +281,7 @@ class BertTokenClassifier(BertTaskModel):
         # Per-token labels are positions of the packed tokens, which raw texts do not have
         # yet: a y of another length was an op error, and one of the same length trained on
         # misplaced tags.
-        if y is not None and self.preprocessor is not None and text_inputs.is_text(x):
+        if y is not None and self._takes_text(x):
             raise ValueError(
                 f"{type(self).__name__}: labels cannot go with raw texts (their tokens are not "
                 "known yet); tag words instead: bk.task_features.tagging_features(examples, "

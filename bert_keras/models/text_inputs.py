@@ -63,6 +63,11 @@ def _column(texts):
                        tf.string)
 
 
+def _columns(x):
+    """Text arrays `x` (texts, or a pair of them) as [batch] string tensors."""
+    return tuple(_column(t) for t in x) if _is_pair(x) else _column(x)
+
+
 def _count_rows(texts, y, sample_weight):
     """The number of examples; ValueError unless every part has that many rows."""
     parts = dict(zip(("texts_a", "texts_b"), texts)) if isinstance(texts, tuple) else dict(
@@ -85,7 +90,7 @@ def split_off(x, y, sample_weight, fraction):
                          "give validation_data instead.")
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"validation_split must be in (0, 1), got {fraction!r}.")
-    texts = tuple(_column(t) for t in x) if _is_pair(x) else _column(x)
+    texts = _columns(x)
     n = _count_rows(texts, y, sample_weight)
     cut = int(n * (1.0 - fraction))
     if cut == 0:
@@ -161,7 +166,7 @@ def text_dataset(x, preprocess, y=None, sample_weight=None, batch_size=None, shu
         if (texts[0] if isinstance(texts, tuple) else texts).shape.rank == 0:
             dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
     else:
-        texts = tuple(_column(t) for t in x) if _is_pair(x) else _column(x)
+        texts = _columns(x)
         _count_rows(texts, y, sample_weight)
         parts = (texts,) + tuple(np.asarray(p) for p in (y, sample_weight) if p is not None)
         dataset = tf.data.Dataset.from_tensor_slices(parts)

@@ -92,6 +92,9 @@ class Objective:
     name = None
     pair_task = False  # trains BERT's sentence-pair task (--pair_mode; nsp by default)
     teacher = False  # learns from --teacher_checkpoint, and its student starts from it
+    # head_checkpoints' loader of this model's heads: continued pretraining (--init_checkpoint)
+    # keeps the checkpoint's heads where it has them.
+    load_heads = None
 
     def model(self, config, tokenizer):
         """The uncompiled pretraining model of `config`."""
@@ -110,15 +113,13 @@ class MaskedLM(Objective):
     """BERT's masked LM (+ NSP / SOP / none), `BertPretrainer`."""
 
     name, pair_task = "mlm", True
+    load_heads = staticmethod(head_checkpoints.load_pretraining_heads)
 
     def model(self, config, tokenizer):
         activation = (head_checkpoints.masked_lm_activation(config.init_checkpoint)
                       if config.init_checkpoint else None)
-        model = BertPretrainer(_encoder(config, tokenizer), next_sentence=config.pair_mode != "none",
-                               mlm_activation=activation)
-        if config.init_checkpoint:
-            _try_load_heads(head_checkpoints.load_pretraining_heads, model, config.init_checkpoint)
-        return model
+        return BertPretrainer(_encoder(config, tokenizer), next_sentence=config.pair_mode != "none",
+                              mlm_activation=activation)
 
     def inputs(self, dataset):
         return dataset
@@ -128,9 +129,10 @@ class ReplacedTokenDetection(Objective):
     """ELECTRA, `ElectraPretrainer`."""
 
     name = "electra"
+    load_heads = staticmethod(head_checkpoints.load_replaced_token_head)
 
     def model(self, config, tokenizer):
-        model = ElectraPretrainer(
+        return ElectraPretrainer(
             _encoder(config, tokenizer), generator_size=config.generator_size,
             generator_layers=config.generator_layers, rtd_weight=config.rtd_weight,
             temperature=config.sampling_temperature, start_temperature=config.start_temperature,
@@ -138,9 +140,6 @@ class ReplacedTokenDetection(Objective):
             disentangled_embeddings=config.disentangled_embeddings,
             corrective_weight=config.corrective_weight,
             discriminator_mlm_share=config.discriminator_mlm_share, seed=config.seed)
-        if config.init_checkpoint:
-            _try_load_heads(head_checkpoints.load_replaced_token_head, model, config.init_checkpoint)
-        return model
 
     def reports(self, config):
         # A discriminator stuck at the all-original baseline.
@@ -173,7 +172,10 @@ OBJECTIVES = {objective.name: objective
 
 def build_model(config, tokenizer):
     """The compiled pretraining model of `config` (call it in the strategy's scope)."""
-    model = OBJECTIVES[config.objective].model(config, tokenizer)
+    objective = OBJECTIVES[config.objective]
+    model = objective.model(config, tokenizer)
+    if config.init_checkpoint and objective.load_heads:
+        _try_load_heads(objective.load_heads, model, config.init_checkpoint)
     model.compile(optimizer=optimization.create_optimizer(
         config.optimizer, learning_rate=config.learning_rate,
         num_train_steps=config.train_steps, num_warmup_steps=config.warmup_steps,
