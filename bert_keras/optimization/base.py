@@ -242,23 +242,26 @@ class _BertOptimizer(keras.optimizers.Optimizer):
     # --------------------------------------------------------------- update step
     def update_step(self, gradient, variable, learning_rate):
         index = self._get_variable_index(variable)
-        dtype = variable.dtype
+        # 16-bit variables are updated in float32: in bfloat16, 1 - 0.999^t is 0 and the
+        # Adam step would vanish, leaving only the decay.
+        dtype = "float64" if variable.dtype == "float64" else "float32"
+        weights = ops.cast(variable, dtype)
         lr = ops.cast(learning_rate, dtype) * self._lr_multipliers[index]
         gradient = ops.cast(gradient, dtype)
-        m = self._momentums[index]
-        v = self._velocities[index]
-        self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
-        self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
-        m_hat, v_hat = ops.convert_to_tensor(m), ops.convert_to_tensor(v)
+        m = self.beta_1 * ops.cast(self._momentums[index], dtype) + (1.0 - self.beta_1) * gradient
+        v = (self.beta_2 * ops.cast(self._velocities[index], dtype)
+             + (1.0 - self.beta_2) * ops.square(gradient))
+        self.assign(self._momentums[index], m)
+        self.assign(self._velocities[index], v)
         if self._bias_correction:
             t = ops.cast(self.iterations + 1, dtype)
-            m_hat = m_hat / (1.0 - ops.power(ops.cast(self.beta_1, dtype), t))
-            v_hat = v_hat / (1.0 - ops.power(ops.cast(self.beta_2, dtype), t))
-        update = m_hat / (ops.sqrt(v_hat) + self.epsilon)
+            m = m / (1.0 - ops.power(ops.cast(self.beta_1, dtype), t))
+            v = v / (1.0 - ops.power(ops.cast(self.beta_2, dtype), t))
+        update = m / (ops.sqrt(v) + self.epsilon)
         if self._decay_flags[index]:
-            update = update + self.weight_decay_rate * variable
-        update = self._scale_update(update, variable, self._excluded_flags[index])
-        self.assign_sub(variable, lr * update)
+            update = update + self.weight_decay_rate * weights
+        update = self._scale_update(update, weights, self._excluded_flags[index])
+        self.assign(variable, weights - lr * update)
 
     _bias_correction = True
 

@@ -59,10 +59,15 @@ gradients are not finite is skipped (not counted).
 import math
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from bert_keras.optimization.base import DEFAULT_WEIGHT_DECAY_EXCLUSIONS, _BertOptimizer
 from bert_keras.optimization.schedules import WarmupDecay, layerwise_lr_multiplier
+
+# The variable dtypes TensorFlow's fused Adam kernel takes on every device; others run the
+# elementwise rule of the base class.
+_FUSED_DTYPES = ("float32", "float64")
 
 __all__ = [
     "DEFAULT_WEIGHT_DECAY_EXCLUSIONS",
@@ -108,6 +113,33 @@ class AdamW(_BertOptimizer):
     @property
     def _bias_correction(self):
         return self.bias_correction
+
+    def update_step(self, gradient, variable, learning_rate):
+        """The rule above as TensorFlow's fused Adam kernel (one pass over the variable and
+        its moments instead of ~15 elementwise ops: half the update time at L-4/H-512), plus
+        one pass for the decay. Its step is lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) +
+        eps'), the same as ours with eps' = eps * sqrt(1 - b2^t); the decay term does not
+        depend on the Adam term, so applying it first changes nothing."""
+        if variable.dtype not in _FUSED_DTYPES:
+            return super().update_step(gradient, variable, learning_rate)
+        index = self._get_variable_index(variable)
+        dtype = variable.dtype
+        lr = ops.cast(learning_rate, dtype) * self._lr_multipliers[index]
+        beta_1, beta_2 = ops.cast(self.beta_1, dtype), ops.cast(self.beta_2, dtype)
+        if self.bias_correction:
+            t = ops.cast(self.iterations + 1, dtype)
+            beta_1_power, beta_2_power = ops.power(beta_1, t), ops.power(beta_2, t)
+        else:  # the kernel's correction factors become 1
+            beta_1_power = beta_2_power = ops.zeros((), dtype)
+        if self._decay_flags[index]:
+            tf.raw_ops.ResourceApplyGradientDescent(
+                var=variable.handle, alpha=lr * self.weight_decay_rate,
+                delta=ops.convert_to_tensor(variable))
+        tf.raw_ops.ResourceApplyAdam(
+            var=variable.handle, m=self._momentums[index].value.handle,
+            v=self._velocities[index].value.handle, beta1_power=beta_1_power,
+            beta2_power=beta_2_power, lr=lr, beta1=beta_1, beta2=beta_2,
+            epsilon=self.epsilon * ops.sqrt(1.0 - beta_2_power), grad=ops.cast(gradient, dtype))
 
     def get_config(self):
         config = super().get_config()

@@ -129,6 +129,18 @@ def test_adamw_matches_numpy_and_excludes_layer_norm_and_bias(bias_correction):
     assert [opt.uses_weight_decay(v) for v in variables] == [True, False, True, False, False]
 
 
+def test_adamw_on_bfloat16_variables_follows_the_rule():
+    """16-bit variables take the elementwise rule: TensorFlow's fused Adam kernel, which
+    AdamW runs on float32 variables, loses the update there."""
+    start = np.array([1.0, -2.0, 0.5, 3.0], "float32")
+    grad = np.array([0.3, -0.1, 0.2, 1.0], "float32")
+    variable = keras.Variable(start, dtype="bfloat16", name="kernel")
+    AdamW(learning_rate=0.1, weight_decay=0.1, global_clipnorm=None).apply(
+        [tf.constant(grad, tf.bfloat16)], [variable])
+    expected, _, _ = np_step(start, grad, 0.0, 0.0, 1, 0.1, 0.1, True, adapt=False)
+    np.testing.assert_allclose(variable.numpy().astype("float32"), expected, rtol=1e-2)
+
+
 def test_weight_decay_alone_hits_kernel_not_bias_or_layer_norm():
     variables = _named_variables()
     before = [v.numpy() for v in variables]
