@@ -25,6 +25,8 @@ Why our own classes instead of `keras.optimizers.AdamW` / `keras.optimizers.Lamb
   rate, so it cannot follow a per-variable (layer-wise) learning rate.
 * `keras.optimizers.Lamb` has no weight decay in the trust ratio and no exclusions:
   its weight decay is applied outside the layer adaptation.
+* Speed: our AdamW runs TensorFlow's fused Adam kernel, and an update of BERT's weights
+  takes less than half the time of `keras.optimizers.AdamW`'s (BENCHMARKS.md, Notes).
 
 Our update rules (t = number of applied updates, 1-based; lr = schedule(t - 1) * multiplier):
 
@@ -65,8 +67,8 @@ from keras import ops
 from bert_keras.optimization.base import DEFAULT_WEIGHT_DECAY_EXCLUSIONS, _BertOptimizer
 from bert_keras.optimization.schedules import WarmupDecay, layerwise_lr_multiplier
 
-# The variable dtypes TensorFlow's fused Adam kernel takes on every device; others run the
-# elementwise rule of the base class.
+# The weight dtypes AdamW sends to TensorFlow's fused Adam kernel (on bfloat16 weights it
+# returned NaN); 16-bit weights take the base class's elementwise rule, computed in float32.
 _FUSED_DTYPES = ("float32", "float64")
 
 __all__ = [
@@ -115,11 +117,11 @@ class AdamW(_BertOptimizer):
         return self.bias_correction
 
     def update_step(self, gradient, variable, learning_rate):
-        """The rule above as TensorFlow's fused Adam kernel (one pass over the variable and
-        its moments instead of ~15 elementwise ops: half the update time at L-4/H-512), plus
-        one pass for the decay. Its step is lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) +
-        eps'), the same as ours with eps' = eps * sqrt(1 - b2^t); the decay term does not
-        depend on the Adam term, so applying it first changes nothing."""
+        """The rule above on TensorFlow's fused Adam kernel: one pass over the weights and
+        moments instead of ~15 elementwise ops (`python -m bert_keras_tools.bench.optimizer`).
+        The kernel's step is lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps'), ours
+        with eps' = eps * sqrt(1 - b2^t); the decay does not depend on the Adam term, so it
+        is applied first."""
         if variable.dtype not in _FUSED_DTYPES:
             return super().update_step(gradient, variable, learning_rate)
         index = self._get_variable_index(variable)
@@ -131,10 +133,8 @@ class AdamW(_BertOptimizer):
             beta_1_power, beta_2_power = ops.power(beta_1, t), ops.power(beta_2, t)
         else:  # the kernel's correction factors become 1
             beta_1_power = beta_2_power = ops.zeros((), dtype)
-        if self._decay_flags[index]:
-            tf.raw_ops.ResourceApplyGradientDescent(
-                var=variable.handle, alpha=lr * self.weight_decay_rate,
-                delta=ops.convert_to_tensor(variable))
+        if self._decay_flags[index]:  # (an in-place kernel would copy the variable first)
+            variable.assign(variable * (1.0 - lr * self.weight_decay_rate))
         tf.raw_ops.ResourceApplyAdam(
             var=variable.handle, m=self._momentums[index].value.handle,
             v=self._velocities[index].value.handle, beta1_power=beta_1_power,

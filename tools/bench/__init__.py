@@ -1,4 +1,4 @@
-"""The benchmarks behind tools/benchmark.py (BENCHMARKS.md), and the three other measurements.
+"""The benchmarks behind tools/benchmark.py (BENCHMARKS.md), and the four other measurements.
 
 tools/benchmark.py is the command; here are its parts (each module's docstring says more):
 
@@ -12,7 +12,7 @@ tools/benchmark.py is the command; here are its parts (each module's docstring s
   table.py, file.py,         the file's layout (one section per CPU kind, then the Notes),
   machine.py                 the machine and its CPU kind
 
-Three other commands, from the repository root:
+Four other commands, from the repository root:
 
   python -m bert_keras_tools.bench.data               our create_pretraining_data against
                                                       Google's (BENCHMARKS.md, Notes)
@@ -20,4 +20,6 @@ Three other commands, from the repository root:
                                                       (docs/variants.md)
   python -m bert_keras_tools.bench.prep               export and fine-tuning featurizing
                                                       time (BENCHMARKS.md, Notes)
+  python -m bert_keras_tools.bench.optimizer          one AdamW update against Keras' and
+                                                      PyTorch's (BENCHMARKS.md, Notes)
 """

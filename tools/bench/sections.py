@@ -7,7 +7,7 @@ the section modules registers their hooks (runner.SECTION_HOOKS).
 
 import tempfile
 
-from bert_keras_tools.bench import encoder, export, flops, pipeline, training
+from bert_keras_tools.bench import encoder, export, flops, optimizer, pipeline, training
 from bert_keras_tools.bench.runner import SECTION_HOOKS
 
 SECTIONS = ("peak", "encoder", "pretrain", "finetune", "data", "export")
@@ -25,6 +25,8 @@ WORKERS = {
     "bert_keras_encoder": encoder.run_bert_keras_encoder,
     "keras_hub_encoder": encoder.run_keras_hub_encoder,
     "huggingface_encoder": encoder.run_huggingface_encoder,
+    "tf_optimizer": optimizer.run_tf_optimizer,  # python -m bert_keras_tools.bench.optimizer
+    "torch_optimizer": optimizer.run_torch_optimizer,
 }
 
 
