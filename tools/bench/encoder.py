@@ -177,6 +177,11 @@ def real_specs(preset, batch, seconds, real_inputs):
                                                   bucketed=True)),
         ("bert_keras f32 bucketed", dict(base, worker="bert_keras_encoder", dtype="float32",
                                          jit=False, bucketed=True)),
+        # One inter-op thread: on few cores, TensorFlow's executor then runs the small ops of
+        # short batches in line instead of handing them between threads (BENCHMARKS.md, Notes).
+        ("bert_keras f32 bucketed, 1 inter-op thread", dict(base, worker="bert_keras_encoder",
+                                                            dtype="float32", jit=False,
+                                                            bucketed=True, inter_threads=1)),
         ("bert_keras bf16 weights pad-128", dict(base, worker="bert_keras_encoder",
                                                  dtype="bfloat16", cast="bfloat16", jit=False,
                                                  bucketed=False)),
