@@ -130,8 +130,9 @@ def test_adamw_matches_numpy_and_excludes_layer_norm_and_bias(bias_correction):
 
 
 def test_adamw_on_bfloat16_variables_follows_the_rule():
-    """16-bit variables take the elementwise rule: TensorFlow's fused Adam kernel, which
-    AdamW runs on float32 variables, loses the update there."""
+    """16-bit variables follow the rule, computed in float32: in bfloat16, 1 - 0.999^t is 0
+    and the Adam step vanished, and TensorFlow's fused Adam kernel (AdamW's on float32
+    variables) returns NaN there."""
     start = np.array([1.0, -2.0, 0.5, 3.0], "float32")
     grad = np.array([0.3, -0.1, 0.2, 1.0], "float32")
     variable = keras.Variable(start, dtype="bfloat16", name="kernel")

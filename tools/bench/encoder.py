@@ -177,8 +177,8 @@ def real_specs(preset, batch, seconds, real_inputs):
                                                   bucketed=True)),
         ("bert_keras f32 bucketed", dict(base, worker="bert_keras_encoder", dtype="float32",
                                          jit=False, bucketed=True)),
-        # One inter-op thread: on few cores, TensorFlow's executor then runs the small ops of
-        # short batches in line instead of handing them between threads (BENCHMARKS.md, Notes).
+        # One inter-op thread (a process-wide setting a user can make): faster on these short
+        # batches in most alternated rounds on 2 cores (BENCHMARKS.md, History).
         ("bert_keras f32 bucketed, 1 inter-op thread", dict(base, worker="bert_keras_encoder",
                                                             dtype="float32", jit=False,
                                                             bucketed=True, inter_threads=1)),
