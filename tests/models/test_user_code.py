@@ -70,11 +70,11 @@ def test_labels_are_checked_before_a_step_and_the_model_still_fits_after_a_refus
 def test_fine_tuned_heads_are_kept_from_transformers_and_task_directories(tmp_path):
     tagger = bk.BertTokenClassifier.from_pretrained(str(FAMILIES / "roberta_tagger"))
     assert tagger.labels == ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
-    width = tagger.preprocessor(TEXTS)["input_word_ids"].shape[1]  # tags of every token
+    ids = tagger.preprocessor(TEXTS)
+    width = ids["input_word_ids"].shape[1]  # tags of every token
     with pytest.raises(ValueError, match="labels cannot go with raw texts.*tagging_features"):
         tagger.fit(TEXTS, np.zeros((4, width), "int32"), verbose=0)
     reference, _, _ = task_io.load_task(str(FAMILIES / "roberta_tagger"))
-    ids = tagger.preprocessor(TEXTS)
     np.testing.assert_allclose(tagger(ids), reference(ids), atol=1e-5)
     qa = bk.BertSpanQA.from_pretrained(str(FAMILIES / "albert_qa"))
     reference, _, _ = task_io.load_task(str(FAMILIES / "albert_qa"))
