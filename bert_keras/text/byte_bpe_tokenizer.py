@@ -1,13 +1,14 @@
-"""RoBERTa's byte-level BPE tokenizer (GPT-2's), in-graph with core TF and tf-text ops that
-TF Serving has: no Python callbacks, no lookahead regex.
+"""RoBERTa's byte-level BPE tokenizer (GPT-2's), in-graph with core TF ops that TF Serving
+has: no Python callbacks, no lookahead regex.
 
 Pipeline: (1) GPT-2's pre-tokenization regex
 `'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+` with RE2, which has no
 lookahead: a marker is put before the last character of every whitespace run that a
-non-space follows, so `\\s+` stops there (what `\\s+(?!\\S)` does), and the marker is dropped
-by `regex_split`; (2) every UTF-8 byte of a piece mapped to GPT-2's printable character
-(`bytes_to_unicode`); (3) the BPE merges, lowest rank first, all non-overlapping occurrences
-left to right, every piece of the batch in parallel in one `tf.while_loop`; (4) vocab ids.
+non-space follows, so `\\s+` stops there (what `\\s+(?!\\S)` does), and the text is cut
+before every match, the markers dropped; (2) every UTF-8 byte of a piece mapped to GPT-2's
+printable character (`bytes_to_unicode`); (3) the BPE merges, lowest rank first, all
+non-overlapping occurrences left to right, every distinct piece of the batch in parallel in
+one `tf.while_loop` that a piece leaves when it has nothing left to merge; (4) vocab ids.
 `\\s` is Unicode whitespace (White_Space), spelled out (RE2's `\\s` is ASCII only).
 
 `tokenize_with_offsets` also gives each piece's UTF-8 byte span in the original text, as
@@ -24,9 +25,8 @@ of the batch, P BPE pieces of the batch.
 import os
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
-from bert_keras.text.packing import without_ids
+from bert_keras.text.packing import keep_values, without_ids
 from bert_keras.text.vocab import Tokens
 from bert_keras.text.words import group_words
 from bert_keras.errors import InputError
@@ -37,7 +37,6 @@ VOCAB_FILE, MERGES_FILE = "vocab.json", "merges.txt"
 # Python's `re` \s and str.isspace() also have.
 _WS = r"\t\n\x{0b}\f\r\x{85}\p{Z}"
 _MARK = "\uE001"  # a private-use character: never in text that matters, never a piece
-_NUL = "\uE002"  # stands for NUL in regex_split, which reads C strings (NUL ends them)
 _PIECES = (rf"'s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+| ?[^{_WS}\p{{L}}\p{{N}}{_MARK}]+"
            rf"|[{_WS}]+")
 _NO_RANK = 2 ** 30
@@ -183,9 +182,10 @@ class ByteBpeTokenizer(tf.Module):
         """Texts [B] -> GPT-2's pieces [B, (W)] (strings)."""
         # \s+(?!\S): a run of whitespace that a non-space follows gives up its last character.
         marked = tf.strings.regex_replace(texts, rf"([{_WS}]+)([{_WS}][^{_WS}])", rf"\1{_MARK}\2")
-        marked = tf.strings.regex_replace(marked, r"\x{0}", _NUL)  # both are [^\s\p{L}\p{N}]
-        pieces = tf_text.regex_split(marked, rf"{_PIECES}|{_MARK}", _PIECES)
-        return pieces.with_flat_values(tf.strings.regex_replace(pieces.flat_values, _NUL, "\x00"))
+        # A _MARK before every piece (no piece holds one), then the text cut at the marks:
+        # a whole-match rewrite runs RE2's DFA, ~10x faster than tf_text.regex_split.
+        parts = tf.strings.split(tf.strings.regex_replace(marked, _PIECES, rf"{_MARK}\0"), _MARK)
+        return keep_values(parts, tf.strings.length(parts.flat_values) > 0)  # (B, (W))
 
     def tokenize(self, texts):
         """Texts (str, list or string tensor [B]) -> ids int32 [B, (pieces)], no special tokens."""
@@ -232,9 +232,12 @@ class ByteBpeTokenizer(tf.Module):
         """Valid UTF-8 texts [B] -> (pre-tokens [B, (W)], BPE pieces [W, (pieces)]), the pieces
         strings of GPT-2 characters (one a byte)."""
         words = self.pre_tokenize(texts)  # (B, (W))
-        chars = tf.strings.bytes_split(words.flat_values)  # (W, (bytes))
+        # Text repeats its words (Zipf): each distinct pre-token of the batch is merged once.
+        distinct, index = tf.unique(words.flat_values)
+        chars = tf.strings.bytes_split(distinct)  # (U, (bytes))
         symbols = chars.with_flat_values(self._byte_chars.lookup(chars.flat_values))
-        return words, self._merge(symbols.flat_values, symbols.row_splits)  # (W, (pieces))
+        merged = self._merge(symbols.flat_values, symbols.row_splits)  # (U, (pieces))
+        return words, tf.gather(merged, index)  # (W, (pieces))
 
     def _pieces_with_offsets(self, texts):
         """Texts [B] -> (ids, starts, ends, is_start) ragged [B, (pieces)]: int32 ids and
@@ -253,10 +256,9 @@ class ByteBpeTokenizer(tf.Module):
         char_size = (1 + tf.cast(flat_codes >= 0x80, tf.int32)
                      + tf.cast(flat_codes >= 0x800, tf.int32)
                      + tf.cast(flat_codes >= 0x10000, tf.int32))  # (C,) UTF-8 bytes
-        # Bytes of each character in the pre-tokens: `pre_tokenize` drops _MARK and gives
-        # _NUL back as NUL, even where the text had them.
-        char_size = tf.where(flat_codes == ord(_MARK), 0,
-                             tf.where(flat_codes == ord(_NUL), 1, char_size))
+        # Bytes of each character in the pre-tokens: `pre_tokenize` drops _MARK, even where
+        # the text had it.
+        char_size = tf.where(flat_codes == ord(_MARK), 0, char_size)
         char_of_byte = tf.repeat(tf.range(tf.size(char_size)), char_size)  # pre-tokens' bytes
         words, merged = self._bpe(tf.strings.unicode_encode(codes, "UTF-8"))
         # The pre-tokens tile each text in order, and their pieces tile the pre-tokens, so the
@@ -282,25 +284,29 @@ class ByteBpeTokenizer(tf.Module):
                      for values in (ids, start, end, is_start))
 
     def _merge(self, symbols, splits):
-        """BPE on every word at once: symbols [S] strings with row_splits [W + 1]."""
+        """BPE on every word at once: symbols [S] strings with row_splits [W + 1]. A word
+        leaves the loop when it has nothing left to merge, so each step works only on the
+        words that still merge; the finished words are put back in order at the end."""
 
-        def pair_ranks(symbols, splits):
+        def step(symbols, splits, word_ids, done_symbols, done_lengths, done_ids):
             rows = tf.RaggedTensor.from_row_splits(symbols, splits, validate=False)
             left, right = rows[:, :-1], rows[:, 1:]  # (W, (n - 1))
             pairs = tf.strings.join([left.flat_values, right.flat_values], separator=" ")
-            return left.with_flat_values(self._ranks.lookup(pairs))
-
-        def not_done(symbols, splits):
-            return tf.reduce_any(pair_ranks(symbols, splits).flat_values < _NO_RANK)
-
-        def step(symbols, splits):
-            ranks = pair_ranks(symbols, splits)  # (W, (n - 1))
-            best = tf.reduce_min(ranks, axis=1)  # (W,) _NO_RANK: nothing to merge
-            candidate = ranks.flat_values == tf.gather(best, ranks.value_rowids())
-            candidate &= ranks.flat_values < _NO_RANK
+            ranks = left.with_flat_values(self._ranks.lookup(pairs))
+            best = tf.reduce_min(ranks, axis=1)  # (W,) a word of one symbol: int32's max
+            finished = best >= _NO_RANK
+            out = tf.cast(tf.where(finished)[:, 0], tf.int32)
+            done_symbols = tf.concat([done_symbols, tf.gather(rows, out).flat_values], 0)
+            done_lengths = tf.concat([done_lengths, tf.gather(rows.row_lengths(), out)], 0)
+            done_ids = tf.concat([done_ids, tf.gather(word_ids, out)], 0)
+            stay = tf.cast(tf.where(~finished)[:, 0], tf.int32)
+            rows, ranks = tf.gather(rows, stay), tf.gather(ranks, stay)
+            symbols, splits = rows.flat_values, rows.row_splits
+            word_of_pair = tf.cast(ranks.value_rowids(), tf.int32)
+            candidate = ranks.flat_values == tf.gather(tf.gather(best, stay), word_of_pair)
             # Non-overlapping, left to right: in a run of consecutive candidates (the pair
             # (x, x) in x x x ...), every second one.
-            first = tf.concat([[True], ranks.value_rowids()[1:] != ranks.value_rowids()[:-1]], 0)
+            first = tf.concat([[True], word_of_pair[1:] != word_of_pair[:-1]], 0)
             previous = tf.concat([[False], candidate[:-1]], 0) & ~first
             starts = candidate & ~previous
             run = tf.cumsum(tf.cast(starts, tf.int32)) - 1
@@ -308,21 +314,24 @@ class ByteBpeTokenizer(tf.Module):
             position = tf.range(tf.size(candidate, out_type=tf.int32))
             chosen = candidate & ((position - start_at) % 2 == 0)  # pair i merges i and i + 1
             # Pair flat index -> symbol flat index: the pairs of word w start at splits[w] - w.
-            word_of_pair = tf.cast(ranks.value_rowids(), tf.int32)
-            left_symbol = position + word_of_pair
-            merged_at = tf.scatter_nd(left_symbol[:, None], tf.cast(chosen, tf.int32),
-                                      tf.shape(symbols))  # 1 where a merge starts
-            following = tf.concat([symbols[1:], [""]], 0)
+            merged_at = tf.scatter_nd((position + word_of_pair)[:, None],
+                                      tf.cast(chosen, tf.int32), tf.shape(symbols))
+            following = tf.concat([symbols, [""]], 0)[1:]
             new = tf.where(merged_at > 0, tf.strings.join([symbols, following]), symbols)
-            dropped = tf.concat([[0], merged_at[:-1]], 0) > 0  # right halves of merges
-            keep = ~dropped
+            keep = tf.concat([[0], merged_at], 0)[:-1] == 0  # not the right half of a merge
             kept_before = tf.concat([[0], tf.cumsum(tf.cast(keep, tf.int64))], 0)
-            return tf.boolean_mask(new, keep), tf.gather(kept_before, splits)
+            return (tf.boolean_mask(new, keep), tf.gather(kept_before, splits),
+                    tf.gather(word_ids, stay), done_symbols, done_lengths, done_ids)
 
-        symbols, splits = tf.while_loop(
-            not_done, step, [symbols, splits],
-            shape_invariants=[tf.TensorShape([None]), tf.TensorShape([None])])
-        return tf.RaggedTensor.from_row_splits(symbols, splits, validate=False)
+        words = tf.size(splits, out_type=tf.int32) - 1
+        state = [symbols, splits, tf.range(words), tf.constant([], tf.string),
+                 tf.constant([], tf.int64), tf.constant([], tf.int32)]
+        vector = tf.TensorShape([None])
+        _, _, _, done_symbols, done_lengths, done_ids = tf.while_loop(
+            lambda symbols, splits, word_ids, *done: tf.size(word_ids) > 0, step, state,
+            shape_invariants=[vector] * 6)
+        done = tf.RaggedTensor.from_row_lengths(done_symbols, done_lengths, validate=False)
+        return tf.gather(done, tf.math.invert_permutation(done_ids))
 
     def detokenize(self, ids):
         """Ids [B, (pieces)] -> text [B] (special tokens dropped)."""
