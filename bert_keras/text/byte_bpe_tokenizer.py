@@ -284,54 +284,46 @@ class ByteBpeTokenizer(tf.Module):
                      for values in (ids, start, end, is_start))
 
     def _merge(self, symbols, splits):
-        """BPE on every word at once: symbols [S] strings with row_splits [W + 1]. A word
-        leaves the loop when it has nothing left to merge, so each step works only on the
-        words that still merge; the finished words are put back in order at the end."""
+        """BPE on every word at once: symbols [S] strings with row_splits [W + 1], flat, each
+        symbol tagged with its word. A word leaves the loop when it has nothing left to merge,
+        so each step works only on the words that still merge; the finished words' symbols
+        are put back in word order at the end."""
+        num_words = tf.size(splits, out_type=tf.int32) - 1
 
-        def step(symbols, splits, word_ids, done_symbols, done_lengths, done_ids):
-            rows = tf.RaggedTensor.from_row_splits(symbols, splits, validate=False)
-            left, right = rows[:, :-1], rows[:, 1:]  # (W, (n - 1))
-            pairs = tf.strings.join([left.flat_values, right.flat_values], separator=" ")
-            ranks = left.with_flat_values(self._ranks.lookup(pairs))
-            best = tf.reduce_min(ranks, axis=1)  # (W,) a word of one symbol: int32's max
-            finished = best >= _NO_RANK
-            out = tf.cast(tf.where(finished)[:, 0], tf.int32)
-            done_symbols = tf.concat([done_symbols, tf.gather(rows, out).flat_values], 0)
-            done_lengths = tf.concat([done_lengths, tf.gather(rows.row_lengths(), out)], 0)
-            done_ids = tf.concat([done_ids, tf.gather(word_ids, out)], 0)
-            stay = tf.cast(tf.where(~finished)[:, 0], tf.int32)
-            rows, ranks = tf.gather(rows, stay), tf.gather(ranks, stay)
-            symbols, splits = rows.flat_values, rows.row_splits
-            word_of_pair = tf.cast(ranks.value_rowids(), tf.int32)
-            candidate = ranks.flat_values == tf.gather(tf.gather(best, stay), word_of_pair)
+        def step(symbols, words, done_symbols, done_words):
+            # Pair i is symbols i and i + 1, a pair where both are of one word.
+            ranks = tf.where(words[1:] == words[:-1], self._ranks.lookup(
+                tf.strings.join([symbols[:-1], symbols[1:]], separator=" ")), _NO_RANK)
+            best = tf.math.unsorted_segment_min(ranks, words[:-1], num_words)  # (W,)
+            candidate = (ranks == tf.gather(best, words[:-1])) & (ranks < _NO_RANK)
             # Non-overlapping, left to right: in a run of consecutive candidates (the pair
-            # (x, x) in x x x ...), every second one.
-            first = tf.concat([[True], word_of_pair[1:] != word_of_pair[:-1]], 0)
-            previous = tf.concat([[False], candidate[:-1]], 0) & ~first
-            starts = candidate & ~previous
-            run = tf.cumsum(tf.cast(starts, tf.int32)) - 1
-            start_at = tf.gather(tf.cast(tf.where(starts)[:, 0], tf.int32), tf.maximum(run, 0))
+            # (x, x) in x x x ...), every second one. A run never crosses words: a pair
+            # across two words is no candidate.
+            starts = candidate & ~tf.concat([[False], candidate[:-1]], 0)
             position = tf.range(tf.size(candidate, out_type=tf.int32))
+            start_at = tf.gather(tf.concat([[0], tf.boolean_mask(position, starts)], 0),
+                                 tf.cumsum(tf.cast(starts, tf.int32)))  # its run's start
             chosen = candidate & ((position - start_at) % 2 == 0)  # pair i merges i and i + 1
-            # Pair flat index -> symbol flat index: the pairs of word w start at splits[w] - w.
-            merged_at = tf.scatter_nd((position + word_of_pair)[:, None],
-                                      tf.cast(chosen, tf.int32), tf.shape(symbols))
             following = tf.concat([symbols, [""]], 0)[1:]
-            new = tf.where(merged_at > 0, tf.strings.join([symbols, following]), symbols)
-            keep = tf.concat([[0], merged_at], 0)[:-1] == 0  # not the right half of a merge
-            kept_before = tf.concat([[0], tf.cumsum(tf.cast(keep, tf.int64))], 0)
-            return (tf.boolean_mask(new, keep), tf.gather(kept_before, splits),
-                    tf.gather(word_ids, stay), done_symbols, done_lengths, done_ids)
+            new = tf.where(tf.concat([chosen, [False]], 0),
+                           tf.strings.join([symbols, following]), symbols)
+            finished = tf.gather(best, words) >= _NO_RANK  # (S,) no merge left in its word
+            keep = ~tf.concat([[False], chosen], 0) & ~finished  # not a right half, not done
+            return (tf.boolean_mask(new, keep), tf.boolean_mask(words, keep),
+                    tf.concat([done_symbols, tf.boolean_mask(symbols, finished)], 0),
+                    tf.concat([done_words, tf.boolean_mask(words, finished)], 0))
 
-        words = tf.size(splits, out_type=tf.int32) - 1
-        state = [symbols, splits, tf.range(words), tf.constant([], tf.string),
-                 tf.constant([], tf.int64), tf.constant([], tf.int32)]
+        words = tf.cast(tf.ragged.row_splits_to_segment_ids(splits), tf.int32)
         vector = tf.TensorShape([None])
-        _, _, _, done_symbols, done_lengths, done_ids = tf.while_loop(
-            lambda symbols, splits, word_ids, *done: tf.size(word_ids) > 0, step, state,
-            shape_invariants=[vector] * 6)
-        done = tf.RaggedTensor.from_row_lengths(done_symbols, done_lengths, validate=False)
-        return tf.gather(done, tf.math.invert_permutation(done_ids))
+        _, _, done_symbols, done_words = tf.while_loop(
+            lambda symbols, *_: tf.size(symbols) > 0, step,
+            [symbols, words, tf.constant([], tf.string), tf.constant([], tf.int32)],
+            shape_invariants=[vector] * 4)
+        # A word's symbols left together and in order: a stable sort by word restores them.
+        order = tf.argsort(done_words, stable=True)
+        lengths = tf.math.bincount(done_words, minlength=num_words, maxlength=num_words)
+        return tf.RaggedTensor.from_row_lengths(tf.gather(done_symbols, order),
+                                                tf.cast(lengths, tf.int64), validate=False)
 
     def detokenize(self, ids):
         """Ids [B, (pieces)] -> text [B] (special tokens dropped)."""
