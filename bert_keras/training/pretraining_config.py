@@ -73,6 +73,10 @@ class PretrainConfig(Config):
     ngram: int = option(1, "Mask spans of up to N words (WordPieces without "
                         "--whole_word_mask), n drawn with p proportional to 1/n; ALBERT: 3 "
                         "(--train_text).", advanced=True)
+    documents_per_chunk: int = option(1000, "Documents tokenized at once per input worker "
+                                      "(--train_text): also the pool of random next documents "
+                                      "and the in-chunk shuffle. Smaller: a quicker first step "
+                                      "on a small corpus.", advanced=True)
     pair_mode: str | None = option(None, "Sentence-pair task: next sentence, sentence order, "
                                    "or none (MLM only; full sentences packed across documents, "
                                    "RoBERTa). Default: nsp for --objective=mlm, none for electra "
@@ -224,7 +228,7 @@ class PretrainConfig(Config):
               f"--init_checkpoint={self.init_checkpoint!r} is not a directory.")
         for name in ("train_steps", "global_batch_size", "checkpoint_every", "keep_checkpoints",
                      "log_every", "gradient_accumulation_steps", "steps_per_execution",
-                     "max_seq_length", "max_predictions_per_seq", "ngram"):
+                     "max_seq_length", "max_predictions_per_seq", "ngram", "documents_per_chunk"):
             value = getattr(self, name)
             check(isinstance(value, int) and value >= 1, f"--{name} must be >= 1, got {value}.")
         check(0 <= self.warmup_steps <= self.train_steps,

@@ -63,6 +63,15 @@ def test_bad_flags_are_usage_errors_before_any_work(tmp_path, args, message):
     assert not model_dir.exists()  # nothing was started
 
 
+def test_documents_per_chunk_must_be_positive():
+    from bert_keras.configs import ConfigError
+    from bert_keras.training.pretraining_config import PretrainConfig
+
+    text = "bert_keras/assets/web_bible_corpus.txt.gz"
+    with pytest.raises(ConfigError, match=r"--documents_per_chunk must be >= 1, got 0"):
+        PretrainConfig(model_dir="/tmp/x", train_text=text, documents_per_chunk=0)
+
+
 def test_global_batch_not_divisible_by_replicas_is_a_usage_error(tmp_path):
     # Two logical CPU devices make `mirrored` two replicas (set before TF starts, in-process).
     argv = TOOL[1:] + [TINY, f"--model_dir={tmp_path / 'run'}", "--distribution_strategy=mirrored",

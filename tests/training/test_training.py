@@ -191,7 +191,8 @@ def test_run_pretraining_mixed_bfloat16_learns_and_saves_the_encoder(tmp_path):
     result = pretraining.run_pretraining(
         model_dir=str(tmp_path), train_text=str(CORPUS), preset="bert_tiny", max_seq_length=32,
         max_predictions_per_seq=5, train_steps=12, global_batch_size=16, learning_rate=2e-3,
-        warmup_steps=2, checkpoint_every=6, log_every=4, dtype="mixed_bfloat16", progress=False)
+        warmup_steps=2, checkpoint_every=6, log_every=4, dtype="mixed_bfloat16",
+        documents_per_chunk=100, progress=False)
     losses = [values["masked_lm_loss"] for _, values in result["history"]]
     assert len(losses) == 3 and all(np.isfinite(losses))
     assert losses[-1] < losses[0] - 0.3, losses
@@ -252,7 +253,7 @@ _WORKER_SCRIPT = textwrap.dedent("""
     result = pretraining.run_pretraining(
         model_dir={model_dir!r}, train_text={corpus!r}, preset="bert_tiny", max_seq_length=32,
         max_predictions_per_seq=5, train_steps=4, global_batch_size=8, warmup_steps=1,
-        checkpoint_every=2, log_every=2, strategy=st, progress=False)
+        checkpoint_every=2, log_every=2, documents_per_chunk=100, strategy=st, progress=False)
     print("RESULT " + json.dumps(dict(replicas=st.num_replicas_in_sync, chief=strategy.is_chief(st),
                                       losses=[v["loss"] for _, v in result["history"]])))
 """)
@@ -306,6 +307,7 @@ def test_run_pretraining_two_phases_switch_sequence_length_and_resume_in_phase_2
 
     def recording(*args, **kwargs):
         lengths.append(kwargs["max_seq_length"])
+        assert kwargs["documents_per_chunk"] == 100  # the option reaches the pipeline
         return original(*args, **kwargs)
 
     pretraining_data.dynamic_pretraining_dataset = recording
@@ -313,7 +315,7 @@ def test_run_pretraining_two_phases_switch_sequence_length_and_resume_in_phase_2
         args = dict(model_dir=str(tmp_path), train_text=str(CORPUS), preset="bert_tiny",
                     max_seq_length=16, max_predictions_per_seq=3, phase2_seq_length=32,
                     phase2_fraction=0.5, global_batch_size=4, warmup_steps=1, checkpoint_every=2,
-                    log_every=2, progress=False)
+                    log_every=2, documents_per_chunk=100, progress=False)
         result = pretraining.run_pretraining(train_steps=4, **args)
         assert lengths == [16, 32]
         assert result["initial_step"] == 0 and [s for s, _ in result["history"]] == [2, 4]

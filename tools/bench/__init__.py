@@ -1,4 +1,4 @@
-"""The benchmarks behind tools/benchmark.py (BENCHMARKS.md), and the four other measurements.
+"""The benchmarks behind tools/benchmark.py (BENCHMARKS.md), and the five other measurements.
 
 tools/benchmark.py is the command; here are its parts (each module's docstring says more):
 
@@ -12,7 +12,7 @@ tools/benchmark.py is the command; here are its parts (each module's docstring s
   table.py, file.py,         the file's layout (one section per CPU kind, then the Notes),
   machine.py                 the machine and its CPU kind
 
-Four other commands, from the repository root:
+Five other commands, from the repository root:
 
   python -m bert_keras_tools.bench.data               our create_pretraining_data against
                                                       Google's (BENCHMARKS.md, Notes)
@@ -22,4 +22,6 @@ Four other commands, from the repository root:
                                                       time (BENCHMARKS.md, Notes)
   python -m bert_keras_tools.bench.optimizer          one AdamW update against Keras' and
                                                       PyTorch's (BENCHMARKS.md, Notes)
+  python -m bert_keras_tools.bench.tokenizing         our tokenizers against keras-hub's and
+                                                      the Rust `tokenizers` (BENCHMARKS.md, Notes)
 """

@@ -7,7 +7,8 @@ the section modules registers their hooks (runner.SECTION_HOOKS).
 
 import tempfile
 
-from bert_keras_tools.bench import encoder, export, flops, optimizer, pipeline, training
+from bert_keras_tools.bench import (encoder, export, flops, optimizer, pipeline, tokenizing,
+                                    training)
 from bert_keras_tools.bench.runner import SECTION_HOOKS
 
 SECTIONS = ("peak", "encoder", "pretrain", "finetune", "data", "export")
@@ -27,6 +28,7 @@ WORKERS = {
     "huggingface_encoder": encoder.run_huggingface_encoder,
     "tf_optimizer": optimizer.run_tf_optimizer,  # python -m bert_keras_tools.bench.optimizer
     "torch_optimizer": optimizer.run_torch_optimizer,
+    "tokenizer": tokenizing.run_tokenizer,  # python -m bert_keras_tools.bench.tokenizing
 }
 
 
