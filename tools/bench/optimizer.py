@@ -19,7 +19,7 @@ Command (from the repository root):
 from absl import app, flags
 
 from bert_keras_tools.bench.inputs import VOCAB_SIZE
-from bert_keras_tools.bench.runner import measure_interleaved
+from bert_keras_tools.bench.runner import print_interleaved
 from bert_keras_tools.bench.timing import latencies
 
 FLAGS = flags.FLAGS
@@ -90,6 +90,15 @@ SYSTEMS = {
 }
 
 
+def _cells(preset):
+    def cells(label, r, results):
+        ours = results["bert_keras AdamW"].get("median_ms")
+        ratio = f"{r['median_ms'] / ours:.2f}" if ours else ""
+        return [preset, f"{r['weights'] / 1e6:.1f} M", label, f"{r['median_ms']:.1f}",
+                f"{r['min_ms']:.1f}", ratio]
+    return cells
+
+
 def main(argv):
     del argv
     print("| encoder | weights | system | median ms | min ms | x bert_keras AdamW |")
@@ -98,16 +107,7 @@ def main(argv):
         specs = [(label, dict(worker=worker, system=system, preset=preset,
                               seconds=FLAGS.seconds))
                  for label, (worker, system) in SYSTEMS.items()]
-        results = measure_interleaved(specs, FLAGS.rounds, 1800, "updates_per_s")
-        ours = results["bert_keras AdamW"].get("median_ms")
-        for label, _ in specs:
-            r = results[label]
-            if "error" in r:
-                print(f"| {preset} | | {label} | {r['error']} | | |")
-                continue
-            ratio = f"{r['median_ms'] / ours:.2f}" if ours else ""
-            print(f"| {preset} | {r['weights'] / 1e6:.1f} M | {label} | {r['median_ms']:.1f} | "
-                  f"{r['min_ms']:.1f} | {ratio} |")
+        print_interleaved(specs, FLAGS.rounds, "updates_per_s", [preset, ""], _cells(preset))
 
 
 def run():

@@ -64,6 +64,17 @@ def measure_interleaved(specs, rounds, timeout, key):
     return best
 
 
+def print_interleaved(specs, rounds, key, prefix, cells):
+    """Measures `specs` (`measure_interleaved`) and prints one Markdown row per label:
+    `cells(label, result, results)`, or `prefix`, the label and the error of a failed one."""
+    results = measure_interleaved(specs, rounds, 1800, key)
+    for label, _ in specs:
+        result = results[label]
+        row = ([*prefix, label, str(result["error"])] if "error" in result
+               else cells(label, result, results))
+        print("| " + " | ".join(row) + " |")
+
+
 # TensorFlow's rows that an instruction-set cap cannot make those of an older CPU: XLA's CPU
 # runtime picks its matmul kernels by cpuid, and TensorFlow sends bfloat16 to oneDNN by cpuid,
 # which then aborts under the cap (a real AVX2 CPU gets Eigen's emulated bfloat16 instead).

@@ -29,7 +29,7 @@ import tempfile
 from absl import app, flags
 
 from bert_keras_tools.bench.inputs import CORPUS
-from bert_keras_tools.bench.runner import measure_interleaved
+from bert_keras_tools.bench.runner import print_interleaved
 from bert_keras_tools.bench.timing import time_calls
 
 FLAGS = flags.FLAGS
@@ -150,6 +150,15 @@ def run_tokenizer(spec):
                 same_ids=sum(a == b for a, b in zip(ids, reference)) / len(lines))
 
 
+def _cells(kind):
+    def cells(label, r, results):
+        ours = results["bert_keras"].get("lines_per_s")
+        ratio = f"{r['lines_per_s'] / ours:.2f}" if ours else ""
+        return [kind, label, f"{r['lines_per_s']:.0f}", f"{r['mean_lines_per_s']:.0f}",
+                str(r["tokens"]), f"{100 * r['same_ids']:.1f}%", ratio]
+    return cells
+
+
 def main(argv):
     del argv
     print("| tokenizer | system | lines/s | mean lines/s | tokens | same ids | x bert_keras |")
@@ -165,17 +174,7 @@ def main(argv):
                                   reference_ids=reference, lines=FLAGS.lines, batch=FLAGS.batch,
                                   seconds=FLAGS.seconds))
                      for label, system in SYSTEMS[kind].items()]
-            results = measure_interleaved(specs, FLAGS.rounds, 1800, "lines_per_s")
-            ours = results["bert_keras"].get("lines_per_s")
-            for label, _ in specs:
-                r = results[label]
-                if "error" in r:
-                    print(f"| {kind} | {label} | {r['error']} | | | | |")
-                    continue
-                ratio = f"{r['lines_per_s'] / ours:.2f}" if ours else ""
-                print(f"| {kind} | {label} | {r['lines_per_s']:.0f} | "
-                      f"{r['mean_lines_per_s']:.0f} | {r['tokens']} | "
-                      f"{100 * r['same_ids']:.1f}% | {ratio} |")
+            print_interleaved(specs, FLAGS.rounds, "lines_per_s", [kind], _cells(kind))
 
 
 def run():
