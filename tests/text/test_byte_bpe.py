@@ -20,14 +20,14 @@ HOSTILE = ["", " ", "a", "a\x00b", "\x00", " \x00 x\x00\x00", "x\ue002y", "\ue00
 
 
 @pytest.fixture(scope="module")
-def tokenizers():
+def ours_and_reference():
     return (ByteBpeTokenizer.from_pretrained(str(ROBERTA)),
             ByteLevelBPETokenizer(str(ROBERTA / "vocab.json"), str(ROBERTA / "merges.txt")))
 
 
 @pytest.mark.parametrize("batch", [1, 64])
-def test_ids_equal_the_tokenizers_library(tokenizers, corpus_sentences, batch):
-    ours, reference = tokenizers
+def test_ids_equal_the_tokenizers_library(ours_and_reference, corpus_sentences, batch):
+    ours, reference = ours_and_reference
     texts = HOSTILE + corpus_sentences
     tokenize = tf.function(ours.tokenize)
     for i in range(0, len(texts), batch):
@@ -36,8 +36,8 @@ def test_ids_equal_the_tokenizers_library(tokenizers, corpus_sentences, batch):
         assert tokenize(tf.constant(chunk)).to_list() == expected, chunk
 
 
-def test_a_batch_with_nothing_to_merge(tokenizers):
-    ours, reference = tokenizers
+def test_a_batch_with_nothing_to_merge(ours_and_reference):
+    ours, reference = ours_and_reference
     texts = ["", "a b c", "\x00 . ,"]  # every piece one byte, or no piece
     assert ours.tokenize(texts).to_list() == [e.ids for e in reference.encode_batch(texts)]
     assert ours.tokenize(tf.constant([], tf.string)).to_list() == []

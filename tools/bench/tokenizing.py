@@ -34,15 +34,15 @@ from bert_keras_tools.bench.timing import time_calls
 
 FLAGS = flags.FLAGS
 
-KINDS = ("wordpiece", "byte_bpe", "sentencepiece")
-SYSTEMS = {  # kind -> {label: system}
-    "wordpiece": {"bert_keras": "bert_keras", "keras-hub": "keras_hub",
-                  "tokenizers (Rust)": "tokenizers"},
-    "byte_bpe": {"bert_keras": "bert_keras", "keras-hub": "keras_hub",
-                 "tokenizers (Rust)": "tokenizers"},
-    "sentencepiece": {"bert_keras": "bert_keras", "keras-hub": "keras_hub",
-                      "transformers AlbertTokenizer (Rust)": "tokenizers"},
-}
+# kind -> the label of its reference, the "tokenizers" system (`_rust_tokenizer`)
+REFERENCES = {"wordpiece": "tokenizers (Rust)", "byte_bpe": "tokenizers (Rust)",
+              "sentencepiece": "transformers AlbertTokenizer (Rust)"}
+KINDS = tuple(REFERENCES)
+
+
+def systems(kind):
+    """{label: system} of the three systems that tokenize `kind`."""
+    return {"bert_keras": "bert_keras", "keras-hub": "keras_hub", REFERENCES[kind]: "tokenizers"}
 
 
 def corpus_lines(num):
@@ -174,7 +174,7 @@ def main(argv):
             specs = [(label, dict(worker="tokenizer", kind=kind, system=system, files=files[kind],
                                   reference_ids=reference, lines=FLAGS.lines, batch=FLAGS.batch,
                                   seconds=FLAGS.seconds))
-                     for label, system in SYSTEMS[kind].items()]
+                     for label, system in systems(kind).items()]
             print_interleaved(specs, FLAGS.rounds, "lines_per_s", [kind], _cells(kind))
 
 
