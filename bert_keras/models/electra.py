@@ -201,8 +201,10 @@ class ElectraPretrainer(ObjectiveModel):
         encoder_inputs = {name: inputs[name] for name in INPUT_NAMES}
         positions = inputs["masked_lm_positions"]
         weights = inputs["masked_lm_weights"]
-        generated = self.generator(encoder_inputs, training=training)["sequence_output"]
-        generator_logits = self.generator_head(generated, positions)  # (B, P, V) float32
+        # The generator's last block runs on the masked rows only (BertEncoder's shortcut).
+        generated = self.generator(encoder_inputs, training=training,
+                                   output_positions=positions)["sequence_output"]  # (B, P, G)
+        generator_logits = self.generator_head(generated)  # (B, P, V) float32
         sampled = self.replacements(generator_logits, training)  # (B, P)
         word_ids = encoder_inputs["input_word_ids"]
         left_masked = self.left_masked(weights)  # (B, P) 0/1

@@ -27,6 +27,58 @@ def _check_shareable(other, width, type_vocab_size, max_positions, position_offs
                          f"encoder needs {mine}.")
 
 
+@dataclasses.dataclass(frozen=True)
+class _Stack:
+    """The encoder's layers in the order they run, and the function that runs them: the
+    functional graph is built from it, and `BertEncoder.call(inputs, output_positions=...)`
+    runs it with a shortcut: the last block computes only the rows asked for (and [CLS]'s,
+    for the pooled output). A classifier (no rows) or a masked LM (its P masked rows) then
+    skips most of the last block's work (~83% of it at P = 0): an L-layer encoder does
+    ~1/L less, with the same outputs at those rows."""
+
+    token_embedding: keras.layers.Layer
+    segment_embedding: keras.layers.Layer | None
+    position_embedding: keras.layers.Layer
+    embeddings_layer_norm: keras.layers.Layer
+    embeddings_dropout: keras.layers.Layer
+    projection: keras.layers.Layer | None
+    blocks: tuple
+    pooler: keras.layers.Layer | None
+    num_layers: int
+    type_vocab_size: int
+
+    def __call__(self, inputs, output_positions=None, training=None):
+        tokens = self.token_embedding(inputs["input_word_ids"])  # (B, T, E)
+        if self.segment_embedding:  # the sum in BERT's order (float addition is not associative)
+            type_ids = inputs["input_type_ids"]
+            if self.type_vocab_size == 1:  # one token type: all are type 0, whatever the packer says
+                type_ids = ops.zeros_like(type_ids)
+            tokens = tokens + self.segment_embedding(type_ids)
+        x = tokens + self.position_embedding(tokens)
+        x = self.embeddings_dropout(self.embeddings_layer_norm(x), training=training)
+        if self.projection:
+            x = self.projection(x)  # (B, T, H)
+        mask = inputs["input_mask"]
+        groups = len(self.blocks)
+        encoder_outputs = []
+        for i in range(self.num_layers):
+            # Layer i of `groups` weight-sharing groups (ALBERT's rule; groups == layers: BERT).
+            block = self.blocks[i * groups // self.num_layers]
+            if output_positions is None or i < self.num_layers - 1:
+                x = block(x, mask, training=training)  # (B, T, H)
+            else:  # rows [CLS] + output_positions only: (B, 1 + P, H)
+                rows = ops.zeros((ops.shape(mask)[0], 1), "int32")
+                if not isinstance(output_positions, tuple):
+                    rows = ops.concatenate([rows, ops.cast(output_positions, "int32")], axis=1)
+                x = block(x, mask, training=training, query_positions=rows)
+            encoder_outputs.append(x)
+        first = ops.take(x, 0, axis=1)  # (B, H): [CLS] / <s>
+        if output_positions is not None:
+            x = encoder_outputs[-1] = x[:, 1:]
+        pooled = self.pooler(first) if self.pooler else first
+        return dict(sequence_output=x, pooled_output=pooled, encoder_outputs=encoder_outputs)
+
+
 @keras.saving.register_keras_serializable(package="bert_keras")
 class BertEncoder(keras.Model):
     """The BERT encoder: three int32 inputs to `sequence_output`, `pooled_output` and `encoder_outputs`.
@@ -130,25 +182,11 @@ class BertEncoder(keras.Model):
         )
 
         # === Functional graph ===
+        stack = _Stack(token_embedding, segment_embedding, position_embedding,
+                       embeddings_layer_norm, embeddings_dropout, projection, tuple(blocks),
+                       pooler, num_layers, type_vocab_size)
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
-        tokens = token_embedding(inputs["input_word_ids"])  # (B, T, E)
-        if segment_embedding:  # the sum in BERT's order (float addition is not associative)
-            type_ids = inputs["input_type_ids"]
-            if type_vocab_size == 1:  # one token type: all are type 0, whatever the packer says
-                type_ids = ops.zeros_like(type_ids)
-            tokens = tokens + segment_embedding(type_ids)
-        x = tokens + position_embedding(tokens)
-        x = embeddings_dropout(embeddings_layer_norm(x))
-        if projection:
-            x = projection(x)  # (B, T, H)
-        encoder_outputs = []
-        for i in range(num_layers):
-            # Layer i of `groups` weight-sharing groups (ALBERT's rule; groups == layers: BERT).
-            x = blocks[i * groups // num_layers](x, inputs["input_mask"])  # (B, T, H)
-            encoder_outputs.append(x)
-        first = ops.take(x, 0, axis=1)  # (B, H): [CLS] / <s>
-        pooled = pooler(first) if pooler else first
-        outputs = dict(sequence_output=x, pooled_output=pooled, encoder_outputs=encoder_outputs)
+        outputs = stack(inputs)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         # === Config ===
@@ -173,6 +211,23 @@ class BertEncoder(keras.Model):
         self.segment_embedding = segment_embedding
         self.position_embedding = position_embedding
         self.embeddings_layer_norm = embeddings_layer_norm
+        self._stack = stack  # not a Layer: Keras tracks (and saves) the layers through the graph
+
+    def call(self, inputs, training=None, mask=None, output_positions=None):
+        """The functional graph; with `output_positions`, the shortcut `_Stack` describes."""
+        if output_positions is None:
+            return super().call(inputs, training=training, mask=mask)
+        return self._stack(inputs, output_positions, training=training)
+
+    def compute_output_spec(self, inputs, training=None, mask=None, output_positions=None):
+        spec = super().compute_output_spec(inputs)
+        if output_positions is None:
+            return spec
+        last = spec["sequence_output"]
+        rows = 0 if isinstance(output_positions, tuple) else output_positions.shape[1]
+        short = keras.KerasTensor((last.shape[0], rows, last.shape[2]), dtype=last.dtype)
+        return dict(spec, sequence_output=short, encoder_outputs=[
+            *spec["encoder_outputs"][:-1], short])
 
     def get_config(self):
         return dict(

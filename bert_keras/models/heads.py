@@ -35,7 +35,9 @@ class MaskedLMHead(keras.layers.Layer):
     """Masked-LM head: gather the masked positions, transform, project onto the tied embeddings.
 
     `call(sequence_output, masked_lm_positions)`: (B, T, H), int32 (B, P) -> float32 (B, P, V).
-    Only the P gathered positions are transformed and projected, never all T.
+    Only the P gathered positions are transformed and projected, never all T. Without
+    positions, `sequence_output` is those rows already, (B, P, H) (what
+    `encoder(inputs, output_positions=masked_lm_positions)` returns).
 
     logits = LayerNorm(act(gathered @ W + b)) @ E^T + output_bias, where E is the [V, E]
     word-embedding table of `token_embedding` (the same variable, so training updates both)
@@ -134,14 +136,17 @@ class MaskedLMHead(keras.layers.Layer):
         """The [V] float32 bias added to the logits."""
         return self.decoder.output_bias
 
-    def call(self, sequence_output, masked_lm_positions):
-        positions = ops.cast(masked_lm_positions, "int32")[:, :, None]  # (B, P, 1)
-        gathered = ops.take_along_axis(sequence_output, positions, axis=1)  # (B, P, H)
+    def call(self, sequence_output, masked_lm_positions=None):
+        gathered = sequence_output  # (B, P, H) already without positions
+        if masked_lm_positions is not None:
+            positions = ops.cast(masked_lm_positions, "int32")[:, :, None]  # (B, P, 1)
+            gathered = ops.take_along_axis(sequence_output, positions, axis=1)  # (B, P, H)
         x = self.transform_layer_norm(self.transform(gathered))  # (B, P, H)
         return self.decoder(x)  # (B, P, V) float32
 
-    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
-        return tuple(masked_lm_positions_shape) + (self.decoder_table.shape[0],)
+    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape=None):
+        rows = masked_lm_positions_shape or sequence_output_shape[:-1]
+        return tuple(rows) + (self.decoder_table.shape[0],)
 
     def get_config(self):
         config = super().get_config()

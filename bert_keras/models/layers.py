@@ -250,9 +250,11 @@ class SelfAttention(keras.layers.Layer):
         self.output_dense.build(input_shape)
         self.attention_dropout = Dropout(self.dropout, dtype=self.dtype_policy)
 
-    def call(self, inputs, input_mask, training=None):
-        # inputs (B, T, H). The dense layers run on (B*T, H): oneDNN fuses a rank-2
-        # matmul with its bias add, but not the tensordot Keras uses on rank 3.
+    def call(self, inputs, input_mask, training=None, query_positions=None):
+        """inputs (B, T, H) -> (B, T, H); with `query_positions` (B, Q) int, only those
+        rows attend (to every key): (B, Q, H)."""
+        # The dense layers run on (B*T, H): oneDNN fuses a rank-2 matmul with its bias
+        # add, but not the tensordot Keras uses on rank 3.
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         hidden_size = self.num_heads * self.head_size
         qkv = self.qkv(ops.reshape(inputs, (-1, hidden_size)))  # (B*T, 3H)
@@ -261,19 +263,22 @@ class SelfAttention(keras.layers.Layer):
         # unstack, not qkv[0], qkv[1], qkv[2]: the gradient of a slice writes a zero-filled
         # full-size tensor per slice (11% of a training step), the gradient of unstack one stack.
         query, key, value = ops.unstack(qkv, 3, axis=0)  # 3 x (B, N, T, D)
+        if query_positions is not None:
+            query = tf.gather(query, query_positions, axis=2, batch_dims=1)  # (B, N, Q, D)
+            length = ops.shape(query_positions)[1]
         # Scores and softmax stay in the compute dtype except float16: bfloat16 has
         # float32's range, and oneDNN's bfloat16 softmax accumulates in float32 (same
         # outputs as a float32 softmax, measured; the casts cost ~10% of the encoder).
         softmax_dtype = "float32" if self.compute_dtype == "float16" else self.compute_dtype
-        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (B, N, T, T)
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (B, N, Q, T)
         scores = ops.cast(scores, softmax_dtype) * ops.cast(
             1.0 / math.sqrt(self.head_size), softmax_dtype)
         scores = scores + _mask_bias(input_mask, softmax_dtype)  # Padded keys -> -1e9.
         probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         probs = self.attention_dropout(probs, training=training)
-        context = ops.matmul(probs, value)  # (B, N, T, D)
-        context = ops.transpose(context, (0, 2, 1, 3))  # (B, T, N, D)
-        context = ops.reshape(context, (-1, hidden_size))  # (B*T, H)
+        context = ops.matmul(probs, value)  # (B, N, Q, D)
+        context = ops.transpose(context, (0, 2, 1, 3))  # (B, Q, N, D)
+        context = ops.reshape(context, (-1, hidden_size))  # (B*Q, H)
         return ops.reshape(self.output_dense(context), (batch, length, hidden_size))
 
     def get_config(self):
@@ -356,10 +361,17 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(input_shape)
         self.dropout_layer = Dropout(self.dropout, dtype=policy)
 
-    def call(self, inputs, input_mask, training=None):
+    def call(self, inputs, input_mask, training=None, query_positions=None):
+        """inputs (B, T, H) -> (B, T, H); with `query_positions` (B, Q) int, the block's
+        output at those rows only, (B, Q, H), for a fraction of the work: keys and values
+        still come from every row, but the rest of the block runs on Q rows."""
         batch, length, hidden_size = ops.shape(inputs)[0], ops.shape(inputs)[1], inputs.shape[-1]
-        attended = self.attention(inputs, input_mask, training=training)  # (B, T, H)
+        attended = self.attention(inputs, input_mask, training=training,
+                                  query_positions=query_positions)  # (B, T or Q, H)
         attended = self.dropout_layer(attended, training=training)
+        if query_positions is not None:
+            inputs = tf.gather(inputs, query_positions, batch_dims=1)  # (B, Q, H)
+            length = ops.shape(query_positions)[1]
         # Rank 2 (B*T, H) from here, so the feed-forward matmuls fuse bias and GELU.
         x = ops.reshape(inputs + attended, (-1, hidden_size))
         x = self.attention_layer_norm(x)

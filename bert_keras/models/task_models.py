@@ -104,8 +104,10 @@ class BertPretrainer(BertTaskModel):
 
         inputs = encoder_inputs()
         inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
-        encoded = encoder({name: inputs[name] for name in INPUT_NAMES})
-        outputs = {"masked_lm": mlm_head(encoded["sequence_output"], inputs["masked_lm_positions"])}
+        # The encoder's last block runs on the masked rows (and [CLS]) only.
+        encoded = encoder({name: inputs[name] for name in INPUT_NAMES},
+                          output_positions=inputs["masked_lm_positions"])
+        outputs = {"masked_lm": mlm_head(encoded["sequence_output"])}  # (B, P, V)
         if next_sentence:
             outputs["next_sentence"] = nsp_head(encoded["pooled_output"])  # (B, 2)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -175,7 +177,8 @@ class BertClassifier(BertTaskModel):
             name="classification_head",
         )
         inputs = encoder_inputs()
-        logits = head(encoder(inputs)["pooled_output"])  # (B, C)
+        # output_positions=(): the encoder's last block runs on [CLS] only.
+        logits = head(encoder(inputs, output_positions=())["pooled_output"])  # (B, C)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.num_classes = num_classes
         self.problem_type = problem_type

@@ -121,3 +121,53 @@ def test_mixed_bfloat16_runs_and_keeps_float32_variables(tiny_encoder):
     outputs = encoder(random_inputs())
     assert all(v.dtype == "float32" for v in encoder.weights)
     assert np.isfinite(np.asarray(outputs["sequence_output"], np.float32)).all()
+
+
+@pytest.mark.parametrize("overrides", [
+    dict(num_layers=2),
+    dict(num_layers=3, num_layer_groups=1, embedding_size=8),  # ALBERT: one shared block
+    dict(num_layers=2, use_pooler=False, type_vocab_size=0),  # DistilBERT
+    dict(num_layers=2, transposed_kernels=True),  # the inference copies exports serve
+])
+def test_output_positions_give_the_full_outputs_at_those_rows(tiny_encoder, overrides):
+    import tensorflow as tf
+
+    encoder = tiny_encoder(**overrides)
+    inputs = random_inputs(batch=3, length=9)
+    positions = np.array([[1, 4, 8], [2, 0, 3], [5, 5, 0]], "int32")  # repeats, [CLS], padding
+    full = encoder(inputs)
+    rows = encoder(inputs, output_positions=positions)
+    at_positions = np.take_along_axis(full["sequence_output"].numpy(), positions[:, :, None], 1)
+    np.testing.assert_allclose(rows["sequence_output"], at_positions, atol=1e-5)
+    np.testing.assert_allclose(rows["pooled_output"], full["pooled_output"], atol=1e-5)
+    np.testing.assert_array_equal(rows["encoder_outputs"][-1], rows["sequence_output"])
+    for theirs, mine in zip(full["encoder_outputs"][:-1], rows["encoder_outputs"][:-1], strict=True):
+        np.testing.assert_allclose(mine, theirs, atol=1e-6)
+    only_pooled = encoder(inputs, output_positions=())
+    assert only_pooled["sequence_output"].shape == (3, 0, 16)
+    np.testing.assert_allclose(only_pooled["pooled_output"], full["pooled_output"], atol=1e-5)
+
+    # The same gradients as the full encoder gathered at the rows (the test can fail: a
+    # wrong row changes them).
+    def gradients(loss_of):
+        with tf.GradientTape() as tape:
+            loss = loss_of()
+        return [tf.convert_to_tensor(g).numpy()  # the embeddings' are IndexedSlices
+                for g in tape.gradient(loss, encoder.trainable_variables)]
+
+    weights = np.linspace(-1, 1, 3 * 3 * 16).reshape(3, 3, 16).astype("float32")
+
+    def loss_full(pick=positions):
+        out = encoder(inputs)
+        picked = tf.gather(out["sequence_output"], pick, batch_dims=1)
+        return tf.reduce_sum(picked * weights) + tf.reduce_sum(out["pooled_output"] ** 2)
+
+    def loss_rows():
+        out = encoder(inputs, output_positions=positions)
+        return tf.reduce_sum(out["sequence_output"] * weights) + tf.reduce_sum(
+            out["pooled_output"] ** 2)
+
+    for theirs, mine in zip(gradients(loss_full), gradients(loss_rows), strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-5)
+    shifted = gradients(lambda: loss_full(np.roll(positions, 1, axis=1)))
+    assert max(np.abs(a - b).max() for a, b in zip(shifted, gradients(loss_rows))) > 1e-4

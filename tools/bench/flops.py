@@ -23,21 +23,33 @@ def preset_shape(preset):
     return dataclasses.asdict(PRESETS[preset])
 
 
-def encoder_flops(preset, seq_length):
-    """Forward FLOPs of one sequence through the encoder (matmuls only, 2 per multiply-add)."""
+def encoder_flops(preset, seq_length, last_rows=None):
+    """Forward FLOPs of one sequence through the encoder (matmuls only, 2 per multiply-add).
+    `last_rows`: the rows whose output the task needs from the last block (None: all); its
+    keys and values still need every row."""
     shape = preset_shape(preset)
     hidden, inter, layers = shape["hidden_size"], shape["intermediate_size"], shape["num_layers"]
-    dense = 2 * seq_length * (4 * hidden * hidden + 2 * hidden * inter)  # QKV, output, FFN
-    attention = 2 * 2 * seq_length * seq_length * hidden  # scores and context
-    return layers * (dense + attention) + 2 * hidden * hidden  # + pooler
+
+    def block(rows):  # keys and values of every row; query, output and FFN of `rows`
+        dense = 2 * (seq_length * 2 * hidden * hidden
+                     + rows * (2 * hidden * hidden + 2 * hidden * inter))
+        attention = 2 * 2 * rows * seq_length * hidden  # scores and context
+        return dense + attention
+
+    last = seq_length if last_rows is None else last_rows
+    return (layers - 1) * block(seq_length) + block(last) + 2 * hidden * hidden  # + pooler
 
 
 def train_flops(preset, seq_length, task, max_predictions):
-    """Training FLOPs per sequence: 3x the forward (forward + two backward matmuls)."""
-    flops = encoder_flops(preset, seq_length)
+    """Training FLOPs per sequence that the task needs: 3x the forward (forward + two
+    backward matmuls), the last block on [CLS] only (classifier) or [CLS] and the masked
+    rows (pretraining), whose outputs are all the heads read."""
     if task == "pretrain":
         shape = preset_shape(preset)
+        flops = encoder_flops(preset, seq_length, last_rows=1 + max_predictions)
         flops += 2 * max_predictions * shape["hidden_size"] * (shape["hidden_size"] + VOCAB_SIZE)
+    else:
+        flops = encoder_flops(preset, seq_length, last_rows=1)
     return 3 * flops
 
 
