@@ -27,14 +27,19 @@ def _check_shareable(other, width, type_vocab_size, max_positions, position_offs
                          f"encoder needs {mine}.")
 
 
+def no_rows(output_positions):
+    """Whether `output_positions` asks for no rows: `()` (only the pooled output)."""
+    return isinstance(output_positions, (tuple, list)) and len(output_positions) == 0
+
+
 @dataclasses.dataclass(frozen=True)
 class _Stack:
     """The encoder's layers in the order they run, and the function that runs them: the
     functional graph is built from it, and `BertEncoder.call(inputs, output_positions=...)`
     runs it with a shortcut: the last block computes only the rows asked for (and [CLS]'s,
     for the pooled output). A classifier (no rows) or a masked LM (its P masked rows) then
-    skips most of the last block's work (~83% of it at P = 0): an L-layer encoder does
-    ~1/L less, with the same outputs at those rows."""
+    skips all of the last block's work but its key and value projections: an L-layer
+    encoder does nearly 1/L less, with the same outputs at those rows."""
 
     token_embedding: keras.layers.Layer
     segment_embedding: keras.layers.Layer | None
@@ -68,13 +73,14 @@ class _Stack:
                 x = block(x, mask, training=training)  # (B, T, H)
             else:  # rows [CLS] + output_positions only: (B, 1 + P, H)
                 rows = ops.zeros((ops.shape(mask)[0], 1), "int32")
-                if not isinstance(output_positions, tuple):
+                if not no_rows(output_positions):
                     rows = ops.concatenate([rows, ops.cast(output_positions, "int32")], axis=1)
                 x = block(x, mask, training=training, query_positions=rows)
             encoder_outputs.append(x)
         first = ops.take(x, 0, axis=1)  # (B, H): [CLS] / <s>
-        if output_positions is not None:
-            x = encoder_outputs[-1] = x[:, 1:]
+        if output_positions is not None:  # without the [CLS] row the shortcut added
+            x = x[:, 1:]
+            encoder_outputs[-1] = x
         pooled = self.pooler(first) if self.pooler else first
         return dict(sequence_output=x, pooled_output=pooled, encoder_outputs=encoder_outputs)
 
@@ -88,6 +94,12 @@ class BertEncoder(keras.Model):
     `sequence_output` (B, T, H), `pooled_output` (B, H) (tanh dense on [CLS]) and
     `encoder_outputs`, the list of every block's output.
 
+    `encoder(inputs, output_positions=positions)`, int (B, P): `sequence_output` (and the
+    last of `encoder_outputs`) only at those rows, (B, P, H), the full output gathered there;
+    `output_positions=()`: no rows, only `pooled_output`. The last block then runs on those
+    rows and [CLS] alone, so heads that read a few rows (classifiers, masked LMs) skip most
+    of its work.
+
     Example:
     >>> import numpy as np
     >>> import bert_keras as bk
@@ -99,6 +111,8 @@ class BertEncoder(keras.Model):
     ... }
     >>> encoder(inputs)["sequence_output"].shape
     TensorShape([1, 5, 128])
+    >>> encoder(inputs, output_positions=np.array([[1, 2]], "int32"))["sequence_output"].shape
+    TensorShape([1, 2, 128])
     """
 
     def __init__(
@@ -224,7 +238,7 @@ class BertEncoder(keras.Model):
         if output_positions is None:
             return spec
         last = spec["sequence_output"]
-        rows = 0 if isinstance(output_positions, tuple) else output_positions.shape[1]
+        rows = 0 if no_rows(output_positions) else output_positions.shape[1]
         short = keras.KerasTensor((last.shape[0], rows, last.shape[2]), dtype=last.dtype)
         return dict(spec, sequence_output=short, encoder_outputs=[
             *spec["encoder_outputs"][:-1], short])
