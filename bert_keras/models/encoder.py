@@ -27,7 +27,7 @@ def _check_shareable(other, width, type_vocab_size, max_positions, position_offs
                          f"encoder needs {mine}.")
 
 
-def no_rows(output_positions):
+def _no_rows(output_positions):
     """Whether `output_positions` asks for no rows: `()` (only the pooled output)."""
     return isinstance(output_positions, (tuple, list)) and len(output_positions) == 0
 
@@ -38,8 +38,9 @@ class _Stack:
     functional graph is built from it, and `BertEncoder.call(inputs, output_positions=...)`
     runs it with a shortcut: the last block computes only the rows asked for (and [CLS]'s,
     for the pooled output). A classifier (no rows) or a masked LM (its P masked rows) then
-    skips all of the last block's work but its key and value projections: an L-layer
-    encoder does nearly 1/L less, with the same outputs at those rows."""
+    skips all of the last block's work but its query/key/value projection (one fused
+    matmul over every row: the keys and values need them all): an L-layer encoder does
+    nearly 1/L less, with the same outputs at those rows."""
 
     token_embedding: keras.layers.Layer
     segment_embedding: keras.layers.Layer | None
@@ -73,7 +74,7 @@ class _Stack:
                 x = block(x, mask, training=training)  # (B, T, H)
             else:  # rows [CLS] + output_positions only: (B, 1 + P, H)
                 rows = ops.zeros((ops.shape(mask)[0], 1), "int32")
-                if not no_rows(output_positions):
+                if not _no_rows(output_positions):
                     rows = ops.concatenate([rows, ops.cast(output_positions, "int32")], axis=1)
                 x = block(x, mask, training=training, query_positions=rows)
             encoder_outputs.append(x)
@@ -238,7 +239,7 @@ class BertEncoder(keras.Model):
         if output_positions is None:
             return spec
         last = spec["sequence_output"]
-        rows = 0 if no_rows(output_positions) else output_positions.shape[1]
+        rows = 0 if _no_rows(output_positions) else output_positions.shape[1]
         short = keras.KerasTensor((last.shape[0], rows, last.shape[2]), dtype=last.dtype)
         return dict(spec, sequence_output=short, encoder_outputs=[
             *spec["encoder_outputs"][:-1], short])
