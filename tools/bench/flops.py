@@ -44,12 +44,11 @@ def train_flops(preset, seq_length, task, max_predictions):
     """Training FLOPs per sequence that the task needs: 3x the forward (forward + two
     backward matmuls), the last block on [CLS] only (classifier) or [CLS] and the masked
     rows (pretraining), whose outputs are all the heads read."""
-    if task == "pretrain":
+    pretrain = task == "pretrain"
+    flops = encoder_flops(preset, seq_length, last_rows=1 + (max_predictions if pretrain else 0))
+    if pretrain:
         shape = preset_shape(preset)
-        flops = encoder_flops(preset, seq_length, last_rows=1 + max_predictions)
         flops += 2 * max_predictions * shape["hidden_size"] * (shape["hidden_size"] + VOCAB_SIZE)
-    else:
-        flops = encoder_flops(preset, seq_length, last_rows=1)
     return 3 * flops
 
 
