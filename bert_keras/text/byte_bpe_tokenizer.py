@@ -295,7 +295,8 @@ class ByteBpeTokenizer(tf.Module):
             ranks = tf.where(words[1:] == words[:-1], self._ranks.lookup(
                 tf.strings.join([symbols[:-1], symbols[1:]], separator=" ")), _NO_RANK)
             best = tf.math.unsorted_segment_min(ranks, words[:-1], num_words)  # (W,)
-            candidate = (ranks == tf.gather(best, words[:-1])) & (ranks < _NO_RANK)
+            word_best = tf.gather(best, words)  # (S,) _NO_RANK: no merge left in its word
+            candidate = (ranks == word_best[:-1]) & (ranks < _NO_RANK)
             # Non-overlapping, left to right: in a run of consecutive candidates (the pair
             # (x, x) in x x x ...), every second one. A run never crosses words: a pair
             # across two words is no candidate.
@@ -307,7 +308,7 @@ class ByteBpeTokenizer(tf.Module):
             following = tf.concat([symbols, [""]], 0)[1:]
             new = tf.where(tf.concat([chosen, [False]], 0),
                            tf.strings.join([symbols, following]), symbols)
-            finished = tf.gather(best, words) >= _NO_RANK  # (S,) no merge left in its word
+            finished = word_best >= _NO_RANK  # (S,)
             keep = ~tf.concat([[False], chosen], 0) & ~finished  # not a right half, not done
             return (tf.boolean_mask(new, keep), tf.boolean_mask(words, keep),
                     tf.concat([done_symbols, tf.boolean_mask(symbols, finished)], 0),
