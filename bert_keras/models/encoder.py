@@ -143,8 +143,8 @@ class BertEncoder(keras.Model):
         and embedding layer norm this one uses (ELECTRA's generator shares the
         discriminator's); not part of the config, so a saved copy has its own.
         `transposed_kernels`: the blocks' dense kernels in the faster inference layout
-        (`layers.TransposedDense`; `cast_for_inference` makes such copies). Like `dtype`, not
-        architecture: checkpoints are read and written with False."""
+        (`transposed_dense.TransposedDense`; `cast_for_inference` makes such copies). Like
+        `dtype`, not architecture: checkpoints are read and written with False."""
         EncoderConfig(  # checks the architecture (ConfigError naming the bad value)
             vocab_size=vocab_size, num_layers=num_layers, hidden_size=hidden_size,
             num_heads=num_heads, intermediate_size=intermediate_size, activation=activation,

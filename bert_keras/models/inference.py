@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras.data.finetuning import batching
-from bert_keras.models import layers
+from bert_keras.models import transposed_dense
 from bert_keras.names import INPUT_NAMES
 
 
@@ -58,8 +58,8 @@ def length_bucketed_batches(inputs, batch_size=32, pad_to_multiple=8):
 def cast_for_inference(model, dtype="bfloat16"):
     """A copy of `model` (a BertEncoder, or a task model over one) for inference: encoder
     weights and compute all `dtype` (the heads stay float32), and the blocks' dense kernels
-    in the faster inference layout (`layers.TransposedDense`). `model` itself if it already
-    is both.
+    in the faster inference layout (`transposed_dense.TransposedDense`). `model` itself if it
+    already is both.
 
     bfloat16 is for CPUs with bfloat16 matmuls (AMX): faster than the `mixed_bfloat16`
     policy, which keeps float32 weights and casts every kernel to bfloat16 on every call.
@@ -94,7 +94,7 @@ def cast_for_inference(model, dtype="bfloat16"):
     if not changed:
         return model
     clone = keras.saving.deserialize_keras_object(config)
-    layers.copy_weights(model, clone)
+    transposed_dense.copy_weights(model, clone)
     return clone
 
 

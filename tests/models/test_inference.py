@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bert_keras.models import layers
+from bert_keras.models import transposed_dense
 from bert_keras.models.inference import cast_for_inference, encode, inference_function, length_bucketed_batches
 
 
@@ -61,7 +61,7 @@ def test_float32_inference_copy_keeps_kernels_transposed_and_answers_alike(tiny_
     assert fast is not encoder and cast_for_inference(fast, "float32") is fast
     qkv = encoder.get_layer("transformer_layer_1").attention.qkv
     fast_qkv = fast.get_layer("transformer_layer_1").attention.qkv
-    assert isinstance(fast_qkv, layers.TransposedDense)
+    assert isinstance(fast_qkv, transposed_dense.TransposedDense)
     np.testing.assert_array_equal(fast_qkv.kernel.numpy(), qkv.kernel.numpy().T)
     inputs = ragged_inputs([5, 24])
     for name in ("sequence_output", "pooled_output"):

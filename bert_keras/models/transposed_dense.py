@@ -1,0 +1,65 @@
+"""The inference copies' dense layout: `TransposedDense` (kernels stored (units, input_dim),
+which oneDNN multiplies faster at serving shapes), `dense` to pick it or Keras' `Dense`, and
+`copy_weights` to fill a transposed copy from a trained model."""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class TransposedDense(keras.layers.Layer):
+    """`x @ kernel^T + bias` with the kernel stored transposed, (units, input_dim): for inference.
+
+    oneDNN's float32 inner product runs 1.2-2x faster with its weights in this layout
+    (PyTorch's) than in Keras' (input_dim, units) at serving shapes (128 rows per matmul:
+    one sequence), and no slower at batch 32 (BENCHMARKS.md, Notes). Training keeps
+    `keras.layers.Dense` (the layout checkpoints use, and no faster this way); inference
+    copies (`cast_for_inference`) use this. The kernel is named `transposed_kernel`, so a
+    checkpoint loader matching names never fills it with an untransposed one.
+
+    Example:
+    >>> import numpy as np
+    >>> dense = TransposedDense(3)
+    >>> x = np.ones((2, 4), "float32")
+    >>> tuple(dense(x).shape), tuple(dense.kernel.shape)
+    ((2, 3), (3, 4))
+    """
+
+    KERNEL_NAME = "transposed_kernel"
+
+    def __init__(self, units, kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, input_shape):
+        # The initializer sees (units, input_dim): truncated normal, the encoder's, is symmetric.
+        self.kernel = self.add_weight(name=self.KERNEL_NAME, shape=(self.units, input_shape[-1]),
+                                      initializer=self.kernel_initializer)
+        self.bias = self.add_weight(name="bias", shape=(self.units,), initializer="zeros")
+
+    def call(self, inputs):
+        return tf.nn.bias_add(tf.linalg.matmul(inputs, self.kernel, transpose_b=True), self.bias)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (self.units,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(units=self.units,
+                      kernel_initializer=keras.initializers.serialize(self.kernel_initializer))
+        return config
+
+
+def dense(units, transposed, **kwargs):
+    """A keras Dense layer, or a TransposedDense (same math) if `transposed`."""
+    return (TransposedDense if transposed else keras.layers.Dense)(units, **kwargs)
+
+
+def copy_weights(source, target):
+    """Assigns `source`'s weights to `target`, a model of the same architecture, casting to
+    `target`'s dtypes and transposing the kernels that `target` keeps transposed."""
+    for theirs, mine in zip(source.weights, target.weights, strict=True):
+        value = ops.convert_to_numpy(theirs)
+        mine.assign(value.T if mine.name == TransposedDense.KERNEL_NAME else value)
