@@ -125,10 +125,10 @@ class MaskedLMHead(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="transform_layer_norm"
         )
         self.transform_layer_norm.build((None, None, width))
-        # The projection onto V runs in float32 (a float32 sublayer, so a mixed policy never
-        # reads the table or bias as bfloat16): it is only B*P rows, and the loss wants
-        # full-precision logits. In bfloat16 it was no faster in a whole step (BENCHMARKS.md).
-        self.decoder = _TiedDecoder(self.token_embedding, dtype="float32", name="decoder")
+        # The projection onto V runs in the compute dtype, as keras-hub's and PyTorch's
+        # autocast do: under mixed_bfloat16, float32 made a pretraining step 3-10% slower
+        # (BENCHMARKS.md). Its logits are float32, the float32 bias added after.
+        self.decoder = _TiedDecoder(self.token_embedding, dtype=self.dtype_policy, name="decoder")
         self.decoder.build((None, None, width))
 
     @property
@@ -167,7 +167,10 @@ class MaskedLMHead(keras.layers.Layer):
 
 
 class _TiedDecoder(keras.layers.Layer):
-    """x @ table^T + output_bias, where table is an Embedding layer's [V, H] variable (not owned)."""
+    """x @ table^T + output_bias, where table is an Embedding layer's [V, H] variable (not owned).
+
+    The matmul runs in the compute dtype; the logits are float32, the bias is added in float32.
+    """
 
     def __init__(self, token_embedding, **kwargs):
         super().__init__(**kwargs)
@@ -176,7 +179,8 @@ class _TiedDecoder(keras.layers.Layer):
     def build(self, input_shape):
         table = self._table()
         self.output_bias = self.add_weight(
-            name="output_bias", shape=(table.shape[0],), initializer="zeros", dtype="float32"
+            name="output_bias", shape=(table.shape[0],), initializer="zeros", dtype="float32",
+            autocast=False,  # Added to float32 logits, never read as bfloat16.
         )
 
     def _table(self):
@@ -189,7 +193,7 @@ class _TiedDecoder(keras.layers.Layer):
         # One 2-D matmul with transpose_b, which reads the table as it is: ops.matmul(x,
         # ops.transpose(table)) also transposed the (V, H) gradient back every step.
         rows = ops.reshape(x, (-1, x.shape[-1]))  # (B*P, H)
-        logits = tf.linalg.matmul(rows, table, transpose_b=True)  # (B*P, V)
+        logits = ops.cast(tf.linalg.matmul(rows, table, transpose_b=True), "float32")  # (B*P, V)
         logits = ops.reshape(logits, (*ops.shape(x)[:-1], table.shape[0]))
         return logits + self.output_bias  # (B, P, V)
 

@@ -224,17 +224,21 @@ def test_load_huggingface_pretraining_heads_and_errors(tiny_encoder):
         head_checkpoints.load_pretraining_heads(pretrainer, wrong, fmt="huggingface")
 
 
-def test_mlm_head_under_mixed_bfloat16_reads_float32_weights(tiny_encoder):
+def test_mlm_head_under_mixed_bfloat16_projects_in_bfloat16_and_adds_a_float32_bias(tiny_encoder):
     encoder = tiny_encoder(dtype="mixed_bfloat16")
     head = bk.MaskedLMHead(encoder.token_embedding, dtype="mixed_bfloat16")
     sequence = np.random.default_rng(0).normal(size=(2, 6, 16)).astype("float32")
     positions = np.array([[1, 2], [3, 4]], "int32")
-    head(sequence, positions)
+    zero_bias = head(sequence, positions).numpy()
     head.output_bias.assign(np.full(100, 1.0 + 2.0 ** -12, "float32"))  # not a bfloat16 value
     logits = head(sequence, positions).numpy()
     assert logits.dtype == np.float32
-    assert head.transform.compute_dtype == "bfloat16"
-    # The bias is added in float32: subtracting the (float32) projection leaves it exact.
+    assert head.transform.compute_dtype == head.decoder.compute_dtype == "bfloat16"
+    assert encoder.token_embedding.embeddings.dtype == head.output_bias.dtype == "float32"
+    # The bias is added in float32, after the projection (bfloat16 would round it to 1.0).
+    np.testing.assert_allclose(logits - zero_bias, 1.0 + 2.0 ** -12, atol=1e-6)
+    # The projection is bfloat16's: within its rounding of the float32 one, not equal to it.
     x = head.transform_layer_norm(head.transform(np.take_along_axis(sequence, positions[:, :, None], 1)))
     projection = np.asarray(x, np.float32) @ encoder.token_embedding.embeddings.numpy().T
-    np.testing.assert_allclose(logits - projection, 1.0 + 2.0 ** -12, atol=1e-6)
+    np.testing.assert_allclose(zero_bias, projection, atol=0.02 * np.abs(projection).max())
+    assert not np.allclose(zero_bias, projection, rtol=0, atol=1e-6)
