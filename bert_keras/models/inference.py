@@ -55,11 +55,33 @@ def length_bucketed_batches(inputs, batch_size=32, pad_to_multiple=8):
     return batches
 
 
-def cast_for_inference(model, dtype="bfloat16"):
+KERNEL_LAYOUTS = ("auto", "keras", "transposed")
+
+
+def uses_transposed_kernels(dtype, kernel_layout="auto"):
+    """Whether an inference copy in `dtype` keeps the blocks' dense kernels transposed.
+
+    "auto" is by dtype, never by the machine that runs this: transposed for bfloat16 and
+    float16, Keras' layout for float32. Those are the faster at batch 1 on AVX-512 CPUs, the
+    usual server (oneDNN's float32 inner product there: 1.4-1.5x slower transposed, its
+    bfloat16 one 1.4x faster). On AVX2-only CPUs float32 is 1.3-1.6x faster transposed:
+    ask for "transposed" when the serving CPU is one (BENCHMARKS.md, Notes).
+
+    >>> uses_transposed_kernels("float32"), uses_transposed_kernels("bfloat16")
+    (False, True)
+    """
+    if kernel_layout not in KERNEL_LAYOUTS:
+        raise ValueError(f"kernel_layout must be one of {KERNEL_LAYOUTS}, got {kernel_layout!r}.")
+    if kernel_layout == "auto":
+        return dtype != "float32"
+    return kernel_layout == "transposed"
+
+
+def cast_for_inference(model, dtype="bfloat16", kernel_layout="auto"):
     """A copy of `model` (a BertEncoder, or a task model over one) for inference: encoder
     weights and compute all `dtype` (the heads stay float32), and the blocks' dense kernels
-    in the faster inference layout (`transposed_dense.TransposedDense`). `model` itself if it
-    already is both.
+    in the layout `kernel_layout` picks (`uses_transposed_kernels`; transposed:
+    `transposed_dense.TransposedDense`). `model` itself if it already is both.
 
     bfloat16 is for CPUs with bfloat16 matmuls (AMX): faster than the `mixed_bfloat16`
     policy, which keeps float32 weights and casts every kernel to bfloat16 on every call.
@@ -73,6 +95,7 @@ def cast_for_inference(model, dtype="bfloat16"):
     >>> cast_for_inference(encoder).weights[0].dtype
     'bfloat16'
     """
+    transposed = uses_transposed_kernels(dtype, kernel_layout)
     config = keras.saving.serialize_keras_object(model)
     changed = False
 
@@ -82,8 +105,8 @@ def cast_for_inference(model, dtype="bfloat16"):
             if node.get("class_name") == "BertEncoder":
                 encoder = node["config"]
                 policy = keras.dtype_policies.get(encoder.get("dtype")).name
-                changed |= policy != dtype or not encoder.get("transposed_kernels")
-                encoder.update(dtype=dtype, transposed_kernels=True)
+                changed |= policy != dtype or bool(encoder.get("transposed_kernels")) != transposed
+                encoder.update(dtype=dtype, transposed_kernels=transposed)
             for value in node.values():
                 set_inference_config(value)
         elif isinstance(node, list):

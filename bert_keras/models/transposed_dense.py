@@ -11,12 +11,14 @@ from keras import ops
 class TransposedDense(keras.layers.Layer):
     """`x @ kernel^T + bias` with the kernel stored transposed, (units, input_dim): for inference.
 
-    oneDNN's float32 inner product runs 1.2-2x faster with its weights in this layout
-    (PyTorch's) than in Keras' (input_dim, units) at serving shapes (128 rows per matmul:
-    one sequence), and no slower at batch 32 (BENCHMARKS.md, Notes). Training keeps
+    At serving shapes (128 rows per matmul: one sequence) oneDNN's inner product runs faster
+    with its weights in this layout (PyTorch's) than in Keras' (input_dim, units) in
+    bfloat16, and in float32 on AVX2-only CPUs (1.2-2x), but slower in float32 on AVX-512
+    ones; no different at batch 32 (BENCHMARKS.md, Notes). Training keeps
     `keras.layers.Dense` (the layout checkpoints use, and no faster this way); inference
-    copies (`cast_for_inference`) use this. The kernel is named `transposed_kernel`, so a
-    checkpoint loader matching names never fills it with an untransposed one.
+    copies (`cast_for_inference`) pick by `inference.uses_transposed_kernels`. The kernel is
+    named `transposed_kernel`, so a checkpoint loader matching names never fills it with an
+    untransposed one.
 
     Example:
     >>> import numpy as np
@@ -59,7 +61,9 @@ def dense(units, transposed, **kwargs):
 
 def copy_weights(source, target):
     """Assigns `source`'s weights to `target`, a model of the same architecture, casting to
-    `target`'s dtypes and transposing the kernels that `target` keeps transposed."""
+    `target`'s dtypes and transposing each kernel that one of them keeps transposed."""
     for theirs, mine in zip(source.weights, target.weights, strict=True):
         value = ops.convert_to_numpy(theirs)
-        mine.assign(value.T if mine.name == TransposedDense.KERNEL_NAME else value)
+        transposed = (mine.name == TransposedDense.KERNEL_NAME,
+                      theirs.name == TransposedDense.KERNEL_NAME)
+        mine.assign(value.T if transposed[0] != transposed[1] else value)

@@ -41,7 +41,7 @@ from absl import logging
 
 from bert_keras.files import writing
 from bert_keras.models.encoder import BertEncoder
-from bert_keras.models.inference import cast_for_inference
+from bert_keras.models.inference import cast_for_inference, uses_transposed_kernels
 from bert_keras.serving import op_audit
 from bert_keras.serving import signatures as sigs
 from bert_keras.serving.export_config import DTYPES
@@ -198,17 +198,18 @@ def export_model(model, export_dir_base, model_name, labels=None, seq_length=Non
                               **kwargs)
 
 
-def serving_functions(model, tokenizer, info, dtype="float32", top_k=5, max_answer_tokens=30):
+def serving_functions(model, tokenizer, info, dtype="float32", top_k=5, max_answer_tokens=30,
+                      kernel_layout="auto"):
     """The ServingFunctions an export of `model` traces: over its inference copy
-    (`cast_for_inference`: `dtype`, transposed kernels), so what runs them runs the export's
+    (`cast_for_inference`: `dtype`, `kernel_layout`), so what runs them runs the export's
     computation."""
-    return sigs.ServingFunctions(cast_for_inference(model, dtype), tokenizer, info, top_k=top_k,
-                                 max_answer_tokens=max_answer_tokens)
+    return sigs.ServingFunctions(cast_for_inference(model, dtype, kernel_layout), tokenizer,
+                                 info, top_k=top_k, max_answer_tokens=max_answer_tokens)
 
 
 def export_saved_model(model, tokenizer, info, base_dir, model_name, version=None,
                        dtype="float32", top_k=5, max_answer_tokens=30, extra_allowed_ops=(),
-                       examples=None):
+                       examples=None, kernel_layout="auto"):
     """Exports a Keras task model (or bare encoder) to BASE_DIR/MODEL_NAME/VERSION/.
 
     Args:
@@ -224,6 +225,9 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
       extra_allowed_ops: op names the audit should accept besides core TF and TF Serving's
         tf-text ops (only if your model server links them).
       examples: {input name: list of texts} for the warmup requests (defaults: short English).
+      kernel_layout: the encoder blocks' dense kernel layout, for the serving CPU's speed
+        only (`inference.uses_transposed_kernels`): "auto" (by dtype), "keras" or
+        "transposed" (float32 on AVX2-only CPUs).
 
     Returns the version directory. Raises `op_audit.OpAuditError` (nothing is left behind)
     if the graph has ops that stock TF Serving lacks; FileExistsError for a taken version.
@@ -238,13 +242,16 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
         raise FileExistsError(f"Version directory {final} already exists; choose another version.")
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}.")
-    functions = serving_functions(model, tokenizer, info, dtype, top_k, max_answer_tokens)
+    transposed = uses_transposed_kernels(dtype, kernel_layout)  # a bad name fails here
+    functions = serving_functions(model, tokenizer, info, dtype, top_k, max_answer_tokens,
+                                  kernel_layout)
     fns = _signature_functions(functions)
     signatures = {name: fn.get_concrete_function() for name, fn in fns.items()}
     metadata = dict(
         task=info["task"], labels=functions.labels, seq_length=functions.seq_length,
         lower_case=bool(tokenizer.lower_case), text_fields=list(functions.text_fields),
-        vocab_size=len(tokenizer.vocab), dtype=dtype, model_name=model_name, version=version,
+        vocab_size=len(tokenizer.vocab), dtype=dtype,
+        kernel_layout="transposed" if transposed else "keras", model_name=model_name, version=version,
         top_k=None, max_answer_tokens=None, signatures=describe_signatures(signatures),
     )
     metadata.update(functions.task.export_metadata(functions))
@@ -323,7 +330,8 @@ def run_export(config):
                               config.model_name or default_model_name(source),
                               version=config.version, dtype=config.dtype, top_k=config.top_k,
                               max_answer_tokens=config.max_answer_tokens,
-                              extra_allowed_ops=config.allow_ops)
+                              extra_allowed_ops=config.allow_ops,
+                              kernel_layout=config.kernel_layout)
 
 
 def default_model_name(path):

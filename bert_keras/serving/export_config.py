@@ -11,6 +11,7 @@ bert_keras.configs.ConfigError: Give exactly one of --task_dir or --encoder_dir.
 import dataclasses
 
 from bert_keras.configs import Config, check, option
+from bert_keras.models.inference import KERNEL_LAYOUTS
 
 # No "auto": an export answers the same whatever machine made it (bfloat16 is an opt-in).
 DTYPES = ("float32", "bfloat16")
@@ -41,6 +42,11 @@ class ExportConfig(Config):
     max_answer_tokens: int = option(30, "Longest answer span in tokens (span QA).")
     allow_ops: tuple = option((), "Extra op names the audit accepts (only if your model server "
                               "links them).")
+    kernel_layout: str = option("auto", "Layout of the encoder's dense kernels, for serving "
+                                "speed only (same answers): auto (transposed for bfloat16, "
+                                "Keras' for float32: the faster on AVX-512 servers), keras, or "
+                                "transposed (faster for float32 on AVX2-only CPUs).",
+                                choices=KERNEL_LAYOUTS, advanced=True)
 
     def validate(self):
         check(bool(self.task_dir) != bool(self.encoder_dir),
@@ -52,3 +58,5 @@ class ExportConfig(Config):
         check(self.top_k >= 1 and self.max_answer_tokens >= 1,
               "--top_k and --max_answer_tokens must be positive.")
         check(self.dtype in DTYPES, f"--dtype={self.dtype!r} is not one of {DTYPES}.")
+        check(self.kernel_layout in KERNEL_LAYOUTS,
+              f"--kernel_layout={self.kernel_layout!r} is not one of {KERNEL_LAYOUTS}.")

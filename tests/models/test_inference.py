@@ -55,14 +55,24 @@ def test_cast_for_inference_is_bfloat16_and_close(tiny_encoder):
     assert not np.allclose(got, 0)
 
 
-def test_float32_inference_copy_keeps_kernels_transposed_and_answers_alike(tiny_encoder):
+def test_float32_inference_copies_answer_alike_in_either_kernel_layout(tiny_encoder):
     encoder = tiny_encoder(num_layers=2)
-    fast = cast_for_inference(encoder, "float32")
-    assert fast is not encoder and cast_for_inference(fast, "float32") is fast
     qkv = encoder.get_layer("transformer_layer_1").attention.qkv
-    fast_qkv = fast.get_layer("transformer_layer_1").attention.qkv
+    inputs = ragged_inputs([5, 24])
+    transposed = cast_for_inference(encoder, "float32", kernel_layout="transposed")
+    assert transposed is not encoder
+    assert cast_for_inference(transposed, "float32", kernel_layout="transposed") is transposed
+    fast_qkv = transposed.get_layer("transformer_layer_1").attention.qkv
     assert isinstance(fast_qkv, transposed_dense.TransposedDense)
     np.testing.assert_array_equal(fast_qkv.kernel.numpy(), qkv.kernel.numpy().T)
-    inputs = ragged_inputs([5, 24])
-    for name in ("sequence_output", "pooled_output"):
-        np.testing.assert_allclose(fast(inputs)[name], encoder(inputs)[name], atol=1e-5)
+    # "auto" keeps Keras' layout in float32 (the faster on AVX-512), and turns a transposed
+    # copy back: a float32 encoder is its own float32 inference copy.
+    assert cast_for_inference(encoder, "float32") is encoder
+    back = cast_for_inference(transposed, "float32")
+    np.testing.assert_array_equal(back.get_layer("transformer_layer_1").attention.qkv.kernel.numpy(),
+                                  qkv.kernel.numpy())
+    for copy in (transposed, back):
+        for name in ("sequence_output", "pooled_output"):
+            np.testing.assert_allclose(copy(inputs)[name], encoder(inputs)[name], atol=1e-5)
+    with pytest.raises(ValueError, match="kernel_layout"):
+        cast_for_inference(encoder, "float32", kernel_layout="rows")

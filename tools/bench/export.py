@@ -37,7 +37,8 @@ def run_bert_keras_export(spec):
                 text_fields=["text"])
     with tempfile.TemporaryDirectory() as base:
         path = export.export_saved_model(encoder, tokenizer, info, base, "bench",
-                                           dtype=spec["dtype"])
+                                           dtype=spec["dtype"],
+                                           kernel_layout=spec.get("kernel_layout", "auto"))
         loaded = tf.saved_model.load(path)
     return measure_serving(spec, loaded.signatures["encode"],
                            lambda b: {k: tf.constant(v) for k, v in b.items()},
@@ -92,6 +93,10 @@ def export_rows(presets, seconds, workdir):
         specs = [
             ("bert_keras SavedModel bf16", dict(base, worker="bert_keras_export", dtype="bfloat16")),
             ("bert_keras SavedModel f32", dict(base, worker="bert_keras_export", dtype="float32")),
+            # The float32 layout of AVX2-only CPUs (tools/export.py --kernel_layout=transposed).
+            ("bert_keras SavedModel f32 transposed", dict(base, worker="bert_keras_export",
+                                                          dtype="float32",
+                                                          kernel_layout="transposed")),
             ("HF torch f32 eager", dict(base, worker="huggingface_serving", dtype="float32")),
             ("HF torch bf16 weights eager", dict(base, worker="huggingface_serving",
                                                  dtype="bfloat16-weights")),
