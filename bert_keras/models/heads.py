@@ -5,7 +5,10 @@ positions per sequence, C classes.
 
 Every head returns float32 logits, also under a mixed precision policy: the last
 projection is a float32 layer (Keras' mixed-precision advice for model outputs), so the
-loss sees full-precision logits. The hidden computations follow the layer's policy.
+loss sees full-precision logits. The masked LM's projection onto the vocabulary is the one
+exception: its matmul (20 GFLOP per batch of 32 x 20 masked) runs in the compute dtype and
+its result is cast to float32 before the float32 bias, as keras-hub and PyTorch autocast do.
+The hidden computations follow the layer's policy.
 
 Variable paths (for `pretraining_head_name_map`): a `MaskedLMHead` named "masked_lm_head"
 owns `masked_lm_head/transform/{kernel,bias}`, `masked_lm_head/transform_layer_norm/
