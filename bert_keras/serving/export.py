@@ -251,7 +251,8 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
         task=info["task"], labels=functions.labels, seq_length=functions.seq_length,
         lower_case=bool(tokenizer.lower_case), text_fields=list(functions.text_fields),
         vocab_size=len(tokenizer.vocab), dtype=dtype,
-        kernel_layout="transposed" if transposed else "keras", model_name=model_name, version=version,
+        kernel_layout="transposed" if transposed else "keras", model_name=model_name,
+        version=version,
         top_k=None, max_answer_tokens=None, signatures=describe_signatures(signatures),
     )
     metadata.update(functions.task.export_metadata(functions))

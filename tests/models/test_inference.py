@@ -69,8 +69,8 @@ def test_float32_inference_copies_answer_alike_in_either_kernel_layout(tiny_enco
     # copy back: a float32 encoder is its own float32 inference copy.
     assert cast_for_inference(encoder, "float32") is encoder
     back = cast_for_inference(transposed, "float32")
-    np.testing.assert_array_equal(back.get_layer("transformer_layer_1").attention.qkv.kernel.numpy(),
-                                  qkv.kernel.numpy())
+    back_qkv = back.get_layer("transformer_layer_1").attention.qkv
+    np.testing.assert_array_equal(back_qkv.kernel.numpy(), qkv.kernel.numpy())
     for copy in (transposed, back):
         for name in ("sequence_output", "pooled_output"):
             np.testing.assert_allclose(copy(inputs)[name], encoder(inputs)[name], atol=1e-5)
