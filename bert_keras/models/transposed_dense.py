@@ -11,10 +11,10 @@ from keras import ops
 class TransposedDense(keras.layers.Layer):
     """`x @ kernel^T + bias` with the kernel stored transposed, (units, input_dim): for inference.
 
-    At serving shapes (128 rows per matmul: one sequence) oneDNN's inner product runs faster
-    with its weights in this layout (PyTorch's) than in Keras' (input_dim, units) in
-    bfloat16, and in float32 on AVX2-only CPUs (1.2-2x), but slower in float32 on AVX-512
-    ones; no different at batch 32 (BENCHMARKS.md, Notes). Training keeps
+    At serving shapes (128 rows per matmul: one sequence) oneDNN's float32 inner product
+    runs 1.2-2x faster with its weights in this layout (PyTorch's) than in Keras'
+    (input_dim, units) on AVX2-only CPUs, but 1.4-1.5x slower on AVX-512 ones (bfloat16
+    there: no different); no different at batch 32 on AVX2 (BENCHMARKS.md, History). Training keeps
     `keras.layers.Dense` (the layout checkpoints use, and no faster this way); inference
     copies (`cast_for_inference`) pick by `inference.uses_transposed_kernels`. The kernel is
     named `transposed_kernel`, so a checkpoint loader matching names never fills it with an

@@ -157,7 +157,7 @@ def test_classifier_served_without_project(tmp_path, tokenizer, classifier_expor
                                                                "vocab.txt"]
     meta = export.read_metadata(path)
     assert meta["labels"] == ["neg", "neu", "pos"] and meta["seq_length"] == SEQ
-    assert meta["dtype"] == "float32" and meta["kernel_layout"] == "keras"  # AVX-512's faster
+    assert meta["dtype"] == "float32" and meta["kernel_layout"] == "keras"  # float32: AVX-512's faster
     assert meta["signatures"]["serving_default"]["outputs"]["labels"]["dtype"] == "string"
     assert meta["signatures"]["serving_default"]["inputs"] == {
         "text_a": {"dtype": "string", "shape": [None]},
@@ -219,7 +219,7 @@ def test_bfloat16_export_has_bfloat16_encoder_weights(tmp_path, tokenizer, class
     reader = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
     dtypes = reader.get_variable_to_dtype_map()  # the encoder's weights, not cast per request
     assert {"bfloat16", "float32"} <= {d.name for d in dtypes.values()}  # encoder, heads
-    assert export.read_metadata(path)["kernel_layout"] == "transposed"  # bfloat16's faster
+    assert export.read_metadata(path)["kernel_layout"] == "transposed"  # 16-bit: as before
     loaded = tf.saved_model.load(path)
     a, b = ["a fine day", "rain again"], ["sunny", "and cold"]
     out = loaded.signatures["serving_default"](text_a=tf.constant(a), text_b=tf.constant(b))
