@@ -65,7 +65,7 @@ def uses_transposed_kernels(dtype, kernel_layout="auto"):
     faster at batch 1 on AVX-512 CPUs, the usual server (oneDNN's float32 inner product
     there is 1.4-1.5x slower transposed); transposed for bfloat16 and float16, as exports
     were before (on AVX512-BF16 the two layouts measured the same). On AVX2-only CPUs
-    float32 is 1.3-1.6x faster transposed: ask for "transposed" when the serving CPU is one
+    float32 is 1.1-1.6x faster transposed: ask for "transposed" when the serving CPU is one
     (BENCHMARKS.md, History).
 
     >>> uses_transposed_kernels("float32"), uses_transposed_kernels("bfloat16")
