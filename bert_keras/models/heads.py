@@ -128,9 +128,8 @@ class MaskedLMHead(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="transform_layer_norm"
         )
         self.transform_layer_norm.build((None, None, width))
-        # The projection onto V runs in the compute dtype, as keras-hub's and PyTorch's
-        # autocast do: under mixed_bfloat16, float32 made a pretraining step 3-10% slower
-        # (BENCHMARKS.md). Its logits are float32, the float32 bias added after.
+        # In the compute dtype (module docstring): under mixed_bfloat16, a float32 projection
+        # made a pretraining step 3-10% slower (BENCHMARKS.md).
         self.decoder = _TiedDecoder(self.token_embedding, dtype=self.dtype_policy, name="decoder")
         self.decoder.build((None, None, width))
 
@@ -170,10 +169,8 @@ class MaskedLMHead(keras.layers.Layer):
 
 
 class _TiedDecoder(keras.layers.Layer):
-    """x @ table^T + output_bias, where table is an Embedding layer's [V, H] variable (not owned).
-
-    The matmul runs in the compute dtype; the logits are float32, the bias is added in float32.
-    """
+    """x @ table^T (compute dtype) + output_bias (float32), where table is an Embedding
+    layer's [V, H] variable (not owned)."""
 
     def __init__(self, token_embedding, **kwargs):
         super().__init__(**kwargs)

@@ -62,8 +62,7 @@ def dense(units, transposed, **kwargs):
 def copy_weights(source, target):
     """Assigns `source`'s weights to `target`, a model of the same architecture, casting to
     `target`'s dtypes and transposing each kernel that one of them keeps transposed."""
+    kernel = TransposedDense.KERNEL_NAME
     for theirs, mine in zip(source.weights, target.weights, strict=True):
         value = ops.convert_to_numpy(theirs)
-        transposed = (mine.name == TransposedDense.KERNEL_NAME,
-                      theirs.name == TransposedDense.KERNEL_NAME)
-        mine.assign(value.T if transposed[0] != transposed[1] else value)
+        mine.assign(value.T if (mine.name == kernel) != (theirs.name == kernel) else value)
