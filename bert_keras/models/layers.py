@@ -8,6 +8,7 @@ own name and returned by `get_config()`, `**kwargs` go to `super()`, sizes are i
 `build()`.
 """
 
+import functools
 import math
 
 import keras
@@ -32,6 +33,30 @@ def get_activation(name):
     if name == "relu":
         return keras.activations.relu
     raise ValueError(f"Unknown activation {name!r}; expected one of {ACTIVATIONS}.")
+
+
+@functools.cache
+def training_activation(name):
+    """The activation `name` for a train step, as one XLA-compiled function: its ops and
+    their gradients fuse into one pass over memory each way instead of about ten
+    TensorFlow ops, 2-5% of a train step on CPU (BENCHMARKS.md, History). Only these
+    elementwise ops are compiled; the matmuls stay on oneDNN (XLA's CPU matmuls are
+    slower). 16-bit inputs are computed in float32 (GELU's erf and its gradient run 2x
+    faster in float32 than in bfloat16 on CPU) and cast back.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> x = tf.constant([-1.0, 0.0, 2.0], tf.bfloat16)
+    >>> [round(float(v), 2) for v in training_activation("gelu")(x)]
+    [-0.16, 0.0, 1.95]
+    """
+    activation = get_activation(name)
+
+    @tf.function(jit_compile=True, reduce_retracing=True)
+    def activate(x):
+        return tf.cast(activation(tf.cast(x, tf.float32)), x.dtype)
+
+    return activate
 
 
 def dense_initializer(initializer_range):
@@ -326,14 +351,11 @@ class TransformerBlock(keras.layers.Layer):
         return ops.reshape(x, (batch, length, hidden_size))  # (B, T, H)
 
     def _activate(self, hidden, training):
-        activation = get_activation(self.activation)
-        if not training or hidden.dtype == "float32":
+        if not training:
             # Inference: oneDNN fuses matmul + bias + activation into one kernel.
-            return activation(hidden)
-        # Training under mixed precision: the fusion is off (the gradient needs the
-        # pre-activation), and GELU's erf and its gradient run 2x faster in float32 than in
-        # bfloat16 on CPU: computing them in float32 made a bf16 pretraining step 5% faster.
-        return ops.cast(activation(ops.cast(hidden, "float32")), hidden.dtype)
+            return get_activation(self.activation)(hidden)
+        # Training: that fusion is off (the gradient needs the pre-activation).
+        return training_activation(self.activation)(hidden)
 
     def get_config(self):
         config = super().get_config()
