@@ -93,6 +93,12 @@ def test_masked_lm_loss_ignores_padded_slots(tiny_encoder):
     assert a == b
 
 
+def test_masked_lm_loss_refuses_a_label_outside_the_vocab():
+    logits = np.zeros((1, 2, 4), "float32")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="a label is outside"):
+        TokenCrossEntropy()(np.array([[1, 4]]), logits, np.array([[1.0, 0.0]]))
+
+
 def _fit_and_check(model, data, epochs=15, learning_rate=1e-2):
     """Overfits the 8 examples: the loss falls well below its first value."""
     model.compile(optimizer=default_optimizer(learning_rate))  # other arguments stay "auto"
