@@ -228,6 +228,11 @@ class BertEncoder(keras.Model):
         self.embeddings_layer_norm = embeddings_layer_norm
         self._stack = stack  # not a Layer: Keras tracks (and saves) the layers through the graph
 
+    @property
+    def pooler(self):
+        """The tanh dense layer on [CLS] that gives `pooled_output`; None without one."""
+        return self._stack.pooler or None
+
     def call(self, inputs, training=None, mask=None, output_positions=None):
         """The functional graph; with `output_positions`, the shortcut `_Stack` describes."""
         if output_positions is None:

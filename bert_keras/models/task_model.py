@@ -36,11 +36,46 @@ class BertTaskModel(keras.Model):
     transformers_head = None
     load_transformers_head = None
 
-    def _finish_init(self, encoder, output_keys=None, preprocessor=None):
+    def _finish_init(self, encoder, output_keys=None, preprocessor=None,
+                     reads_pooled_output=True):
+        """`reads_pooled_output`: whether a head reads the encoder's pooled output; if not,
+        the pooler is left out of training (`trainable_weights`)."""
         self.encoder = encoder
+        self._reads_pooled_output = reads_pooled_output
         self.preprocessor = preprocessor  # TextPreprocessor or None (ids only)
         self._output_keys = list(output_keys or [])  # Keys of a dict output, in order.
         self.compile()
+
+    # --- what trains ---------------------------------------------------------------------
+    # A pooler that no head reads gets no gradient (token tagging, span QA, pretraining
+    # without NSP): it is left out, as transformers builds those models without one,
+    # instead of Keras warning "Gradients do not exist" on every step. The encoder itself
+    # is not changed: a classifier over the same encoder trains its pooler.
+    @property
+    def trainable_weights(self):
+        return self._without_idle_pooler(super().trainable_weights)
+
+    @property
+    def trainable_variables(self):
+        return self._without_idle_pooler(super().trainable_variables)
+
+    @property
+    def non_trainable_weights(self):
+        return super().non_trainable_weights + self._idle_pooler_weights()
+
+    @property
+    def non_trainable_variables(self):
+        return super().non_trainable_variables + self._idle_pooler_weights()
+
+    def _idle_pooler_weights(self):
+        pooler = getattr(self, "encoder", None) and self.encoder.pooler
+        if not pooler or getattr(self, "_reads_pooled_output", True) or not self.trainable:
+            return []
+        return list(pooler.trainable_weights)
+
+    def _without_idle_pooler(self, weights):
+        idle = {id(w) for w in self._idle_pooler_weights()}
+        return [w for w in weights if id(w) not in idle]
 
     # --- from a checkpoint directory -----------------------------------------------------
     @classmethod

@@ -116,7 +116,7 @@ class BertPretrainer(BertTaskModel):
         self.mlm_activation = mlm_activation
         self.masked_lm_head = mlm_head
         self.next_sentence_head = nsp_head
-        self._finish_init(encoder, outputs)
+        self._finish_init(encoder, outputs, reads_pooled_output=next_sentence)
 
     def _default_loss(self):
         loss = {"masked_lm": TokenCrossEntropy(epsilon=1e-5, name="masked_lm_loss")}
@@ -267,7 +267,7 @@ class BertTokenClassifier(BertTaskModel):
         self.dropout = dropout
         self.labels = _label_names(labels, num_classes)
         self.token_classification_head = head
-        self._finish_init(encoder, preprocessor=preprocessor)
+        self._finish_init(encoder, preprocessor=preprocessor, reads_pooled_output=False)
 
     @classmethod
     def _pretrained_arguments(cls, path, trained, labels, kwargs):
@@ -338,7 +338,8 @@ class BertSpanQA(BertTaskModel):
         start, end = head(encoder(inputs)["sequence_output"], inputs["input_mask"])  # (B, T) each
         super().__init__(inputs=inputs, outputs={"start_logits": start, "end_logits": end}, **kwargs)
         self.span_head = head
-        self._finish_init(encoder, ["start_logits", "end_logits"], preprocessor=preprocessor)
+        self._finish_init(encoder, ["start_logits", "end_logits"], preprocessor=preprocessor,
+                          reads_pooled_output=False)
 
     def _default_loss(self):
         return {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)

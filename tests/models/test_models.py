@@ -251,3 +251,28 @@ def test_mixed_bfloat16_policy(tiny_encoder):
         assert np.isfinite(tagger.fit(xt, labels, verbose=0).history["loss"][0])
     finally:
         keras.mixed_precision.set_global_policy(previous)
+
+
+def test_a_pooler_no_head_reads_is_left_out_of_training(tiny_encoder):
+    """Tagging (like span QA and MLM-only pretraining) reads no pooled output: its pooler
+    neither trains nor makes Keras warn "Gradients do not exist"; a classifier over the
+    same encoder still trains it."""
+    import warnings
+
+    encoder = tiny_encoder()
+    tagger = bk.BertTokenClassifier(encoder, num_classes=3)
+    pooler = [w.path for w in encoder.pooler.weights]
+    before = [w.numpy() for w in encoder.pooler.weights]
+    x = {"input_word_ids": np.ones((2, 6), "int32"), "input_mask": np.ones((2, 6), "int32"),
+         "input_type_ids": np.zeros((2, 6), "int32")}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tagger.fit(x, np.array([[0, 1, 2, 0, 1, 2]] * 2), epochs=2, verbose=0)
+    assert not [w for w in caught if "Gradients do not exist" in str(w.message)]
+    assert not set(pooler) & {w.path for w in tagger.trainable_weights}
+    assert set(pooler) <= {w.path for w in tagger.non_trainable_weights}
+    for old, new in zip(before, encoder.pooler.weights):
+        np.testing.assert_array_equal(old, new.numpy())
+    classifier = bk.BertClassifier(encoder, num_classes=2)
+    assert set(pooler) <= {w.path for w in classifier.trainable_weights}
+    assert len(tagger.weights) == len(tagger.trainable_weights) + len(tagger.non_trainable_weights)
