@@ -113,6 +113,9 @@ class DistillationPretrainer(ObjectiveModel):
         self.agreement = Ratio(name="agreement")
         self.compile(optimizer=default_optimizer(self.default_learning_rate))
 
+    def idle_layers(self):
+        return self.student_pretrainer.idle_layers()  # the teacher is frozen
+
     def call(self, inputs, training=False):
         encoder_inputs = {name: inputs[name] for name in INPUT_NAMES}
         ids = encoder_inputs["input_word_ids"]

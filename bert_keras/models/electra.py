@@ -233,6 +233,9 @@ class ElectraPretrainer(ObjectiveModel):
         return ops.cast(draw < self.discriminator_mlm_share, weights.dtype) * ops.cast(
             weights > 0, weights.dtype)
 
+    def idle_layers(self):
+        return [self.encoder.pooler]  # the discriminator's heads read the sequence output
+
     def shared_embeddings(self):
         """The discriminator's variables that the generator uses too."""
         generator_variables = {id(v) for v in self.generator.variables}

@@ -4,13 +4,15 @@ their own outputs (`ElectraPretrainer`, `DistillationPretrainer`), trained by Ke
 
 import keras
 
+from bert_keras.models.idle_layers import IdleLayers
 from bert_keras.models.losses import scale_for_replicas
 
 
-class ObjectiveModel(keras.Model):
+class ObjectiveModel(IdleLayers, keras.Model):
     """`call` returns what the loss needs; subclasses define `loss_terms(x, y_pred)` ->
     {"loss", term: value} of one replica's batch, name the terms to track as mean metrics in
-    `loss_term_names`, and update any further metrics in `update_metrics(x, y_pred)`."""
+    `loss_term_names`, and update any further metrics in `update_metrics(x, y_pred)`; layers
+    the loss never reads go in `idle_layers()`."""
 
     loss_term_names = ()
 

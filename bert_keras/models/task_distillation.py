@@ -113,6 +113,9 @@ class TaskDistiller(ObjectiveModel):
         self.hard_loss = student.loss
         self.teacher_agreement = None if soft_targets == "mse" else Ratio(name="teacher_agreement")
 
+    def idle_layers(self):
+        return self.student.idle_layers()
+
     def call(self, inputs, training=False):
         return self.student({name: inputs[name] for name in INPUT_NAMES}, training=training)
 

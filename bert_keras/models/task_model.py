@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from bert_keras.models import head_checkpoints, text_inputs
 from bert_keras.models.encoder import BertEncoder
+from bert_keras.models.idle_layers import IdleLayers
 from bert_keras.models.task_directory import is_task_directory, load_task_directory
 from bert_keras.models.text_preprocessor import TEXT_FIELDS, TextPreprocessor
 from bert_keras.names import INPUT_NAMES
@@ -25,7 +26,7 @@ def encoder_inputs():
     return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
 
 
-class BertTaskModel(keras.Model):
+class BertTaskModel(IdleLayers, keras.Model):
     """Shared machinery: "auto" compile defaults, target renaming, (de)serialization, raw
     text through the carried preprocessor, `from_pretrained`."""
 
@@ -39,43 +40,17 @@ class BertTaskModel(keras.Model):
     def _finish_init(self, encoder, output_keys=None, preprocessor=None,
                      reads_pooled_output=True):
         """`reads_pooled_output`: whether a head reads the encoder's pooled output; if not,
-        the pooler is left out of training (`trainable_weights`)."""
+        the pooler is left out of training (`idle_layers`)."""
         self.encoder = encoder
         self._reads_pooled_output = reads_pooled_output
         self.preprocessor = preprocessor  # TextPreprocessor or None (ids only)
         self._output_keys = list(output_keys or [])  # Keys of a dict output, in order.
         self.compile()
 
-    # --- what trains ---------------------------------------------------------------------
-    # A pooler that no head reads gets no gradient (token tagging, span QA, pretraining
-    # without NSP): it is left out, as transformers builds those models without one,
-    # instead of Keras warning "Gradients do not exist" on every step. The encoder itself
-    # is not changed: a classifier over the same encoder trains its pooler.
-    @property
-    def trainable_weights(self):
-        return self._without_idle_pooler(super().trainable_weights)
-
-    @property
-    def trainable_variables(self):
-        return self._without_idle_pooler(super().trainable_variables)
-
-    @property
-    def non_trainable_weights(self):
-        return super().non_trainable_weights + self._idle_pooler_weights()
-
-    @property
-    def non_trainable_variables(self):
-        return super().non_trainable_variables + self._idle_pooler_weights()
-
-    def _idle_pooler_weights(self):
-        pooler = getattr(self, "encoder", None) and self.encoder.pooler
-        if not pooler or getattr(self, "_reads_pooled_output", True) or not self.trainable:
-            return []
-        return list(pooler.trainable_weights)
-
-    def _without_idle_pooler(self, weights):
-        idle = {id(w) for w in self._idle_pooler_weights()}
-        return [w for w in weights if id(w) not in idle]
+    def idle_layers(self):
+        # A pooler no head reads (token tagging, span QA, pretraining without NSP) gets no
+        # gradient; transformers builds those models without one.
+        return [] if getattr(self, "_reads_pooled_output", True) else [self.encoder.pooler]
 
     # --- from a checkpoint directory -----------------------------------------------------
     @classmethod

@@ -214,7 +214,9 @@ def test_teacher_weights_are_not_trained(tiny_encoder):
     model = DistillationPretrainer(teacher)
     trained = {id(v) for v in model.trainable_weights}
     assert not trained & {id(v) for v in teacher.weights}
-    assert {id(v) for v in model.encoder.trainable_weights} <= trained
+    pooler = {id(v) for v in model.encoder.pooler.weights}  # no NSP: nothing reads it
+    assert {id(v) for v in model.encoder.trainable_weights} - pooler <= trained
+    assert not pooler & trained
 
 
 def test_electra_and_distillation_imply_no_pair_task():
@@ -532,3 +534,10 @@ def test_the_paper_flagfiles_set_the_papers_electra_explicitly(name):
     assert {k: options.get(k) for k in paper} == paper
     options.setdefault("train_text", "bert_keras/assets/web_bible_corpus.txt.gz")
     assert PretrainConfig(model_dir="/tmp/x", **options).curriculum_steps() == 0
+
+
+def test_electra_leaves_the_unread_pooler_out_of_training(tiny_encoder):
+    model = ElectraPretrainer(tiny_encoder(num_layers=2), seed=1)
+    pooler = {id(v) for v in model.encoder.pooler.weights}  # the heads read the sequence output
+    assert not pooler & {id(v) for v in model.trainable_weights}
+    assert pooler <= {id(v) for v in model.non_trainable_weights}
