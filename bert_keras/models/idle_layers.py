@@ -4,6 +4,7 @@ would otherwise warn "Gradients do not exist ... did you forget to provide a `lo
 every step and keep optimizer slots for them. The layers themselves are not changed: a
 shared encoder still trains its pooler in a model that reads it."""
 
+
 class IdleLayers:
     """Mixin for `keras.Model` subclasses (before `keras.Model` in the bases): the weights of
     `idle_layers()` count as non-trainable in this model only.
