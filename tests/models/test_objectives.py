@@ -9,7 +9,7 @@ import bert_keras as bk
 from bert_keras.configs import ConfigError
 from bert_keras.models.distillation import DistillationPretrainer, student_from_teacher
 from bert_keras.models.electra import (
-    ElectraPretrainer, generator_config, gumbel_sample, scatter_positions)
+    ElectraPretrainer, generator_config, sample_tokens, scatter_positions)
 from bert_keras.training.pretraining_config import PretrainConfig
 
 B, T, P, V = 3, 10, 4, 100
@@ -136,12 +136,12 @@ def test_replaced_labels_mark_exactly_the_changed_tokens(tiny_encoder):
     assert out["replaced"].sum() == (x["masked_lm_ids"] == 8).sum() > 0
 
 
-def test_gumbel_sampling_follows_the_softmax():
+def test_sampling_follows_the_softmax():
     import keras
 
     probabilities = np.array([0.5, 0.3, 0.15, 0.05])
     logits = np.tile(np.log(probabilities)[None, :], (20000, 1)).astype("float32")
-    draws = np.asarray(gumbel_sample(logits, keras.random.SeedGenerator(1)))
+    draws = np.asarray(sample_tokens(logits, keras.random.SeedGenerator(1)))
     frequencies = np.bincount(draws, minlength=4) / draws.size
     np.testing.assert_allclose(frequencies, probabilities, atol=0.015)
 
