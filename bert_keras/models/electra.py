@@ -88,12 +88,13 @@ def sample_tokens(logits, seed_generator):
 
 def scatter_positions(ids, positions, values, weights):
     """`ids` (B, T) with `values` (B, P) written at `positions` (B, P) where `weights` > 0
-    (padding slots of the masked positions, weight 0, write nothing)."""
+    (padding slots of the masked positions, weight 0, write nothing); a position listed
+    twice gets the larger of its values, never their sum (ids are >= 0)."""
     length = ops.shape(ids)[1]
     hits = ops.one_hot(positions, length, dtype="int32") * ops.cast(
         weights > 0, "int32")[:, :, None]  # (B, P, T)
     written = ops.sum(hits, axis=1) > 0  # (B, T)
-    value = ops.sum(hits * ops.cast(values, "int32")[:, :, None], axis=1)  # (B, T)
+    value = ops.max(hits * ops.cast(values, "int32")[:, :, None], axis=1)  # (B, T)
     return ops.where(written, value, ids)
 
 

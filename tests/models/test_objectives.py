@@ -151,6 +151,9 @@ def test_scatter_positions_skips_padding_slots():
     got = scatter_positions(ids, np.array([[2, 0]], "int32"), np.array([[9, 8]], "int32"),
                             np.array([[1.0, 0.0]], "float32"))
     assert np.asarray(got).tolist() == [[1, 2, 9, 4]]  # position 0 (a padding slot) untouched
+    twice = scatter_positions(ids, np.array([[2, 2]], "int32"), np.array([[7, 9]], "int32"),
+                              np.array([[1.0, 1.0]], "float32"))
+    assert np.asarray(twice).tolist() == [[1, 2, 9, 4]]  # one of the values, not their sum
 
 
 def test_generator_shares_the_discriminator_embeddings(tiny_encoder):
