@@ -37,20 +37,20 @@ class BertTaskModel(IdleLayers, keras.Model):
     transformers_head = None
     load_transformers_head = None
 
-    def _finish_init(self, encoder, output_keys=None, preprocessor=None,
-                     reads_pooled_output=True):
-        """`reads_pooled_output`: whether a head reads the encoder's pooled output; if not,
-        the pooler is left out of training (`idle_layers`)."""
+    def _finish_init(self, encoder, output_keys=None, preprocessor=None):
         self.encoder = encoder
-        self._reads_pooled_output = reads_pooled_output
         self.preprocessor = preprocessor  # TextPreprocessor or None (ids only)
         self._output_keys = list(output_keys or [])  # Keys of a dict output, in order.
         self.compile()
 
+    def reads_pooled_output(self):
+        """Whether a head reads the encoder's pooled output (the classifier's does)."""
+        return True
+
     def idle_layers(self):
         # A pooler no head reads (token tagging, span QA, pretraining without NSP) gets no
         # gradient; transformers builds those models without one.
-        return [] if getattr(self, "_reads_pooled_output", True) else [self.encoder.pooler]
+        return [] if self.reads_pooled_output() else [self.encoder.pooler]
 
     # --- from a checkpoint directory -----------------------------------------------------
     @classmethod

@@ -116,7 +116,10 @@ class BertPretrainer(BertTaskModel):
         self.mlm_activation = mlm_activation
         self.masked_lm_head = mlm_head
         self.next_sentence_head = nsp_head
-        self._finish_init(encoder, outputs, reads_pooled_output=next_sentence)
+        self._finish_init(encoder, outputs)
+
+    def reads_pooled_output(self):
+        return self.next_sentence  # the NSP/SOP head's input
 
     def _default_loss(self):
         loss = {"masked_lm": TokenCrossEntropy(epsilon=1e-5, name="masked_lm_loss")}
@@ -267,7 +270,7 @@ class BertTokenClassifier(BertTaskModel):
         self.dropout = dropout
         self.labels = _label_names(labels, num_classes)
         self.token_classification_head = head
-        self._finish_init(encoder, preprocessor=preprocessor, reads_pooled_output=False)
+        self._finish_init(encoder, preprocessor=preprocessor)
 
     @classmethod
     def _pretrained_arguments(cls, path, trained, labels, kwargs):
@@ -276,6 +279,9 @@ class BertTokenClassifier(BertTaskModel):
         if labels is not None and len(labels) == kwargs["num_classes"]:
             kwargs.setdefault("labels", labels)
         return kwargs
+
+    def reads_pooled_output(self):
+        return False  # the head reads the sequence output
 
     def _checked_targets(self, y):
         return targets.check_class_ids(y, self.num_classes, type(self).__name__, per_token=True)
@@ -338,8 +344,10 @@ class BertSpanQA(BertTaskModel):
         start, end = head(encoder(inputs)["sequence_output"], inputs["input_mask"])  # (B, T) each
         super().__init__(inputs=inputs, outputs={"start_logits": start, "end_logits": end}, **kwargs)
         self.span_head = head
-        self._finish_init(encoder, ["start_logits", "end_logits"], preprocessor=preprocessor,
-                          reads_pooled_output=False)
+        self._finish_init(encoder, ["start_logits", "end_logits"], preprocessor=preprocessor)
+
+    def reads_pooled_output(self):
+        return False  # the head reads the sequence output
 
     def _default_loss(self):
         return {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
