@@ -12,6 +12,7 @@ from bert_keras import checkpoints
 from bert_keras.checkpoints import own
 from bert_keras.errors import InputError
 from bert_keras.models import layers
+from bert_keras.models.dense import Dense
 from bert_keras.models.encoder_config import DEFAULT_VOCAB_SIZE, PRESETS, EncoderConfig
 from bert_keras.names import INPUT_NAMES
 
@@ -181,7 +182,7 @@ class BertEncoder(keras.Model):
                 epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_layer_norm"
             )
         embeddings_dropout = layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
-        projection = embedding_size is not None and keras.layers.Dense(
+        projection = embedding_size is not None and Dense(
             hidden_size, kernel_initializer=init, dtype=dtype, name="embedding_projection")
         blocks = [
             layers.TransformerBlock(
@@ -192,7 +193,7 @@ class BertEncoder(keras.Model):
             )
             for i in range(groups)
         ]
-        pooler = use_pooler and keras.layers.Dense(
+        pooler = use_pooler and Dense(
             hidden_size, activation="tanh", kernel_initializer=init, dtype=dtype, name="pooler"
         )
 

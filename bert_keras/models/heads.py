@@ -23,6 +23,7 @@ import tensorflow as tf
 from keras import ops
 
 from bert_keras.models import layers as bert_layers
+from bert_keras.models.dense import Dense
 
 # Logit of a padding position in SpanHead: exp() of it underflows to exactly 0 in
 # float32, yet it is finite, so a cross entropy never sees inf - inf.
@@ -116,7 +117,7 @@ class MaskedLMHead(keras.layers.Layer):
         # The transform maps H to the table's width E: H for BERT, the factorized embedding
         # width for ALBERT (`predictions.dense`) and ELECTRA's generator.
         width = int(self.decoder_table.shape[1])
-        self.transform = keras.layers.Dense(
+        self.transform = Dense(
             width,
             activation=bert_layers.get_activation(self.activation),
             kernel_initializer=_initializer(self.initializer_range),
@@ -214,7 +215,7 @@ class _LogitsHead(keras.layers.Layer):
     def build(self, input_shape):
         self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         # float32 output layer under mixed precision: it casts its input to float32.
-        self.logits = keras.layers.Dense(
+        self.logits = Dense(
             self.num_classes, kernel_initializer=_initializer(self.initializer_range),
             dtype="float32", name="logits",
         )
@@ -280,7 +281,7 @@ class ClassificationHead(_LogitsHead):
     def build(self, input_shape):
         super().build(input_shape)
         if self.hidden_activation:
-            self.hidden = keras.layers.Dense(
+            self.hidden = Dense(
                 input_shape[-1], kernel_initializer=_initializer(self.initializer_range),
                 dtype=self.dtype_policy, name="hidden")
             self.hidden.build(input_shape)
@@ -334,7 +335,7 @@ class SpanHead(keras.layers.Layer):
         self.initializer_range = initializer_range
 
     def build(self, sequence_output_shape, input_mask_shape=None):
-        self.logits = keras.layers.Dense(
+        self.logits = Dense(
             2, kernel_initializer=_initializer(self.initializer_range), dtype="float32", name="logits"
         )
         self.logits.build(sequence_output_shape)
@@ -378,11 +379,11 @@ class ReplacedTokenHead(keras.layers.Layer):
 
     def build(self, input_shape):
         init = _initializer(self.initializer_range)
-        self.hidden = keras.layers.Dense(
+        self.hidden = Dense(
             input_shape[-1], activation=bert_layers.get_activation(self.activation),
             kernel_initializer=init, dtype=self.dtype_policy, name="hidden")
         self.hidden.build(input_shape)
-        self.logits = keras.layers.Dense(1, kernel_initializer=init, dtype="float32", name="logits")
+        self.logits = Dense(1, kernel_initializer=init, dtype="float32", name="logits")
         self.logits.build(tuple(input_shape[:-1]) + (input_shape[-1],))
 
     def call(self, sequence_output):

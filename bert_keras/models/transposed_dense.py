@@ -6,6 +6,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from bert_keras.models.dense import Dense
+
 
 @keras.saving.register_keras_serializable(package="bert_keras")
 class TransposedDense(keras.layers.Layer):
@@ -15,7 +17,7 @@ class TransposedDense(keras.layers.Layer):
     runs 1.2-2x faster with its weights in this layout (PyTorch's) than in Keras'
     (input_dim, units) on AVX2-only CPUs, but 1.4-1.5x slower on AVX-512 ones (bfloat16
     there: no different); no different at batch 32 on AVX2 (BENCHMARKS.md, History). Training keeps
-    `keras.layers.Dense` (the layout checkpoints use, and no faster this way); inference
+    `dense.Dense` (the layout checkpoints use, and no faster this way); inference
     copies (`cast_for_inference`) pick by `inference.uses_transposed_kernels`. The kernel is
     named `transposed_kernel`, so a checkpoint loader matching names never fills it with an
     untransposed one.
@@ -55,8 +57,9 @@ class TransposedDense(keras.layers.Layer):
 
 
 def dense(units, transposed, **kwargs):
-    """A keras Dense layer, or a TransposedDense (same math) if `transposed`."""
-    return (TransposedDense if transposed else keras.layers.Dense)(units, **kwargs)
+    """A `Dense` layer (Keras' with an accurate bfloat16 bias gradient), or a
+    TransposedDense (same math) if `transposed`."""
+    return (TransposedDense if transposed else Dense)(units, **kwargs)
 
 
 def copy_weights(source, target):
