@@ -15,6 +15,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from bert_keras.models.residual_norm import residual_dropout_norm
 from bert_keras.models.transposed_dense import dense
 
 ACTIVATIONS = ("gelu", "gelu_approximate", "relu")
@@ -120,15 +121,18 @@ class Dropout(keras.layers.Dropout):
         if not training or not 0.0 < self.rate < 1.0 or self.noise_shape is not None:
             return super().call(inputs, training=training)
         inputs = ops.convert_to_tensor(inputs)
-        seed = tf.cast(tf.math.floormod(self.seed_generator.next(), 2**31 - 1), tf.int32)
-        count = tf.size(inputs)
-        words = tf.random.stateless_uniform([(count + 1) // 2], seed, minval=None, maxval=None,
-                                            dtype=tf.uint32)
-        draws = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:count]  # 2 per word
-        keep = tf.reshape(draws >= tf.constant(round(self.rate * 65536), tf.uint16),
-                          tf.shape(inputs))
+        keep = self.draws(tf.shape(inputs)) >= tf.constant(round(self.rate * 65536), tf.uint16)
         scaled = inputs * ops.cast(1.0 / (1.0 - self.rate), inputs.dtype)
         return tf.where(keep, scaled, tf.zeros_like(inputs))
+
+    def draws(self, shape):
+        """Next uint16 random bits shaped `shape`: an element is kept where its draw is
+        >= round(rate * 65536)."""
+        seed = tf.cast(tf.math.floormod(self.seed_generator.next(), 2**31 - 1), tf.int32)
+        count = tf.reduce_prod(shape)
+        words = tf.random.stateless_uniform([(count + 1) // 2], seed, minval=None, maxval=None,
+                                            dtype=tf.uint32)
+        return tf.reshape(tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:count], shape)
 
 
 def _mask_bias(input_mask, dtype):
@@ -337,18 +341,26 @@ class TransformerBlock(keras.layers.Layer):
         batch, length, hidden_size = ops.shape(inputs)[0], ops.shape(inputs)[1], inputs.shape[-1]
         attended = self.attention(inputs, input_mask, training=training,
                                   query_positions=query_positions)  # (B, T or Q, H)
-        attended = self.dropout_layer(attended, training=training)
         if query_positions is not None:
             inputs = tf.gather(inputs, query_positions, batch_dims=1)  # (B, Q, H)
             length = ops.shape(query_positions)[1]
         # Rank 2 (B*T, H) from here, so the feed-forward matmuls fuse bias and GELU.
-        x = ops.reshape(inputs + attended, (-1, hidden_size))
-        x = self.attention_layer_norm(x)
+        x = ops.reshape(inputs, (-1, hidden_size))
+        x = self._add_and_norm(x, ops.reshape(attended, (-1, hidden_size)),
+                               self.attention_layer_norm, training)
         hidden = self._activate(self.intermediate(x), training)  # (B*T, I)
         hidden = self.output_dense(hidden)  # (B*T, H)
-        hidden = self.dropout_layer(hidden, training=training)
-        x = self.output_layer_norm(x + hidden)
+        x = self._add_and_norm(x, hidden, self.output_layer_norm, training)
         return ops.reshape(x, (batch, length, hidden_size))  # (B, T, H)
+
+    def _add_and_norm(self, x, hidden, norm, training):
+        """norm(x + dropout(hidden)); train steps run it XLA-compiled (residual_norm.py)."""
+        dropout = self.dropout_layer
+        if not training or dropout.rate >= 1.0:  # Inference: oneDNN fuses the add into the matmul.
+            return norm(x + dropout(hidden, training=training))
+        draws = dropout.draws(tf.shape(hidden)) if dropout.rate > 0 else None
+        return residual_dropout_norm(x, hidden, draws, dropout.rate, tf.convert_to_tensor(norm.gamma),
+                                     tf.convert_to_tensor(norm.beta), norm.epsilon)
 
     def _activate(self, hidden, training):
         if not training:
