@@ -121,18 +121,17 @@ class Dropout(keras.layers.Dropout):
         if not training or not 0.0 < self.rate < 1.0 or self.noise_shape is not None:
             return super().call(inputs, training=training)
         inputs = ops.convert_to_tensor(inputs)
-        keep = self.draws(tf.shape(inputs)) >= tf.constant(round(self.rate * 65536), tf.uint16)
         scaled = inputs * ops.cast(1.0 / (1.0 - self.rate), inputs.dtype)
-        return tf.where(keep, scaled, tf.zeros_like(inputs))
+        return tf.where(self.keep_mask(tf.shape(inputs)), scaled, tf.zeros_like(inputs))
 
-    def draws(self, shape):
-        """Next uint16 random bits shaped `shape`: an element is kept where its draw is
-        >= round(rate * 65536)."""
+    def keep_mask(self, shape):
+        """A new random boolean mask shaped `shape`, True where an element is kept."""
         seed = tf.cast(tf.math.floormod(self.seed_generator.next(), 2**31 - 1), tf.int32)
         count = tf.reduce_prod(shape)
         words = tf.random.stateless_uniform([(count + 1) // 2], seed, minval=None, maxval=None,
                                             dtype=tf.uint32)
-        return tf.reshape(tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:count], shape)
+        draws = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:count]  # 2 per word
+        return tf.reshape(draws >= tf.constant(round(self.rate * 65536), tf.uint16), shape)
 
 
 def _mask_bias(input_mask, dtype):
@@ -358,8 +357,8 @@ class TransformerBlock(keras.layers.Layer):
         dropout = self.dropout_layer
         if not training or dropout.rate >= 1.0:  # Inference: oneDNN fuses the add into the matmul.
             return norm(x + dropout(hidden, training=training))
-        draws = dropout.draws(tf.shape(hidden)) if dropout.rate > 0 else None
-        return residual_dropout_norm(x, hidden, draws, dropout.rate, tf.convert_to_tensor(norm.gamma),
+        keep = dropout.keep_mask(tf.shape(hidden)) if dropout.rate > 0 else None
+        return residual_dropout_norm(x, hidden, keep, dropout.rate, tf.convert_to_tensor(norm.gamma),
                                      tf.convert_to_tensor(norm.beta), norm.epsilon)
 
     def _activate(self, hidden, training):

@@ -11,11 +11,11 @@ from bert_keras.models.residual_norm import residual_dropout_norm
 ROWS, WIDTH, EPSILON = 64, 32, 1e-12
 
 
-def _reference(x, h, draws, rate, gamma, beta):
+def _reference(x, h, keep, rate, gamma, beta):
     """float32 autodiff of LayerNorm(x + dropout(h)) with the same kept elements."""
     x, h = tf.cast(x, tf.float32), tf.cast(h, tf.float32)
-    if draws is not None:
-        h = tf.where(draws >= round(rate * 65536), h / (1.0 - rate), 0.0)
+    if keep is not None:
+        h = tf.where(keep, h / (1.0 - rate), 0.0)
     s = x + h
     mean, variance = tf.nn.moments(s, axes=[-1], keepdims=True)
     return (s - mean) * tf.math.rsqrt(variance + EPSILON) * gamma + beta
@@ -37,19 +37,19 @@ def test_values_and_gradients_equal_autodiff(rate, dtype):
     gamma = tf.constant(rng.normal(1.0, 0.2, size=WIDTH), tf.float32)
     beta = tf.constant(rng.normal(0.0, 0.2, size=WIDTH), tf.float32)
     upstream = tf.cast(tf.constant(rng.normal(size=(ROWS, WIDTH)), dtype), tf.float32)
-    draws = None if rate == 0 else tf.constant(rng.integers(0, 65536, (ROWS, WIDTH)), tf.uint16)
+    keep = None if rate == 0 else tf.constant(rng.random((ROWS, WIDTH)) >= rate)
 
     fused = _values_and_gradients(
-        lambda *a: residual_dropout_norm(a[0], a[1], draws, rate, a[2], a[3], EPSILON),
+        lambda *a: residual_dropout_norm(a[0], a[1], keep, rate, a[2], a[3], EPSILON),
         x, h, gamma, beta, upstream)
     expected = _values_and_gradients(
-        lambda *a: _reference(a[0], a[1], draws, rate, a[2], a[3]), x, h, gamma, beta, upstream)
+        lambda *a: _reference(a[0], a[1], keep, rate, a[2], a[3]), x, h, gamma, beta, upstream)
     # bfloat16: the fused forward rounds once, the gradients of x and h once (8 bits).
     tolerance = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=1e-2, atol=2e-2)
     for name, got, want in zip(["y", "dx", "dh", "dgamma", "dbeta"], fused, expected):
         np.testing.assert_allclose(got, want, err_msg=name, **tolerance)
-    if draws is not None:  # the dropped elements of h get no gradient
-        assert np.all(fused[2][draws.numpy() < round(rate * 65536)] == 0)
+    if keep is not None:  # the dropped elements of h get no gradient
+        assert np.all(fused[2][~keep.numpy()] == 0)
 
 
 def test_block_train_step_without_dropout_equals_inference():
