@@ -51,13 +51,21 @@ def training_activation(name):
     >>> [round(float(v), 2) for v in training_activation("gelu")(x)]
     [-0.16, 0.0, 1.95]
     """
-    activation = get_activation(name)
+    activation = _gelu_tanh_as_sigmoid if name == "gelu_approximate" else get_activation(name)
 
     @tf.function(jit_compile=True, reduce_retracing=True)
     def activate(x):
         return tf.cast(activation(tf.cast(x, tf.float32)), x.dtype)
 
     return activate
+
+
+def _gelu_tanh_as_sigmoid(x):
+    """Keras' tanh GELU, 0.5 x (1 + tanh(z)), written as the same function x sigmoid(2z):
+    compiled by XLA for CPU, its forward and gradient take 25 ms against 58 ms with tanh
+    at 4,096 x 2,048 (BENCHMARKS.md, History)."""
+    z = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
+    return x * ops.sigmoid(2.0 * z)
 
 
 def dense_initializer(initializer_range):
