@@ -14,7 +14,7 @@ bert_keras.configs.ConfigError: BertEncoder: hidden_size=100 is not divisible by
 import dataclasses
 
 from bert_keras.configs import Config, check, option
-from bert_keras.models.layers import ACTIVATIONS
+from bert_keras.models.activations import ACTIVATIONS
 
 # The standard English WordPiece vocabularies (uncased and cased are within a few hundred).
 DEFAULT_VOCAB_SIZE = 30522

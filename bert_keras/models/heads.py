@@ -23,6 +23,7 @@ import tensorflow as tf
 from keras import ops
 
 from bert_keras.models import layers as bert_layers
+from bert_keras.models.activations import get_activation
 from bert_keras.models.dense import Dense
 
 # Logit of a padding position in SpanHead: exp() of it underflows to exactly 0 in
@@ -52,7 +53,7 @@ class MaskedLMHead(keras.layers.Layer):
             or its table variable (`encoder.token_embedding.embeddings`). None: the head
             owns an untied table of `vocab_size` rows.
         vocab_size: only with `token_embedding=None`.
-        activation: transform activation, a name of `bert_keras.models.layers.get_activation`.
+        activation: transform activation, a name of `bert_keras.models.activations.get_activation`.
         layer_norm_epsilon, initializer_range: as in BertEncoder.
 
     `get_config` stores `vocab_size`, not the shared layer: `from_config` builds a head with
@@ -80,7 +81,7 @@ class MaskedLMHead(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        bert_layers.get_activation(activation)  # Fail early on an unknown name.
+        get_activation(activation)  # Fail early on an unknown name.
         if token_embedding is None:
             if not isinstance(vocab_size, int) or vocab_size < 1:
                 raise ValueError(
@@ -119,7 +120,7 @@ class MaskedLMHead(keras.layers.Layer):
         width = int(self.decoder_table.shape[1])
         self.transform = Dense(
             width,
-            activation=bert_layers.get_activation(self.activation),
+            activation=get_activation(self.activation),
             kernel_initializer=_initializer(self.initializer_range),
             dtype=self.dtype_policy,
             name="transform",
@@ -373,14 +374,14 @@ class ReplacedTokenHead(keras.layers.Layer):
 
     def __init__(self, activation="gelu", initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        bert_layers.get_activation(activation)  # Fail early on an unknown name.
+        get_activation(activation)  # Fail early on an unknown name.
         self.activation = activation
         self.initializer_range = initializer_range
 
     def build(self, input_shape):
         init = _initializer(self.initializer_range)
         self.hidden = Dense(
-            input_shape[-1], activation=bert_layers.get_activation(self.activation),
+            input_shape[-1], activation=get_activation(self.activation),
             kernel_initializer=init, dtype=self.dtype_policy, name="hidden")
         self.hidden.build(input_shape)
         self.logits = Dense(1, kernel_initializer=init, dtype="float32", name="logits")

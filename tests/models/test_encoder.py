@@ -108,7 +108,7 @@ def test_training_activation_matches_the_activation_and_its_gradient(activation)
     """Train steps run the activation XLA-compiled: same values and gradients as Keras'."""
     import tensorflow as tf
 
-    from bert_keras.models.layers import get_activation, training_activation
+    from bert_keras.models.activations import get_activation, training_activation
 
     x = tf.constant(np.random.default_rng(0).normal(0, 2, (64, 48)), tf.float32)
 
