@@ -29,12 +29,12 @@ def get_activation(name):
 
 @functools.cache
 def training_activation(name):
-    """The activation `name` for a train step, as one XLA-compiled function: its ops and
-    their gradients fuse into one pass over memory each way instead of about ten
-    TensorFlow ops, 2-5% of a train step on CPU (BENCHMARKS.md, History). Only these
-    elementwise ops are compiled; the matmuls stay on oneDNN (XLA's CPU matmuls are
-    slower). 16-bit inputs are computed in float32 (GELU's erf and its gradient run 2x
-    faster in float32 than in bfloat16 on CPU) and cast back.
+    """The activation `name` for a train step, XLA-compiled with its own compiled gradient:
+    one pass over memory each way instead of about ten TensorFlow ops, 2-5% of a train
+    step on CPU (BENCHMARKS.md, History). Only these elementwise ops are compiled; the
+    matmuls stay on oneDNN (XLA's CPU matmuls are slower). 16-bit inputs are computed in
+    float32 (GELU's erf and its gradient run 2x faster in float32 than in bfloat16 on CPU)
+    and cast back.
 
     Example:
     >>> import tensorflow as tf
@@ -67,7 +67,7 @@ def training_activation(name):
 
 def _gelu_tanh_as_sigmoid(x):
     """Keras' tanh GELU, 0.5 x (1 + tanh(z)), written as the same function x sigmoid(2z):
-    compiled by XLA for CPU, its forward and gradient take 25 ms against 58 ms with tanh
+    compiled by XLA for CPU, its forward and gradient take 23 ms against 58 ms with tanh
     at 4,096 x 2,048 (BENCHMARKS.md, History)."""
     z = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
     return x * ops.sigmoid(2.0 * z)

@@ -6,8 +6,8 @@ bfloat16. Over the 4,096 rows of a 32 x 128 batch its result is 22% off (relativ
 against an exact sum), 2.5% at 640 rows; every Keras `Dense` under mixed_bfloat16 trains
 its bias on that. Here the sum is a matmul with a row of ones, which oneDNN (and every
 GEMM) accumulates in float32: the only error left is the final rounding to bfloat16
-(0.14%), and it runs 1.1-2x faster than `BiasAddGrad` at the encoder's shapes, in float32
-as well (BENCHMARKS.md, History).
+(0.14%). It also runs 1.1-2x faster than `BiasAddGrad` in bfloat16 at the encoder's
+shapes, and about as fast in float32 (BENCHMARKS.md, History).
 """
 
 import keras
