@@ -313,10 +313,12 @@ class TransformerBlock(keras.layers.Layer):
     def _add_and_norm(self, x, hidden, norm, training):
         """norm(x + dropout(hidden)); train steps run it XLA-compiled (residual_norm.py)."""
         dropout = self.dropout_layer
-        if not training or dropout.rate >= 1.0:  # Inference: oneDNN fuses the add into the matmul.
+        if not training or dropout.rate >= 1.0:
+            # Inference (no dropout): oneDNN can fuse the add into the matmul before it.
             return norm(x + dropout(hidden, training=training))
         keep = dropout.keep_mask(tf.shape(hidden)) if dropout.rate > 0 else None
-        return residual_dropout_norm(x, hidden, keep, dropout.rate, tf.convert_to_tensor(norm.gamma),
+        return residual_dropout_norm(x, hidden, keep, dropout.rate,
+                                     tf.convert_to_tensor(norm.gamma),
                                      tf.convert_to_tensor(norm.beta), norm.epsilon)
 
     def _activate(self, hidden, training):

@@ -3,10 +3,10 @@ as two XLA-compiled functions, the forward and its gradient.
 
 TensorFlow runs the dropout, the residual add and the layer norm as about a dozen ops
 forward and twice that backward, each a pass over memory; compiled, each way reads its
-inputs once or twice. 2-4% of a bfloat16 train step on CPU (BENCHMARKS.md, History). The
+inputs once or twice. 1-3% of a bfloat16 train step on CPU (BENCHMARKS.md, History). The
 dropout mask is drawn outside, by TensorFlow (XLA's CPU Philox is several times slower),
 and the column sums of the gamma and beta gradients are matmuls with a ones row (XLA's
-column reductions on CPU are slow). Inference keeps `norm(x + h)`, whose add oneDNN fuses
+column reductions on CPU are slow). Inference keeps `norm(x + h)`, whose add oneDNN can fuse
 into the matmul before it.
 """
 
