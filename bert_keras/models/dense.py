@@ -15,6 +15,18 @@ import tensorflow as tf
 from keras import ops
 
 
+def sum_rows(rows):
+    """The column sums of a (rows, width) tensor, as a matmul with a row of ones: accumulated
+    in float32 at every dtype, returned in `rows`' dtype.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> [float(v) for v in sum_rows(tf.ones((4096, 2), tf.bfloat16) / 8)]
+    [512.0, 512.0]
+    """
+    return tf.linalg.matmul(tf.ones((1, tf.shape(rows)[0]), rows.dtype), rows)[0]
+
+
 @tf.custom_gradient
 def bias_add(x, bias):
     """`x + bias` over the last axis, as `tf.nn.bias_add` (oneDNN still fuses a matmul
@@ -32,9 +44,7 @@ def bias_add(x, bias):
     """
 
     def grad(dy):
-        rows = tf.reshape(dy, (-1, tf.shape(dy)[-1]))
-        ones = tf.ones((1, tf.shape(rows)[0]), dy.dtype)
-        return dy, tf.linalg.matmul(ones, rows)[0]
+        return dy, sum_rows(tf.reshape(dy, (-1, tf.shape(dy)[-1])))
 
     return tf.nn.bias_add(x, bias), grad
 

@@ -15,7 +15,7 @@ import tensorflow as tf
 from keras import ops
 
 from bert_keras.models.activations import get_activation, training_activation
-from bert_keras.models.residual_norm import residual_dropout_norm
+from bert_keras.models.residual_norm import normalize, residual_dropout_norm
 from bert_keras.models.transposed_dense import dense
 
 def dense_initializer(initializer_range):
@@ -30,13 +30,9 @@ def layer_norm(layer, x):
     mixed_bfloat16 on CPU, where every elementwise op is a full pass over memory, this
     made the whole encoder ~10% faster than calling the Keras layer (BENCHMARKS.md, Notes).
     """
-    dtype = layer.compute_dtype
-    x = ops.cast(x, "float32")
-    mean = ops.mean(x, axis=-1, keepdims=True)
-    centered = x - mean
-    variance = ops.mean(ops.square(centered), axis=-1, keepdims=True)
-    scale = ops.rsqrt(variance + layer.epsilon) * ops.cast(layer.gamma, "float32")
-    return ops.cast(ops.cast(layer.beta, "float32") + centered * scale, dtype)
+    y, _, _ = normalize(ops.cast(x, "float32"), ops.cast(layer.gamma, "float32"),
+                        ops.cast(layer.beta, "float32"), layer.epsilon)
+    return ops.cast(y, layer.compute_dtype)
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")

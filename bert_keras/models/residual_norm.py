@@ -5,7 +5,7 @@ TensorFlow runs the dropout, the residual add and the layer norm as about a doze
 forward and twice that backward, each a pass over memory; compiled, each way reads its
 inputs once or twice. 1-3% of a bfloat16 train step on CPU (BENCHMARKS.md, History). The
 dropout mask is drawn outside, by TensorFlow (XLA's CPU Philox is several times slower),
-and the column sums of the gamma and beta gradients are matmuls with a ones row (XLA's
+and the column sums of the gamma and beta gradients are `dense.sum_rows` matmuls (XLA's
 column reductions on CPU are slow). Inference keeps `norm(x + h)`, whose add oneDNN can fuse
 into the matmul before it.
 """
@@ -13,6 +13,24 @@ into the matmul before it.
 import functools
 
 import tensorflow as tf
+
+from bert_keras.models.dense import sum_rows
+
+
+def normalize(x, gamma, beta, epsilon):
+    """Layer norm of float32 `x` over its last axis: (beta + (x - mean) * rstd * gamma, mean,
+    rstd). `layers.layer_norm` (TensorFlow's ops) and the compiled forward here share it.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> y, mean, rstd = normalize(tf.constant([[1.0, 3.0]]), tf.ones(2), tf.zeros(2), 1e-12)
+    >>> y.numpy().tolist(), float(mean[0, 0]), float(rstd[0, 0])
+    ([[-1.0, 1.0]], 2.0, 1.0)
+    """
+    mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+    centered = x - mean
+    rstd = tf.math.rsqrt(tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True) + epsilon)
+    return beta + centered * (rstd * gamma), mean, rstd
 
 
 def residual_dropout_norm(x, h, keep, rate, gamma, beta, epsilon):
@@ -43,11 +61,8 @@ def _compiled(rate, epsilon):
 
     @tf.function(jit_compile=True, reduce_retracing=True)
     def forward(x, h, keep, gamma, beta):
-        s = summed(x, h, keep)
-        mean = tf.reduce_mean(s, axis=-1, keepdims=True)
-        centered = s - mean
-        rstd = tf.math.rsqrt(tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True) + epsilon)
-        return tf.cast(centered * rstd * gamma + beta, x.dtype), mean, rstd
+        y, mean, rstd = normalize(summed(x, h, keep), gamma, beta, epsilon)
+        return tf.cast(y, x.dtype), mean, rstd
 
     @tf.function(jit_compile=True, reduce_retracing=True)
     def backward(dy, x, h, keep, mean, rstd, gamma):
@@ -60,10 +75,6 @@ def _compiled(rate, epsilon):
         dh = ds if keep is None else tf.where(keep, ds * scale, 0.0)
         return tf.cast(ds, x.dtype), tf.cast(dh, h.dtype), dy * normalized
 
-    def column_sums(rows):  # float32 accumulation whatever the dtype
-        ones = tf.ones((1, tf.shape(rows)[0]), rows.dtype)
-        return tf.cast(tf.linalg.matmul(ones, rows)[0], tf.float32)
-
     def apply(x, h, keep, gamma, beta):
         @tf.custom_gradient
         def norm(x, h, gamma, beta):
@@ -71,7 +82,7 @@ def _compiled(rate, epsilon):
 
             def grad(dy):
                 dx, dh, dy_normalized = backward(dy, x, h, keep, mean, rstd, gamma)
-                return dx, dh, column_sums(dy_normalized), column_sums(dy)
+                return dx, dh, sum_rows(dy_normalized), tf.cast(sum_rows(dy), tf.float32)
 
             return y, grad
 
