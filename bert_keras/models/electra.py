@@ -71,7 +71,7 @@ def tied_masked_lm_head(discriminator, width, name):
         discriminator.token_embedding, activation=discriminator.activation,
         layer_norm_epsilon=discriminator.layer_norm_epsilon,
         initializer_range=discriminator.initializer_range,
-        dtype=discriminator.dtype_policy, name=name)
+        dtype=discriminator.head_dtype_policy, name=name)
     head.build((None, None, width))
     return head
 
@@ -168,7 +168,7 @@ class ElectraPretrainer(ObjectiveModel):
                                                   "generator_head")
         self.discriminator_head = heads.ReplacedTokenHead(
             activation=discriminator.activation, initializer_range=discriminator.initializer_range,
-            dtype=discriminator.dtype_policy, name="discriminator_head")
+            dtype=discriminator.head_dtype_policy, name="discriminator_head")
         # Built now, so an optimizer can be built for every variable before the first step.
         self.discriminator_head.build((None, None, discriminator.hidden_size))
         self.corrective_weight = corrective_weight

@@ -203,7 +203,12 @@ class BertEncoder(keras.Model):
                        pooler, num_layers, type_vocab_size)
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
         outputs = stack(inputs)
-        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        if dtype is not None:
+            # Keras' Functional drops `dtype`: the encoder would report (and serialize) the
+            # global policy, and heads built on `encoder.dtype_policy`, its config and
+            # `cast_for_inference` would see float32 under a mixed_bfloat16 encoder.
+            self.dtype_policy = dtype
 
         # === Config ===
         self.vocab_size = vocab_size
@@ -280,6 +285,19 @@ class BertEncoder(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+    @property
+    def head_dtype_policy(self):
+        """The dtype policy of task heads over this encoder: its own (float32, or mixed
+        precision with float32 variables), float32 when its variables are 16-bit (the
+        inference copies `cast_for_inference` makes, whose heads stay float32).
+
+        >>> BertEncoder.from_preset("bert_tiny", vocab_size=100, dtype="bfloat16").head_dtype_policy.name
+        'float32'
+        """
+        if self.dtype_policy.variable_dtype == "float32":
+            return self.dtype_policy
+        return keras.dtype_policies.get("float32")
 
     @property
     def max_sequence_length(self):

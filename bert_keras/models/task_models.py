@@ -87,7 +87,7 @@ class BertPretrainer(BertTaskModel):
     default_learning_rate = 1e-4
 
     def __init__(self, encoder, next_sentence=True, mlm_activation=None, **kwargs):
-        policy = encoder.dtype_policy
+        policy = encoder.head_dtype_policy
         mlm_head = heads.MaskedLMHead(
             encoder.token_embedding,
             activation=mlm_activation or encoder.activation,
@@ -176,7 +176,7 @@ class BertClassifier(BertTaskModel):
             raise ValueError(f"BertClassifier: problem_type must be one of {PROBLEM_TYPES}, got {problem_type!r}.")
         head = heads.ClassificationHead(
             num_classes, dropout=dropout, initializer_range=encoder.initializer_range,
-            hidden_activation=hidden_activation, dtype=encoder.dtype_policy,
+            hidden_activation=hidden_activation, dtype=encoder.head_dtype_policy,
             name="classification_head",
         )
         inputs = encoder_inputs()
@@ -261,7 +261,7 @@ class BertTokenClassifier(BertTaskModel):
                  **kwargs):
         head = heads.TokenClassificationHead(
             num_classes, dropout=dropout, initializer_range=encoder.initializer_range,
-            dtype=encoder.dtype_policy, name="token_classification_head",
+            dtype=encoder.head_dtype_policy, name="token_classification_head",
         )
         inputs = encoder_inputs()
         logits = head(encoder(inputs)["sequence_output"])  # (B, T, C)
@@ -338,7 +338,7 @@ class BertSpanQA(BertTaskModel):
 
     def __init__(self, encoder, preprocessor=None, **kwargs):
         head = heads.SpanHead(
-            initializer_range=encoder.initializer_range, dtype=encoder.dtype_policy, name="span_head"
+            initializer_range=encoder.initializer_range, dtype=encoder.head_dtype_policy, name="span_head"
         )
         inputs = encoder_inputs()
         start, end = head(encoder(inputs)["sequence_output"], inputs["input_mask"])  # (B, T) each

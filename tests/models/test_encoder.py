@@ -149,6 +149,32 @@ def test_mixed_bfloat16_runs_and_keeps_float32_variables(tiny_encoder):
     assert np.isfinite(np.asarray(outputs["sequence_output"], np.float32)).all()
 
 
+
+def test_an_encoders_dtype_reaches_its_policy_config_heads_and_inference_copies(tiny_encoder):
+    """`dtype` given to the encoder (no global policy), not the global float32: Keras'
+    Functional drops it. Before, a mixed_bfloat16 encoder serialized float32, its task heads
+    ran in float32, and `cast_for_inference(encoder, "float32")` returned the encoder itself,
+    answering in bfloat16."""
+    import keras
+
+    from bert_keras.models.inference import cast_for_inference
+
+    assert keras.config.dtype_policy().name == "float32"
+    encoder = tiny_encoder(dtype="mixed_bfloat16")
+    assert encoder.dtype_policy.name == "mixed_bfloat16"
+    assert type(encoder).from_config(encoder.get_config()).dtype_policy.name == "mixed_bfloat16"
+    head = bk.BertPretrainer(encoder).masked_lm_head
+    assert head.decoder.compute_dtype == "bfloat16"
+    copy = cast_for_inference(encoder, "float32")
+    assert copy is not encoder and copy.dtype_policy.name == "float32"
+    assert copy(random_inputs())["sequence_output"].dtype == "float32"
+    # Task heads train in the encoder's policy; inference copies keep them float32.
+    classifier = bk.BertClassifier(encoder, num_classes=3)
+    assert classifier.get_layer("classification_head").dtype_policy.name == "mixed_bfloat16"
+    for dtype in ("bfloat16", "float32"):
+        copy = cast_for_inference(classifier, dtype)
+        assert copy.get_layer("classification_head").dtype_policy.name == "float32"
+
 @pytest.mark.parametrize("overrides", [
     dict(num_layers=2),
     dict(num_layers=3, num_layer_groups=1, embedding_size=8),  # ALBERT: one shared block
