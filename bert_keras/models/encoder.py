@@ -206,8 +206,8 @@ class BertEncoder(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         if dtype is not None:
             # Keras' Functional drops `dtype`: the encoder would report (and serialize) the
-            # global policy, and heads built on `encoder.dtype_policy`, its config and
-            # `cast_for_inference` would see float32 under a mixed_bfloat16 encoder.
+            # global policy, so its heads, its config and `cast_for_inference` would see
+            # float32 for a mixed_bfloat16 encoder.
             self.dtype_policy = dtype
 
         # === Config ===
@@ -292,7 +292,8 @@ class BertEncoder(keras.Model):
         precision with float32 variables), float32 when its variables are 16-bit (the
         inference copies `cast_for_inference` makes, whose heads stay float32).
 
-        >>> BertEncoder.from_preset("bert_tiny", vocab_size=100, dtype="bfloat16").head_dtype_policy.name
+        >>> encoder = BertEncoder.from_preset("bert_tiny", vocab_size=100, dtype="bfloat16")
+        >>> encoder.head_dtype_policy.name
         'float32'
         """
         if self.dtype_policy.variable_dtype == "float32":

@@ -149,7 +149,6 @@ def test_mixed_bfloat16_runs_and_keeps_float32_variables(tiny_encoder):
     assert np.isfinite(np.asarray(outputs["sequence_output"], np.float32)).all()
 
 
-
 def test_an_encoders_dtype_reaches_its_policy_config_heads_and_inference_copies(tiny_encoder):
     """`dtype` given to the encoder (no global policy), not the global float32: Keras'
     Functional drops it. Before, a mixed_bfloat16 encoder serialized float32, its task heads
@@ -174,6 +173,7 @@ def test_an_encoders_dtype_reaches_its_policy_config_heads_and_inference_copies(
     for dtype in ("bfloat16", "float32"):
         copy = cast_for_inference(classifier, dtype)
         assert copy.get_layer("classification_head").dtype_policy.name == "float32"
+
 
 @pytest.mark.parametrize("overrides", [
     dict(num_layers=2),
