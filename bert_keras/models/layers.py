@@ -171,8 +171,9 @@ class SelfAttention(keras.layers.Layer):
         self.qkv = dense(3 * hidden_size, self.transposed_kernels, kernel_initializer=init,
                          dtype=self.dtype_policy, name="qkv")
         self.qkv.build(input_shape)
-        self.output_dense = dense(hidden_size, self.transposed_kernels, kernel_initializer=init,
-                                  dtype=self.dtype_policy, name="output")
+        # Square: in bfloat16 at batch 1 TensorFlow's fused MatMul would run it on one thread.
+        self.output_dense = dense(hidden_size, self.transposed_kernels, batch_matmul=True,
+                                  kernel_initializer=init, dtype=self.dtype_policy, name="output")
         self.output_dense.build(input_shape)
         self.attention_dropout = Dropout(self.dropout, dtype=self.dtype_policy)
 

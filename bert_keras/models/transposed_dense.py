@@ -32,10 +32,17 @@ class TransposedDense(keras.layers.Layer):
 
     KERNEL_NAME = "transposed_kernel"
 
-    def __init__(self, units, kernel_initializer="glorot_uniform", **kwargs):
+    def __init__(self, units, kernel_initializer="glorot_uniform", batch_matmul=False, **kwargs):
+        """`batch_matmul`: multiply as `BatchMatMulV2` (oneDNN's matmul primitive) and add the
+        bias after, instead of MatMul + BiasAdd (oneDNN's inner product, which TensorFlow
+        fuses with an activation that follows). TensorFlow runs that fused MatMul on one
+        thread when its operands fit the L2 cache, which at serving shapes catches a square
+        kernel in bfloat16 (128 x 512 -> 512: 0.38 against 0.2 ms here); BatchMatMulV2 has
+        no such rule (BENCHMARKS.md, History)."""
         super().__init__(**kwargs)
         self.units = units
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.batch_matmul = bool(batch_matmul)
 
     def build(self, input_shape):
         # The initializer sees (units, input_dim): truncated normal, the encoder's, is symmetric.
@@ -44,6 +51,9 @@ class TransposedDense(keras.layers.Layer):
         self.bias = self.add_weight(name="bias", shape=(self.units,), initializer="zeros")
 
     def call(self, inputs):
+        if self.batch_matmul:
+            product = tf.linalg.matmul(inputs[None], self.kernel[None], adjoint_b=True)[0]
+            return product + self.bias
         return tf.nn.bias_add(tf.linalg.matmul(inputs, self.kernel, transpose_b=True), self.bias)
 
     def compute_output_shape(self, input_shape):
@@ -52,14 +62,17 @@ class TransposedDense(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(units=self.units,
-                      kernel_initializer=keras.initializers.serialize(self.kernel_initializer))
+                      kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
+                      batch_matmul=self.batch_matmul)
         return config
 
 
-def dense(units, transposed, **kwargs):
+def dense(units, transposed, batch_matmul=False, **kwargs):
     """A `Dense` layer (Keras' with an accurate bfloat16 bias gradient), or a
-    TransposedDense (same math) if `transposed`."""
-    return (TransposedDense if transposed else Dense)(units, **kwargs)
+    TransposedDense (same math) if `transposed`, with its `batch_matmul`."""
+    if transposed:
+        return TransposedDense(units, batch_matmul=batch_matmul, **kwargs)
+    return Dense(units, **kwargs)
 
 
 def copy_weights(source, target):

@@ -57,6 +57,11 @@ def test_cast_for_inference_is_bfloat16_and_close(tiny_encoder):
 
 def test_float32_inference_copies_answer_alike_in_either_kernel_layout(tiny_encoder):
     encoder = tiny_encoder(num_layers=2)
+    rng = np.random.default_rng(0)
+    biases = [w for w in encoder.weights if w.path.endswith("/bias")]
+    assert len(biases) > 8  # every dense layer's bias: each layout adds its own way
+    for bias in biases:
+        bias.assign(rng.normal(0.0, 0.1, bias.shape).astype("float32"))
     qkv = encoder.get_layer("transformer_layer_1").attention.qkv
     inputs = ragged_inputs([5, 24])
     transposed = cast_for_inference(encoder, "float32", kernel_layout="transposed")
@@ -65,6 +70,8 @@ def test_float32_inference_copies_answer_alike_in_either_kernel_layout(tiny_enco
     fast_qkv = transposed.get_layer("transformer_layer_1").attention.qkv
     assert isinstance(fast_qkv, transposed_dense.TransposedDense)
     np.testing.assert_array_equal(fast_qkv.kernel.numpy(), qkv.kernel.numpy().T)
+    # The attention output multiplies as BatchMatMulV2: compared with the encoder below.
+    assert transposed.get_layer("transformer_layer_1").attention.output_dense.batch_matmul
     # "auto" keeps Keras' layout in float32 (the faster on AVX-512), and turns a transposed
     # copy back: a float32 encoder is its own float32 inference copy.
     assert cast_for_inference(encoder, "float32") is encoder
