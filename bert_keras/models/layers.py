@@ -171,7 +171,8 @@ class SelfAttention(keras.layers.Layer):
         self.qkv = dense(3 * hidden_size, self.transposed_kernels, kernel_initializer=init,
                          dtype=self.dtype_policy, name="qkv")
         self.qkv.build(input_shape)
-        # Square: in bfloat16 at batch 1 TensorFlow's fused MatMul would run it on one thread.
+        # Square, so in the inference layout, bfloat16, batch 1, TensorFlow's fused MatMul
+        # would run it on one thread (TransposedDense).
         self.output_dense = dense(hidden_size, self.transposed_kernels, batch_matmul=True,
                                   kernel_initializer=init, dtype=self.dtype_policy, name="output")
         self.output_dense.build(input_shape)

@@ -37,8 +37,8 @@ class TransposedDense(keras.layers.Layer):
         bias after, instead of MatMul + BiasAdd (oneDNN's inner product, which TensorFlow
         fuses with an activation that follows). TensorFlow runs that fused MatMul on one
         thread when its operands fit the L2 cache, which at serving shapes catches a square
-        kernel in bfloat16 (128 x 512 -> 512: 0.38 against 0.2 ms here); BatchMatMulV2 has
-        no such rule (BENCHMARKS.md, History)."""
+        kernel in bfloat16 (128 x 512 -> 512: 0.38 against 0.21-0.24 ms here); BatchMatMulV2
+        escapes that rule (BENCHMARKS.md, History)."""
         super().__init__(**kwargs)
         self.units = units
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
