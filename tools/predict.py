@@ -174,6 +174,8 @@ def main(argv):
         raise app.UsageError(f"--batch_size must be positive, got {FLAGS.batch_size}.")
     check_input_flag(FLAGS.input)
     check_output_flag(FLAGS.output)
+    # This process only serves: let oneDNN cache each matmul's weights (docs/serving.md).
+    os.environ.setdefault("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", "1")
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  Registers the tokenizer ops.
 

@@ -16,6 +16,8 @@ from bert_keras_tools.bench.runner import measure_interleaved, section_hook, wan
 from bert_keras_tools.bench.timing import configure_tf, latencies, time_calls
 
 FLAGS = flags.FLAGS
+FROZEN_ENV = {"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS": "1"}
+FROZEN = "frozen-weights server"  # the rows served with FROZEN_ENV
 
 
 # ---------------------------------------------------------------------------------------------
@@ -93,6 +95,11 @@ def export_rows(presets, seconds, workdir):
         specs = [
             ("bert_keras SavedModel bf16", dict(base, worker="bert_keras_export", dtype="bfloat16")),
             ("bert_keras SavedModel f32", dict(base, worker="bert_keras_export", dtype="float32")),
+            # The model server's environment that docs/serving.md recommends.
+            (f"bert_keras SavedModel bf16 {FROZEN}", dict(base, worker="bert_keras_export",
+                                                          dtype="bfloat16", env=FROZEN_ENV)),
+            (f"bert_keras SavedModel f32 {FROZEN}", dict(base, worker="bert_keras_export",
+                                                         dtype="float32", env=FROZEN_ENV)),
             # The float32 layout of AVX2-only CPUs (tools/export.py --kernel_layout=transposed).
             ("bert_keras SavedModel f32 transposed", dict(base, worker="bert_keras_export",
                                                           dtype="float32",

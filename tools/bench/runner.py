@@ -33,7 +33,9 @@ def section_hook(name):
 
 
 def run_worker_subprocess(spec, timeout):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO))
+    """One measurement in a fresh process; `spec["env"]`, if any, adds to its environment
+    (settings that TensorFlow reads once, at start)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO), **spec.get("env", {}))
     command = [sys.executable, str(BENCHMARK_SCRIPT), "--worker", json.dumps(spec)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env,
