@@ -102,6 +102,14 @@ def test_export_latency_goals_compare_each_dtype_with_its_own_kind():
     slow_p99 = [dict(r, value=30.0) if r["metric"] == "latency p99 ms" and r["system"].startswith(
         "bert_keras") else r for r in export_rows(10.7, 16.2)]
     assert goal_of(goals.goals(slow_p99), f32).status == "missed"  # p50 alone is not enough
+    shape = "bert_tiny batch 1 x 128 ids"  # the fastest p50, but with a slow p99
+    tuned = [row("export", shape, "bert_keras SavedModel f32 tuned", 12.0, "latency p50 ms"),
+             row("export", shape, "bert_keras SavedModel f32 tuned", 25.0, "latency p99 ms")]
+    goal = goal_of(goals.goals(export_rows(10.7, 16.2) + tuned), f32)  # the plain row meets both
+    assert goal.status == "met" and goal.measured.endswith(
+        "p99 14.1 vs 18.7 ms: bert_keras SavedModel f32 vs HF torch f32 eager)")
+    goal = goal_of(goals.goals(slow_p99 + tuned), f32)  # neither does
+    assert goal.status == "missed" and "bert_keras SavedModel f32 tuned vs" in goal.measured
 
 
 def test_train_steps_against_their_share_of_the_peak():
@@ -258,3 +266,13 @@ def test_docstring_examples_of_the_report_modules():
     # tools/ is outside pytest's --doctest-modules paths; these examples are pure Python.
     for module in (file, goals, machine, table):
         assert doctest.testmod(module).failed == 0, module.__name__
+
+
+def test_best_round_per_measurement():
+    from bert_keras_tools.bench.runner import best_round
+
+    rounds = [dict(p50_ms=14.0, seq_per_s=90.0), dict(error="timed out"),
+              dict(p50_ms=12.0, seq_per_s=80.0)]
+    assert best_round(rounds, "seq_per_s")["p50_ms"] == 14.0  # a rate: its highest round
+    assert best_round(rounds, "p50_ms", lowest=True)["seq_per_s"] == 80.0  # latency: lowest
+    assert best_round([dict(error="a"), dict(error="b")], "p50_ms") == dict(error="a")

@@ -50,20 +50,30 @@ def run_worker_subprocess(spec, timeout):
     return dict(error=(done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"])
 
 
-def measure_interleaved(specs, rounds, timeout, key):
-    """Runs each (label, spec) `rounds` times, interleaved; keeps each label's best round."""
-    best = {}
+def measure_rounds(specs, rounds, timeout):
+    """Runs each (label, spec) `rounds` times, interleaved: {label: [result of each round]}."""
+    results = {label: [] for label, _ in specs}
     for round_index in range(rounds):
         for label, spec in specs:
             result = run_worker_subprocess(spec, timeout)
             logging.info("round %d %s: %s", round_index, label, result)
-            if "error" in result:
-                best.setdefault(label, result)
-                continue
-            previous = best.get(label)
-            if previous is None or "error" in previous or result[key] > previous[key]:
-                best[label] = result
-    return best
+            results[label].append(result)
+    return results
+
+
+def best_round(results, key, lowest=False):
+    """The round of `results` (one label's) with the highest `key` (`lowest`: the lowest); the
+    first error if every round failed."""
+    found = [result for result in results if "error" not in result]
+    if not found:
+        return results[0]
+    return (min if lowest else max)(found, key=lambda result: result[key])
+
+
+def measure_interleaved(specs, rounds, timeout, key):
+    """Runs each (label, spec) `rounds` times, interleaved; keeps each label's best round."""
+    return {label: best_round(results, key)
+            for label, results in measure_rounds(specs, rounds, timeout).items()}
 
 
 def print_interleaved(specs, rounds, key, prefix, cells):
