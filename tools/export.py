@@ -37,6 +37,8 @@ def main(argv):
         raise app.UsageError(str(e)) from None
     startup.say(precision.describe(config.dtype))
     path = export.run_export(config)
+    startup.say("serve it on x86 CPUs with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 in the model "
+                "server's environment: faster matmuls (docs/serving.md)")
     meta = export.read_metadata(path)
     print(path)
     print(json.dumps({name: {"inputs": sorted(sig["inputs"]), "outputs": sorted(sig["outputs"])}

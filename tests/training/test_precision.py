@@ -87,6 +87,7 @@ def test_the_export_tool_exports_float32_whatever_the_cpu(tmp_path, tiny_encoder
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [line for line in proc.stderr.splitlines() if line.startswith("export.py: dtype")]
     assert lines == ["export.py: dtype float32 (--dtype)"]
+    assert "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1" in proc.stderr  # the model server's setting
     from bert_keras.serving import export
 
     assert export.read_metadata(proc.stdout.splitlines()[0])["dtype"] == "float32"
