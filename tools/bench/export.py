@@ -12,7 +12,8 @@ from absl import flags
 from bert_keras_tools.bench.encoder import huggingface_inputs, huggingface_model
 from bert_keras_tools.bench.flops import encoder_flops
 from bert_keras_tools.bench.inputs import VOCAB_SIZE, fixed_inputs, real_sentences
-from bert_keras_tools.bench.runner import best_round, measure_rounds, section_hook, wanted
+from bert_keras_tools.bench.runner import (best_round, measure_rounds, run_worker_subprocess,
+                                           section_hook, wanted)
 from bert_keras_tools.bench.timing import configure_tf, latencies, time_calls
 
 FLAGS = flags.FLAGS
@@ -24,24 +25,31 @@ FROZEN = "frozen-weights server"  # the rows served with FROZEN_ENV
 # Systems: each worker function takes the spec and returns a dict of measurements.
 
 def run_bert_keras_export(spec):
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (the tokenizer ops of the SavedModel)
-
+    """Exports the preset's encoder, then measures the SavedModel in a fresh process, as a model
+    server loads it."""
     from bert_keras.serving import export
     from bert_keras.models.encoder import BertEncoder
     from bert_keras.data.pretraining.pipeline import default_vocab_file
     from bert_keras.text.tokenizer import BertTokenizer
 
-    configure_tf(spec)
     encoder = BertEncoder.from_preset(spec["preset"], vocab_size=VOCAB_SIZE)
     tokenizer = BertTokenizer(default_vocab_file())
     info = dict(task="encoder", labels=None, seq_length=spec["seq"], lower_case=True,
                 text_fields=["text"])
     with tempfile.TemporaryDirectory() as base:
         path = export.export_saved_model(encoder, tokenizer, info, base, "bench",
-                                           dtype=spec["dtype"],
-                                           kernel_layout=spec.get("kernel_layout", "auto"))
-        loaded = tf.saved_model.load(path)
+                                         dtype=spec["dtype"],
+                                         kernel_layout=spec.get("kernel_layout", "auto"))
+        return run_worker_subprocess(dict(spec, worker="saved_model_serving", path=path),
+                                     FLAGS.timeout)
+
+
+def run_saved_model_serving(spec):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the tokenizer ops of the SavedModel)
+
+    configure_tf(spec)
+    loaded = tf.saved_model.load(spec["path"])
     return measure_serving(spec, loaded.signatures["encode"],
                            lambda b: {k: tf.constant(v) for k, v in b.items()},
                            lambda out: out["sequence_output"].numpy(),
@@ -100,6 +108,10 @@ def export_rows(presets, seconds, workdir):
                                                           dtype="bfloat16", env=FROZEN_ENV)),
             (f"bert_keras SavedModel f32 {FROZEN}", dict(base, worker="bert_keras_export",
                                                          dtype="float32", env=FROZEN_ENV)),
+            # One request at a time, as PyTorch eager runs: one op after another.
+            (f"bert_keras SavedModel bf16 {FROZEN}, 1 inter-op thread",
+             dict(base, worker="bert_keras_export", dtype="bfloat16", env=FROZEN_ENV,
+                  inter_threads=1)),
             # The float32 layout of AVX2-only CPUs (tools/export.py --kernel_layout=transposed).
             ("bert_keras SavedModel f32 transposed", dict(base, worker="bert_keras_export",
                                                           dtype="float32",

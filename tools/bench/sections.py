@@ -22,6 +22,7 @@ WORKERS = {
     "data": pipeline.run_data_pipeline,
     "keras_hub_data": pipeline.run_keras_hub_data,
     "bert_keras_export": export.run_bert_keras_export,
+    "saved_model_serving": export.run_saved_model_serving,
     "huggingface_serving": export.run_huggingface_serving,
     "bert_keras_encoder": encoder.run_bert_keras_encoder,
     "keras_hub_encoder": encoder.run_keras_hub_encoder,
