@@ -20,7 +20,7 @@ import json
 from absl import app, flags
 
 from bert_keras import configs
-from bert_keras.serving import export
+from bert_keras.serving import export, server_environment
 from bert_keras.serving.export_config import ExportConfig
 from bert_keras.training import precision
 
@@ -37,7 +37,7 @@ def main(argv):
         raise app.UsageError(str(e)) from None
     startup.say(precision.describe(config.dtype))
     path = export.run_export(config)
-    startup.say("serve it on x86 CPUs with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 in the model "
+    startup.say(f"serve it on x86 CPUs with {server_environment.assignments()} in the model "
                 "server's environment: faster matmuls (docs/serving.md)")
     meta = export.read_metadata(path)
     print(path)

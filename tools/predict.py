@@ -30,6 +30,7 @@ from absl import app, flags
 
 from bert_keras import files, text_files
 from bert_keras.errors import InputError, WriteError, write_error
+from bert_keras.serving.server_environment import SERVER_ENVIRONMENT
 
 flags.DEFINE_string("model_dir", None, "An export version directory, or the model directory "
                     "(its highest version is used).")
@@ -174,8 +175,8 @@ def main(argv):
         raise app.UsageError(f"--batch_size must be positive, got {FLAGS.batch_size}.")
     check_input_flag(FLAGS.input)
     check_output_flag(FLAGS.output)
-    # This process only serves: let oneDNN cache each matmul's weights (docs/serving.md).
-    os.environ.setdefault("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", "1")
+    for name, value in SERVER_ENVIRONMENT.items():  # this process only serves
+        os.environ.setdefault(name, value)
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  Registers the tokenizer ops.
 

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 import bert_keras as bk
 from bert_keras.text.preprocessor import BertPreprocessor
+from bert_keras.serving.server_environment import SERVER_ENVIRONMENT
 from bert_keras.text.tokenizer import BertTokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -59,9 +60,9 @@ def _dec(obj):
 
 def run_client(tmp_path, exports, requests=None):
     """Runs serving_client.py in a fresh `python -I -S` (cwd elsewhere, clean environment),
-    set as docs/serving.md recommends for a model server: TF_ONEDNN_ASSUME_FROZEN_WEIGHTS
-    makes oneDNN cache each matmul's weights on first use, so every answer the tests check
-    also checks that none of them went stale."""
+    set as docs/serving.md recommends for a model server (`SERVER_ENVIRONMENT`: oneDNN
+    keeps each matmul's weights from their first use), so every answer the tests check also
+    checks that none of them went stale."""
     site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     out = tmp_path / "client_out.json"
     config = tmp_path / "client_config.json"
@@ -69,8 +70,7 @@ def run_client(tmp_path, exports, requests=None):
                                       requests={str(k): v for k, v in (requests or {}).items()},
                                       out=str(out))))
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
-           "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "",
-           "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS": "1"}
+           "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", **SERVER_ENVIRONMENT}
     proc = subprocess.run([sys.executable, "-I", "-S", str(CLIENT), str(config)], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]

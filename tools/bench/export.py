@@ -9,6 +9,7 @@ import tempfile
 
 from absl import flags
 
+from bert_keras.serving.server_environment import SERVER_ENVIRONMENT
 from bert_keras_tools.bench.encoder import huggingface_inputs, huggingface_model
 from bert_keras_tools.bench.flops import encoder_flops
 from bert_keras_tools.bench.inputs import VOCAB_SIZE, fixed_inputs, real_sentences
@@ -17,8 +18,7 @@ from bert_keras_tools.bench.runner import (best_round, measure_rounds, run_worke
 from bert_keras_tools.bench.timing import configure_tf, latencies, time_calls
 
 FLAGS = flags.FLAGS
-FROZEN_ENV = {"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS": "1"}
-FROZEN = "frozen-weights server"  # the rows served with FROZEN_ENV
+FROZEN = "frozen-weights server"  # the rows served with SERVER_ENVIRONMENT
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,13 +104,13 @@ def export_rows(presets, seconds, workdir):
             ("bert_keras SavedModel bf16", dict(base, worker="bert_keras_export", dtype="bfloat16")),
             ("bert_keras SavedModel f32", dict(base, worker="bert_keras_export", dtype="float32")),
             # The model server's environment that docs/serving.md recommends.
-            (f"bert_keras SavedModel bf16 {FROZEN}", dict(base, worker="bert_keras_export",
-                                                          dtype="bfloat16", env=FROZEN_ENV)),
-            (f"bert_keras SavedModel f32 {FROZEN}", dict(base, worker="bert_keras_export",
-                                                         dtype="float32", env=FROZEN_ENV)),
+            (f"bert_keras SavedModel bf16 {FROZEN}",
+             dict(base, worker="bert_keras_export", dtype="bfloat16", env=SERVER_ENVIRONMENT)),
+            (f"bert_keras SavedModel f32 {FROZEN}",
+             dict(base, worker="bert_keras_export", dtype="float32", env=SERVER_ENVIRONMENT)),
             # One request at a time, as PyTorch eager runs: one op after another.
             (f"bert_keras SavedModel bf16 {FROZEN}, 1 inter-op thread",
-             dict(base, worker="bert_keras_export", dtype="bfloat16", env=FROZEN_ENV,
+             dict(base, worker="bert_keras_export", dtype="bfloat16", env=SERVER_ENVIRONMENT,
                   inter_threads=1)),
             # The float32 layout of AVX2-only CPUs (tools/export.py --kernel_layout=transposed).
             ("bert_keras SavedModel f32 transposed", dict(base, worker="bert_keras_export",
@@ -122,15 +122,15 @@ def export_rows(presets, seconds, workdir):
         ]
         specs = [(label, spec) for label, spec in specs if wanted(label)]
         rounds = measure_rounds(specs, FLAGS.rounds, FLAGS.timeout)
+        ids = f"{preset} batch 1 x {FLAGS.seq_length} ids"
+        text = f"{preset} batch 1 raw sentence (in-graph tokenizer)"
         # Each measurement from its own best round: a latency's p50 and p99 from the round
         # of its lowest p50, the throughput from the round of its highest rate.
         for metric, key, best_key, shape in (
-                ("latency p50 ms", "p50_ms", "p50_ms", f"{preset} batch 1 x {FLAGS.seq_length} ids"),
-                ("latency p99 ms", "p99_ms", "p50_ms", f"{preset} batch 1 x {FLAGS.seq_length} ids"),
-                ("latency p50 ms", "text_p50_ms", "text_p50_ms",
-                 f"{preset} batch 1 raw sentence (in-graph tokenizer)"),
-                ("latency p99 ms", "text_p99_ms", "text_p50_ms",
-                 f"{preset} batch 1 raw sentence (in-graph tokenizer)"),
+                ("latency p50 ms", "p50_ms", "p50_ms", ids),
+                ("latency p99 ms", "p99_ms", "p50_ms", ids),
+                ("latency p50 ms", "text_p50_ms", "text_p50_ms", text),
+                ("latency p99 ms", "text_p99_ms", "text_p50_ms", text),
                 ("sequences/s", "seq_per_s", "seq_per_s",
                  f"{preset} {FLAGS.batch_size}x{FLAGS.seq_length}")):
             for label, _ in specs:
