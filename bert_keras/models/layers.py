@@ -14,6 +14,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from bert_keras.models import dropout_mask
 from bert_keras.models.activations import get_activation, training_activation
 from bert_keras.models.residual_norm import normalize, residual_dropout_norm
 from bert_keras.models.transposed_dense import dense
@@ -59,10 +60,10 @@ class LayerNorm(keras.layers.LayerNormalization):
 
 @keras.saving.register_keras_serializable(package="bert_keras")
 class Dropout(keras.layers.Dropout):
-    """`keras.layers.Dropout` that draws 16 random bits per element instead of a float
-    uniform: half the random numbers and no conversion to float (the float draws were 8% of
-    a bf16 pretraining step; this dropout's forward and backward take half the time). An
-    element is dropped with probability round(rate * 65536) / 65536 (0.1: 0.09999).
+    """`keras.layers.Dropout` whose mask comes from a counter-based hash inside one
+    XLA-compiled pass, forward and backward (`dropout_mask`), instead of TensorFlow's Philox
+    kernel and a boolean mask written and read. An element is dropped with probability
+    `rate` to within 2^-32.
 
     Example:
     >>> import numpy as np
@@ -74,18 +75,11 @@ class Dropout(keras.layers.Dropout):
     def call(self, inputs, training=False):
         if not training or not 0.0 < self.rate < 1.0 or self.noise_shape is not None:
             return super().call(inputs, training=training)
-        inputs = ops.convert_to_tensor(inputs)
-        scaled = inputs * ops.cast(1.0 / (1.0 - self.rate), inputs.dtype)
-        return tf.where(self.keep_mask(tf.shape(inputs)), scaled, tf.zeros_like(inputs))
+        return dropout_mask.dropout(ops.convert_to_tensor(inputs), self.next_seed(), self.rate)
 
-    def keep_mask(self, shape):
-        """A new random boolean mask shaped `shape`, True where an element is kept."""
-        seed = tf.cast(tf.math.floormod(self.seed_generator.next(), 2**31 - 1), tf.int32)
-        count = tf.reduce_prod(shape)
-        words = tf.random.stateless_uniform([(count + 1) // 2], seed, minval=None, maxval=None,
-                                            dtype=tf.uint32)
-        draws = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:count]  # 2 per word
-        return tf.reshape(draws >= tf.constant(round(self.rate * 65536), tf.uint16), shape)
+    def next_seed(self):
+        """A new (2,) int64 seed of a mask (`dropout_mask.keep_mask`)."""
+        return tf.cast(self.seed_generator.next(), tf.int64)
 
 
 def _mask_bias(input_mask, dtype):
@@ -314,8 +308,8 @@ class TransformerBlock(keras.layers.Layer):
         if not training or dropout.rate >= 1.0:
             # Inference (no dropout): oneDNN can fuse the add into the matmul before it.
             return norm(x + dropout(hidden, training=training))
-        keep = dropout.keep_mask(tf.shape(hidden)) if dropout.rate > 0 else None
-        return residual_dropout_norm(x, hidden, keep, dropout.rate,
+        seed = dropout.next_seed() if dropout.rate > 0 else None
+        return residual_dropout_norm(x, hidden, seed, dropout.rate,
                                      tf.convert_to_tensor(norm.gamma),
                                      tf.convert_to_tensor(norm.beta), norm.epsilon)
 

@@ -4,8 +4,7 @@ as two XLA-compiled functions, the forward and its gradient.
 TensorFlow runs the dropout, the residual add and the layer norm as about a dozen ops
 forward and twice that backward, each a pass over memory; compiled, each way reads its
 inputs once or twice. 1-3% of a bfloat16 train step on CPU (BENCHMARKS.md, History). The
-dropout mask is drawn outside, by TensorFlow (XLA's CPU Philox is several times slower),
-and the column sums of the gamma and beta gradients are `dense.sum_rows` matmuls (XLA's
+dropout mask is computed inside, from a seed (`dropout_mask`), both ways, and the column sums of the gamma and beta gradients are `dense.sum_rows` matmuls (XLA's
 column reductions on CPU are slow). Inference keeps `norm(x + h)`, whose add oneDNN can fuse
 into the matmul before it.
 """
@@ -15,6 +14,7 @@ import functools
 import tensorflow as tf
 
 from bert_keras.models.dense import sum_rows
+from bert_keras.models.dropout_mask import keep_mask
 
 
 def normalize(x, gamma, beta, epsilon):
@@ -33,13 +33,13 @@ def normalize(x, gamma, beta, epsilon):
     return beta + centered * (rstd * gamma), mean, rstd
 
 
-def residual_dropout_norm(x, h, keep, rate, gamma, beta, epsilon):
+def residual_dropout_norm(x, h, seed, rate, gamma, beta, epsilon):
     """`LayerNorm(x + dropout(h))` over the last axis of (rows, H) `x` and `h`, computed in
     float32 and returned in `x`'s dtype.
 
-    `keep`: a boolean mask shaped like `h` (`layers.Dropout.keep_mask`), None when `rate`
-    is 0; kept elements of `h` are scaled by 1 / (1 - rate). `gamma`, `beta`: the norm's
-    float32 weights.
+    `seed`: the (2,) integer seed of the dropout mask (`dropout_mask.keep_mask`, as
+    `layers.Dropout.next_seed` draws it), None when `rate` is 0; kept elements of `h` are
+    scaled by 1 / (1 - rate). `gamma`, `beta`: the norm's float32 weights.
 
     Example:
     >>> import tensorflow as tf
@@ -48,40 +48,40 @@ def residual_dropout_norm(x, h, keep, rate, gamma, beta, epsilon):
     >>> [round(float(v), 4) for v in y[0]]
     [-0.9258, -0.4629, 1.3887]
     """
-    return _compiled(float(rate), float(epsilon))(x, h, keep, gamma, beta)
+    return _compiled(float(rate), float(epsilon))(x, h, seed, gamma, beta)
 
 
 @functools.cache
 def _compiled(rate, epsilon):
     scale = 1.0 / (1.0 - rate)
 
-    def summed(x, h, keep):  # x + dropout(h) in float32
+    def dropped(h, seed):  # dropout(h) in float32
         h = tf.cast(h, tf.float32)
-        return tf.cast(x, tf.float32) + (h if keep is None else tf.where(keep, h * scale, 0.0))
+        return h if seed is None else tf.where(keep_mask(seed, tf.shape(h), rate), h * scale, 0.0)
 
     @tf.function(jit_compile=True, reduce_retracing=True)
-    def forward(x, h, keep, gamma, beta):
-        y, mean, rstd = normalize(summed(x, h, keep), gamma, beta, epsilon)
+    def forward(x, h, seed, gamma, beta):
+        y, mean, rstd = normalize(tf.cast(x, tf.float32) + dropped(h, seed), gamma, beta, epsilon)
         return tf.cast(y, x.dtype), mean, rstd
 
     @tf.function(jit_compile=True, reduce_retracing=True)
-    def backward(dy, x, h, keep, mean, rstd, gamma):
-        s = summed(x, h, keep)  # recomputed: cheaper than keeping a float32 copy
+    def backward(dy, x, h, seed, mean, rstd, gamma):
+        s = tf.cast(x, tf.float32) + dropped(h, seed)  # recomputed: cheaper than a float32 copy
         normalized = (s - mean) * rstd
         dy = tf.cast(dy, tf.float32)
         g = dy * gamma
         ds = rstd * (g - tf.reduce_mean(g, axis=-1, keepdims=True)
                      - normalized * tf.reduce_mean(g * normalized, axis=-1, keepdims=True))
-        dh = ds if keep is None else tf.where(keep, ds * scale, 0.0)
+        dh = dropped(ds, seed)
         return tf.cast(ds, x.dtype), tf.cast(dh, h.dtype), dy * normalized
 
-    def apply(x, h, keep, gamma, beta):
+    def apply(x, h, seed, gamma, beta):
         @tf.custom_gradient
         def norm(x, h, gamma, beta):
-            y, mean, rstd = forward(x, h, keep, gamma, beta)
+            y, mean, rstd = forward(x, h, seed, gamma, beta)
 
             def grad(dy):
-                dx, dh, dy_normalized = backward(dy, x, h, keep, mean, rstd, gamma)
+                dx, dh, dy_normalized = backward(dy, x, h, seed, mean, rstd, gamma)
                 return dx, dh, sum_rows(dy_normalized), tf.cast(sum_rows(dy), tf.float32)
 
             return y, grad
