@@ -93,6 +93,19 @@ def test_masked_lm_loss_ignores_padded_slots(tiny_encoder):
     assert a == b
 
 
+def test_masked_lm_loss_gradient_is_the_weighted_softmax_minus_one_hot():
+    rng = np.random.default_rng(3)
+    logits = tf.constant(rng.normal(0, 3, (2, 3, 7)), tf.float32)
+    labels, weights = rng.integers(0, 7, (2, 3)), np.array([[1.0, 0.0, 1.0], [1.0, 1.0, 0.0]])
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        loss = TokenCrossEntropy()(labels, logits, weights)
+    softmax = np.exp(logits - logits.numpy().max(-1, keepdims=True))
+    softmax /= softmax.sum(-1, keepdims=True)
+    want = (softmax - np.eye(7)[labels]) * weights[..., None] / (weights.sum() + 1e-5)
+    np.testing.assert_allclose(tape.gradient(loss, logits), want, atol=1e-6)
+
+
 def test_masked_lm_loss_refuses_a_label_outside_the_vocab():
     logits = np.zeros((1, 2, 4), "float32")
     with pytest.raises(tf.errors.InvalidArgumentError, match="a label is outside"):
