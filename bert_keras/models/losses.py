@@ -83,8 +83,8 @@ class TokenCrossEntropy(keras.losses.Loss):
             labels = ops.maximum(labels, 0)
         if sample_weight is not None:
             weights = weights * ops.reshape(ops.cast(sample_weight, "float32"), ops.shape(labels))
-        # XLA's cross entropy has no range check of its own (an outside label would give a
-        # finite, wrong loss): refuse one here, as TensorFlow's kernel did.
+        # The compiled cross entropy has no range check of its own (XLA clamps an outside
+        # label: a finite, wrong loss): refuse one here, as TensorFlow's kernel did.
         tf.debugging.assert_less(
             tf.cast(labels, tf.uint32), tf.cast(tf.shape(logits)[-1], tf.uint32),
             message=f"{self.name}: a label is outside [0, number of logits)")
