@@ -68,9 +68,9 @@ def residual_dropout_norm(x, h, seed, rate, gamma, beta, epsilon):
 def _compiled(rate, epsilon):
     scale = 1.0 / (1.0 - rate)
 
-    def dropped(h, seed):  # dropout(h) in float32
-        h = tf.cast(h, tf.float32)
-        return h if seed is None else tf.where(keep_mask(seed, tf.shape(h), rate), h * scale, 0.0)
+    def dropped(t, seed):  # dropout of h (forward) or of its gradient (backward), in float32
+        t = tf.cast(t, tf.float32)
+        return t if seed is None else tf.where(keep_mask(seed, tf.shape(t), rate), t * scale, 0.0)
 
     @tf.function(jit_compile=True, reduce_retracing=True)
     def forward(x, h, seed, gamma, beta):
