@@ -55,7 +55,7 @@ def test_values_and_gradients_equal_autodiff(rate, dtype):
 
 
 def test_block_train_step_without_dropout_equals_inference():
-    """The train step's compiled pieces (heads split, activation, residual norm), values and
+    """The train step's compiled pieces (activation, residual norm), values and
     gradients, against the inference path's TensorFlow ops."""
     block = layers.TransformerBlock(num_heads=2, intermediate_size=16, dropout=0.0,
                                     attention_dropout=0.0)
