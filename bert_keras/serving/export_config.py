@@ -45,7 +45,8 @@ class ExportConfig(Config):
     kernel_layout: str = option("auto", "Layout of the encoder's dense kernels, for serving "
                                 "speed only (same answers): auto (transposed for bfloat16, "
                                 "Keras' for float32: the faster on AVX-512 servers), keras, or "
-                                "transposed (faster for float32 on AVX2-only CPUs).",
+                                "transposed (faster for float32 on AVX2-only CPUs whose "
+                                "server cannot set TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1).",
                                 choices=KERNEL_LAYOUTS, advanced=True)
 
     def validate(self):
