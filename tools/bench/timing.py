@@ -41,11 +41,12 @@ def time_calls(fn, batches, seconds, warmup=2, min_passes=3):
             return Timing(durations, time.process_time() - cpu_start, len(batches))
 
 
-def latencies(fn, batch, seconds, warmup=3):
+def latencies(fn, batch, seconds, warmup=3, min_calls=20):
+    """Seconds of each call of `fn(batch)`, over about `seconds` and at least `min_calls`."""
     for _ in range(warmup):
         fn(batch)
     times, start = [], time.perf_counter()
-    while time.perf_counter() - start < seconds or len(times) < 20:
+    while time.perf_counter() - start < seconds or len(times) < min_calls:
         t = time.perf_counter()
         fn(batch)
         times.append(time.perf_counter() - t)
