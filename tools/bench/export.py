@@ -76,18 +76,18 @@ def measure_serving(spec, fn, convert, fetch, text_fn=None):
     """p50/p99 latency at batch 1 (ids of 128 tokens; raw text if `text_fn`), batch-32 rate."""
     import numpy as np
 
+    def p50_p99_ms(call, batch):
+        times = latencies(call, batch, spec["seconds"], min_calls=LATENCY_CALLS)
+        return [1e3 * float(np.percentile(times, q)) for q in (50, 99)]
+
     one = convert(fixed_inputs(1, spec["seq"]))
-    times = latencies(lambda b: fetch(fn(**b)), one, spec["seconds"], min_calls=LATENCY_CALLS)
-    result = dict(p50_ms=1e3 * float(np.percentile(times, 50)),
-                  p99_ms=1e3 * float(np.percentile(times, 99)))
+    result = dict(zip(("p50_ms", "p99_ms"), p50_p99_ms(lambda b: fetch(fn(**b)), one)))
     if text_fn is not None:
         import tensorflow as tf
 
         text = {"text": tf.constant(real_sentences(1, seed=3))}
-        times = latencies(lambda b: text_fn(**b)["pooled_output"].numpy(), text, spec["seconds"],
-                          min_calls=LATENCY_CALLS)
-        result.update(text_p50_ms=1e3 * float(np.percentile(times, 50)),
-                      text_p99_ms=1e3 * float(np.percentile(times, 99)))
+        result.update(zip(("text_p50_ms", "text_p99_ms"),
+                          p50_p99_ms(lambda b: text_fn(**b)["pooled_output"].numpy(), text)))
     full = convert(fixed_inputs(spec["batch"], spec["seq"]))
     timing = time_calls(lambda b: fetch(fn(**b)), [full], spec["seconds"])
     rates = timing.rates(spec["batch"])
