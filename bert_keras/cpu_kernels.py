@@ -1,10 +1,11 @@
 """TensorFlow's oneDNN CPU kernels, turned on where TensorFlow leaves them off.
 
-TensorFlow's x86 build enables oneDNN by default only on CPUs with AVX512-VNNI (AVX512-BF16
-and AMX CPUs have it); on an AVX2-only CPU it runs Eigen's kernels: on one (BENCHMARKS.md,
-"A real AVX2-only CPU") a float32 2048² matmul ran at 97 GFLOP/s against oneDNN's 156, and
-float32 train steps took 1.34-1.51x as long. TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it loads, so
-`import bert_keras` sets it to 1 before importing TensorFlow, unless:
+TensorFlow's x86 build enables oneDNN by default on Linux only on CPUs with AVX512-VNNI,
+AVX-VNNI, AVX512-BF16 or AMX; on other CPUs (AVX2-only servers, Skylake-SP Xeons) it runs
+Eigen's kernels: on one (BENCHMARKS.md, "A real AVX2-only CPU") a float32 2048² matmul ran
+at 97 GFLOP/s against oneDNN's 156, and float32 train steps took 1.34-1.51x as long.
+TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it loads, so `import bert_keras` sets it
+to 1 before importing TensorFlow, unless:
 
 - the user set it (`TF_ENABLE_ONEDNN_OPTS=0` keeps Eigen), or
 - TensorFlow was imported first (its choice stands; where that is Eigen, a warning says how
@@ -31,9 +32,10 @@ from absl import logging
 
 ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
 _X86_64 = ("x86_64", "amd64")
-# TensorFlow turns oneDNN on by itself on CPUs with AVX512-VNNI (those with AVX512-BF16 and
-# AMX have it too).
-ONEDNN_BY_DEFAULT_FLAG = "avx512_vnni"
+# TensorFlow turns oneDNN on by itself on CPUs with any of these (its DefaultOneDnnPolicy,
+# tensorflow/core/util/port.cc).
+ONEDNN_BY_DEFAULT_FLAGS = ("avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8",
+                           "amx_bf16")
 
 
 # oneDNN's documented ISA caps (ONEDNN_MAX_CPU_ISA) and the CPU flags each one hides: the
@@ -53,10 +55,10 @@ ISA_CAP_HIDES = {
 }
 
 
-def cpu_flags():
+def cpu_flags(capped=True):
     """The instruction-set flags of this machine's CPU (Linux /proc/cpuinfo; empty elsewhere),
-    less those that ONEDNN_MAX_CPU_ISA caps off (so `auto` and the benchmark see the CPU the
-    kernels see)."""
+    less those that ONEDNN_MAX_CPU_ISA caps off unless `capped` is False (so `auto` and the
+    benchmark see the CPU the kernels see; TensorFlow's oneDNN default reads the real CPU)."""
     flags = set()
     try:
         with open("/proc/cpuinfo") as f:
@@ -66,7 +68,7 @@ def cpu_flags():
                     break
     except OSError:
         pass
-    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper() if capped else ""
     return flags - set(ISA_CAP_HIDES.get(cap, ()))
 
 
@@ -82,9 +84,11 @@ def prefer_onednn():
         return os.environ.get(ONEDNN_VARIABLE)
     if "tensorflow" not in sys.modules:
         os.environ.setdefault(ONEDNN_VARIABLE, "1")
-    elif ONEDNN_VARIABLE not in os.environ and ONEDNN_BY_DEFAULT_FLAG not in cpu_flags():
+    elif ONEDNN_VARIABLE not in os.environ and not set(ONEDNN_BY_DEFAULT_FLAGS) & cpu_flags(
+            capped=False):
         logging.warning(
             "TensorFlow was imported before bert_keras, so its oneDNN kernels stay off on this "
-            "CPU (no AVX512-VNNI) and train steps run 1.3-1.5x slower: import bert_keras first, "
-            "or set %s=1 (=0 to keep TensorFlow's Eigen kernels and this quiet).", ONEDNN_VARIABLE)
+            "CPU (no AVX512-VNNI, AVX-VNNI, AVX512-BF16 or AMX) and train steps run 1.3-1.5x "
+            "slower: import bert_keras first, or set %s=1 (=0 to keep TensorFlow's Eigen "
+            "kernels and this quiet).", ONEDNN_VARIABLE)
     return os.environ.get(ONEDNN_VARIABLE)

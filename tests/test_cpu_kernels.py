@@ -33,13 +33,15 @@ def test_the_users_choice_stands(monkeypatch):
 
 
 @x86_64_only
-@pytest.mark.parametrize("flags,warned", [({"avx2"}, True), ({"avx2", "avx512_vnni"}, False)])
+@pytest.mark.parametrize("flags,warned", [
+    ({"avx2"}, True), ({"avx2", "avx512f"}, True),  # Skylake-SP: AVX-512 without VNNI
+    ({"avx2", "avx512_vnni"}, False), ({"avx2", "avx_vnni"}, False)])
 def test_once_tensorflow_is_loaded_nothing_changes_and_eigen_is_named(monkeypatch, caplog,
                                                                        flags, warned):
     import tensorflow  # noqa: F401
 
     monkeypatch.delenv(cpu_kernels.ONEDNN_VARIABLE, raising=False)
-    monkeypatch.setattr(cpu_kernels, "cpu_flags", lambda: flags)
+    monkeypatch.setattr(cpu_kernels, "cpu_flags", lambda capped=True: flags)
     with caplog.at_level("WARNING"):
         assert cpu_kernels.prefer_onednn() is None
     assert cpu_kernels.ONEDNN_VARIABLE not in os.environ

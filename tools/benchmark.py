@@ -24,7 +24,9 @@ machine); --render_from=FILE writes the section from such a file without running
 --output='' prints the section only (compared with the repository's BENCHMARKS.md).
 --max_isa=AVX2 measures this machine as an AVX2-only CPU (oneDNN's, MKL's, PyTorch's and
 XLA's documented instruction-set limits, for every system alike) and writes the AVX2 section;
-TensorFlow's bfloat16 and XLA rows, which no cap reaches, are left out there.
+TensorFlow's bfloat16 and XLA rows, which no cap reaches, are left out there. --max_isa=AVX512
+measures it as an AVX-512 CPU without bfloat16 instructions (Skylake-SP to Ice Lake) and
+writes the AVX512 section, without TensorFlow's XLA rows.
 
 This file is the command (its flags and main); the measurements, the report and the file
 layout are the package tools/bench/ (bert_keras_tools.bench; its docstring lists them).
@@ -67,7 +69,8 @@ flags.DEFINE_string("rows_json", "", "Also write the measured rows (JSON) to thi
 flags.DEFINE_string("render_from", "", "Render a rows JSON written by --rows_json (no runs).")
 flags.DEFINE_enum("max_isa", "", ["", *machine.ISA_CAPS],
                   "Measure as an older CPU: caps oneDNN, MKL, PyTorch's and XLA's kernels at "
-                  "this instruction set (AVX2: the AVX2 section on any newer x86 machine).")
+                  "this instruction set (AVX2, AVX512: that kind's section on any newer x86 "
+                  "machine).")
 flags.DEFINE_string("worker", "", "Internal: JSON spec of one measurement to run and print.")
 
 
@@ -113,7 +116,8 @@ def write_section(rows, run, notes):
     section = report.render_section(rows, previous, run)
     print(section)
     if FLAGS.output:
-        path.write_text(file.replace_section(text, run["kind"], section, notes))
+        path.write_text(file.replace_section(text, run["kind"], section, notes,
+                                             order=machine.KIND_ORDER))
 
 
 def run():

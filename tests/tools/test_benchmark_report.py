@@ -3,7 +3,7 @@ per-CPU-kind layout. Pure Python on synthetic rows: nothing is measured, no Tens
 
 import doctest
 
-from bert_keras_tools.bench import file, goals, machine, report, table
+from bert_keras_tools.bench import file, goals, machine, report, runner, table
 
 
 def row(section, shape, system, value, metric="sequences/s", **extra):
@@ -173,7 +173,8 @@ def test_float32_goal_against_the_previous_run_of_the_kind():
 def test_cpu_kind_from_flags():
     assert machine.cpu_kind({"avx2", "avx512_bf16", "amx_bf16"}) == "AMX"
     assert machine.cpu_kind({"avx2", "avx512_bf16"}) == "AVX512-BF16"
-    assert machine.cpu_kind({"avx2", "avx512f"}) == "AVX2"
+    assert machine.cpu_kind({"avx2", "avx512f", "avx512_vnni"}) == "AVX512"
+    assert machine.cpu_kind({"avx2", "fma"}) == "AVX2"
     assert machine.cpu_kind(set()) == "other"
 
 
@@ -187,6 +188,20 @@ def test_an_avx2_cap_caps_every_library_and_is_said_in_the_section(monkeypatch):
         XLA_FLAGS="--xla_cpu_max_isa=AVX2")
     assert "CPU kind AVX2 (capped: ONEDNN_MAX_CPU_ISA=AVX2, " in machine.machine_line("AVX2")
     assert machine.cpu_kind() in ("AVX2", "other")  # whatever this CPU is beyond AVX2
+
+
+def test_an_avx512_cap_hides_the_bfloat16_instructions_and_keeps_tensorflows_bfloat16(
+        monkeypatch):
+    for name in machine.ISA_CAP_VARIABLES:
+        monkeypatch.setenv(name, "")
+    machine.cap_isa("AVX512")
+    assert machine.os.environ["ONEDNN_MAX_CPU_ISA"] == "AVX512_CORE"
+    assert machine.cpu_kind() in ("AVX512", "AVX2", "other")  # never AVX512-BF16 or AMX
+    # oneDNN emulates bfloat16 under this cap, as on a real AVX512 CPU; XLA ignores caps.
+    assert not runner.capped_out("bert_keras bf16", "AVX512")
+    assert runner.capped_out("bert_keras f32 XLA", "AVX512")
+    assert runner.capped_out("bert_keras bf16", "AVX2")
+    assert not runner.capped_out("HF torch bf16", "AVX2") and not runner.capped_out("x XLA", "")
 
 
 def finished_rows():
@@ -247,9 +262,15 @@ def test_a_run_replaces_only_its_own_kinds_section():
     float32 = [line for line in new_avx.splitlines() if line.startswith("| float32 not slower")]
     assert float32 and float32[0].endswith("| missed |")  # 0.90x the section it replaced
 
-    added = file.replace_section(new, "AVX2", section("AVX2", finished_rows()))
+    added = file.replace_section(new, "AVX2", section("AVX2", finished_rows()),
+                                 order=machine.KIND_ORDER)
     assert [kind for kind, _ in file.split(added)[1]] == ["AMX", "AVX512-BF16", "AVX2"]
     assert added.startswith(file.INTRO + amx + new_avx) and added.endswith(NOTES)
+    # A kind new to the file goes where KIND_ORDER puts it, not last.
+    avx512 = section("AVX512", finished_rows())
+    between = file.replace_section(added, "AVX512", avx512, order=machine.KIND_ORDER)
+    assert [kind for kind, _ in file.split(between)[1]] == ["AMX", "AVX512-BF16", "AVX512", "AVX2"]
+    assert between.startswith(file.INTRO + amx + new_avx + avx512)
 
 
 def test_a_new_file_gets_the_intro_and_empty_notes():

@@ -26,9 +26,9 @@ COMMAND = ("python tools/benchmark.py --sections=peak,encoder,pretrain,finetune,
 INTRO = f"""# Benchmarks
 
 bert_keras against keras-hub and Hugging Face PyTorch, one section per CPU kind: the
-machine's bfloat16 hardware (AMX, AVX512-BF16, AVX2 or other), which decides most of the
-ratios. To regenerate the section of this machine's kind, from the repository root in the
-benchmark environment (`pip install -e ".[bench]"`):
+machine's bfloat16 hardware and vector width (AMX, AVX512-BF16, AVX512 without bfloat16,
+AVX2 or other), which decide most of the ratios. To regenerate the section of this machine's
+kind, from the repository root in the benchmark environment (`pip install -e ".[bench]"`):
 
     {COMMAND}
 
@@ -36,8 +36,9 @@ It replaces that section only (or adds it); the other kinds' sections and the No
 end are kept as they are. `--max_isa=AVX2` measures any newer x86 machine as an AVX2-only CPU
 (oneDNN's, MKL's, PyTorch's and XLA's documented instruction-set caps, for every system
 alike) and writes the AVX2 section; TensorFlow's bfloat16 and XLA rows, which no cap
-reaches, are left out there. Each section gives its exact command, the machine, the date and
-the versions, then two tables.
+reaches, are left out there. `--max_isa=AVX512` does the same for an AVX-512 CPU without
+bfloat16 instructions (the AVX512 section, XLA's rows left out). Each section gives its exact
+command, the machine, the date and the versions, then two tables.
 
 **Goals**: issue 30's goals computed from the section's rows: `met`, `missed` or `not
 measured` (and what is missing). A family at its best is its fastest row of the group
@@ -53,10 +54,10 @@ section: always the mean). `× peer` = this row / that peer's row in the same gr
 latency: peer / this row), so > 1 means faster; ratios, model TFLOP/s and % of peak use the
 column the section names (`value` on a quiet machine). `% peak` = model FLOPs (matmuls,
 padded shape) per second / the measured matmul peak: the fastest TensorFlow matmul row without
-XLA, bfloat16 where the CPU has bfloat16 instructions, float32 on AVX2 (older sections:
-`% bf16 peak`, the bfloat16 row). `per CPU-s` = the same work
-per second of this process's CPU time (all threads): less sensitive to other load on the
-machine, but it also counts threads that spin while waiting.
+XLA, bfloat16 where the CPU has bfloat16 instructions, float32 on AVX512 and AVX2 (older
+sections: `% bf16 peak`, the bfloat16 row). `per CPU-s` = the same work per second of this
+process's CPU time (all threads): less sensitive to other load on the machine, but it also
+counts threads that spin while waiting.
 
 """
 
@@ -80,8 +81,10 @@ def section_of(text, kind):
     return dict(split(text)[1]).get(kind)
 
 
-def replace_section(text, kind, section, notes=None):
-    """`text` with `kind`'s section replaced by `section` (added after the others if absent).
+def replace_section(text, kind, section, notes=None, order=()):
+    """`text` with `kind`'s section replaced by `section`; added if absent, before the first
+    section of a kind that `order` (kinds, the newest CPU first) puts after `kind`, else after
+    the others.
 
     `notes` replaces the Notes when given; else they are kept (EMPTY_NOTES if there are none).
     """
@@ -90,7 +93,9 @@ def replace_section(text, kind, section, notes=None):
     if kind in dict(sections):
         sections = [(name, section if name == kind else body) for name, body in sections]
     else:
-        sections.append((kind, section))
+        later = set(order[order.index(kind) + 1:]) if kind in order else set()
+        at = next((i for i, (name, _) in enumerate(sections) if name in later), len(sections))
+        sections.insert(at, (kind, section))
     parts = [intro] + [body for _, body in sections]
     for i in range(1, len(parts)):
         # A heading needs a blank line before it; add one only where a part lacks it.

@@ -82,7 +82,7 @@ def peak_rows(seconds):
     specs = [(f"TF matmul 2048x2048 {dtype}{' XLA' if jit else ''}",
               dict(worker="peak", n=2048, dtype=dtype, jit=jit, seconds=seconds))
              for dtype, jit in (("float32", False), ("bfloat16", False), ("bfloat16", True))]
-    specs = [(label, spec) for label, spec in specs if not capped_out(label)]
+    specs = [(label, spec) for label, spec in specs if not capped_out(label, FLAGS.max_isa)]
     results = measure_interleaved(specs, FLAGS.rounds, FLAGS.timeout, "gflops")
     return [dict(section="peak", shape="2048x2048", system=label, metric="GFLOP/s",
                  value=results[label].get("gflops"), cpu=results[label].get("gflops_per_cpu_s"),

@@ -104,7 +104,7 @@ def throughput_goals(rows, specs, basis):
 def matmul_peak(rows, basis="value"):
     """The peak row: the fastest TensorFlow matmul of the run without XLA (the kernels the model
     runs), float32 or bfloat16, whichever the CPU does faster (bfloat16 on AMX and AVX512-BF16,
-    float32 on AVX2); None if the run measured none."""
+    float32 on AVX512 and AVX2); None if the run measured none."""
     found = [row for row in rows if row["section"] == "peak" and "XLA" not in row["system"]
              and rate(row, basis)]
     return max(found, key=lambda row: rate(row, basis), default=None)

@@ -1,10 +1,13 @@
 """The machine a benchmark ran on: its CPU kind, a line describing it, the library versions.
 
-The CPU kind names the bfloat16 hardware, which decides most ratios (bf16 is 4x float32 with
-AMX, 2x with AVX512-BF16, slower on AVX2), so BENCHMARKS.md keeps one section per kind.
+The CPU kind names the bfloat16 hardware and the vector width, which decide most ratios
+(bf16 is 4x float32 with AMX, 2x with AVX512-BF16, emulated and slower than float32 on AVX512
+and AVX2 CPUs, which differ in vector width), so BENCHMARKS.md keeps one section per kind.
 
 >>> cpu_kind({"avx2", "avx512_bf16"})
 'AVX512-BF16'
+>>> cpu_kind({"avx2", "avx512f"})
+'AVX512'
 >>> cpu_kind({"sse4_2"})
 'other'
 """
@@ -15,11 +18,14 @@ import platform
 import subprocess
 
 # (the /proc/cpuinfo flag, the kind it makes), the best first.
-CPU_KINDS = (("amx_bf16", "AMX"), ("avx512_bf16", "AVX512-BF16"), ("avx2", "AVX2"))
+CPU_KINDS = (("amx_bf16", "AMX"), ("avx512_bf16", "AVX512-BF16"), ("avx512f", "AVX512"),
+             ("avx2", "AVX2"))
+KIND_ORDER = tuple(kind for _, kind in CPU_KINDS) + ("other",)  # BENCHMARKS.md's section order
 
 
 def cpu_kind(flags=None):
-    """"AMX", "AVX512-BF16", "AVX2" or "other", from the CPU flags (default: this machine's)."""
+    """"AMX", "AVX512-BF16", "AVX512", "AVX2" or "other", from the CPU flags (default: this
+    machine's, less those an ONEDNN_MAX_CPU_ISA cap hides)."""
     if flags is None:
         # Imported here: bert_keras imports TensorFlow, which the report's tests do without.
         from bert_keras.cpu_kernels import cpu_flags
@@ -39,9 +45,12 @@ def cpu_model():
 
 # The documented instruction-set limits of oneDNN (TensorFlow's and PyTorch's kernels), MKL,
 # PyTorch's own vectorized kernels and XLA's CPU code generator: one cap makes this CPU measure
-# like an older one.
+# like an older one. AVX512 is AVX512_CORE (Skylake-SP): the VNNI of later AVX512 CPUs speeds
+# up int8 only.
 ISA_CAPS = {"AVX2": dict(ONEDNN_MAX_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2",
-                         ATEN_CPU_CAPABILITY="avx2", XLA_FLAGS="--xla_cpu_max_isa=AVX2")}
+                         ATEN_CPU_CAPABILITY="avx2", XLA_FLAGS="--xla_cpu_max_isa=AVX2"),
+            "AVX512": dict(ONEDNN_MAX_CPU_ISA="AVX512_CORE", MKL_ENABLE_INSTRUCTIONS="AVX512",
+                           ATEN_CPU_CAPABILITY="avx512", XLA_FLAGS="--xla_cpu_max_isa=AVX512")}
 ISA_CAP_VARIABLES = tuple(ISA_CAPS["AVX2"])
 
 

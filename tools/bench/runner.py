@@ -87,19 +87,21 @@ def print_interleaved(specs, rounds, key, prefix, cells):
         print("| " + " | ".join(row) + " |")
 
 
-# TensorFlow's rows that an instruction-set cap cannot make those of an older CPU: XLA's CPU
-# runtime picks its matmul kernels by cpuid, and TensorFlow sends bfloat16 to oneDNN by cpuid,
-# which then aborts under the cap (a real AVX2 CPU gets Eigen's emulated bfloat16 instead).
-UNCAPPABLE_WORDS = ("bf16", "bfloat16", "XLA")
+# TensorFlow's rows that an instruction-set cap cannot make those of an older CPU, per cap:
+# XLA's CPU runtime picks its matmul kernels by cpuid, and TensorFlow sends bfloat16 to oneDNN
+# by cpuid, which then aborts under the AVX2 cap (a real AVX2 CPU gets Eigen's emulated
+# bfloat16 instead); under the AVX512 cap oneDNN emulates bfloat16, as on a real AVX512 CPU.
+UNCAPPABLE_WORDS = {"AVX2": ("bf16", "bfloat16", "XLA"), "AVX512": ("XLA",)}
 
 
-def capped_out(label):
-    """True for a TensorFlow system that --max_isa cannot cap (not run under a cap)."""
-    return bool(FLAGS.max_isa) and not label.startswith("HF") and any(
-        word in label for word in UNCAPPABLE_WORDS)
+def capped_out(label, max_isa):
+    """True for a TensorFlow system that the cap `max_isa` (--max_isa; "" for none) cannot
+    reach, so it is not run under it."""
+    return bool(max_isa) and not label.startswith("HF") and any(
+        word in label for word in UNCAPPABLE_WORDS[max_isa])
 
 
 def wanted(label):
-    if capped_out(label):
+    if capped_out(label, FLAGS.max_isa):
         return False
     return not FLAGS.systems or any(s in label for s in FLAGS.systems)
