@@ -202,6 +202,7 @@ def test_an_avx512_cap_hides_the_bfloat16_instructions_and_keeps_tensorflows_bfl
     assert runner.capped_out("bert_keras f32 XLA", "AVX512")
     assert runner.capped_out("bert_keras bf16", "AVX2")
     assert not runner.capped_out("HF torch bf16", "AVX2") and not runner.capped_out("x XLA", "")
+    assert set(machine.CAP_LEAVES_OUT) == set(machine.ISA_CAPS)
 
 
 def finished_rows():

@@ -52,6 +52,12 @@ ISA_CAPS = {"AVX2": dict(ONEDNN_MAX_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX
             "AVX512": dict(ONEDNN_MAX_CPU_ISA="AVX512_CORE", MKL_ENABLE_INSTRUCTIONS="AVX512",
                            ATEN_CPU_CAPABILITY="avx512", XLA_FLAGS="--xla_cpu_max_isa=AVX512")}
 ISA_CAP_VARIABLES = tuple(ISA_CAPS["AVX2"])
+# Words of TensorFlow's rows that each cap cannot make those of the older CPU, so they are left
+# out under it: XLA's CPU runtime picks its matmul kernels by cpuid, and TensorFlow sends
+# bfloat16 to oneDNN by cpuid, which then aborts under the AVX2 cap (a real AVX2 CPU gets
+# Eigen's emulated bfloat16 instead); under the AVX512 cap oneDNN emulates bfloat16, as on a
+# real AVX512 CPU.
+CAP_LEAVES_OUT = {"AVX2": ("bf16", "bfloat16", "XLA"), "AVX512": ("XLA",)}
 
 
 def cap_isa(isa):

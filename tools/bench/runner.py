@@ -15,6 +15,7 @@ import sys
 from absl import flags, logging
 
 from bert_keras_tools.bench.inputs import REPO
+from bert_keras_tools.bench.machine import CAP_LEAVES_OUT
 
 FLAGS = flags.FLAGS
 # The script a worker subprocess runs: tools/benchmark.py, next to this package.
@@ -87,18 +88,11 @@ def print_interleaved(specs, rounds, key, prefix, cells):
         print("| " + " | ".join(row) + " |")
 
 
-# TensorFlow's rows that an instruction-set cap cannot make those of an older CPU, per cap:
-# XLA's CPU runtime picks its matmul kernels by cpuid, and TensorFlow sends bfloat16 to oneDNN
-# by cpuid, which then aborts under the AVX2 cap (a real AVX2 CPU gets Eigen's emulated
-# bfloat16 instead); under the AVX512 cap oneDNN emulates bfloat16, as on a real AVX512 CPU.
-UNCAPPABLE_WORDS = {"AVX2": ("bf16", "bfloat16", "XLA"), "AVX512": ("XLA",)}
-
-
 def capped_out(label, max_isa):
     """True for a TensorFlow system that the cap `max_isa` (--max_isa; "" for none) cannot
-    reach, so it is not run under it."""
+    reach (`machine.CAP_LEAVES_OUT`), so it is not run under it."""
     return bool(max_isa) and not label.startswith("HF") and any(
-        word in label for word in UNCAPPABLE_WORDS[max_isa])
+        word in label for word in CAP_LEAVES_OUT[max_isa])
 
 
 def wanted(label):
