@@ -34,8 +34,8 @@ ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
 _X86_64 = ("x86_64", "amd64")
 # TensorFlow turns oneDNN on by itself on CPUs with any of these (its DefaultOneDnnPolicy,
 # tensorflow/core/util/port.cc).
-ONEDNN_BY_DEFAULT_FLAGS = ("avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8",
-                           "amx_bf16")
+ONEDNN_BY_DEFAULT_FLAGS = frozenset(("avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile",
+                                     "amx_int8", "amx_bf16"))
 
 
 # oneDNN's documented ISA caps (ONEDNN_MAX_CPU_ISA) and the CPU flags each one hides: the
@@ -84,8 +84,8 @@ def prefer_onednn():
         return os.environ.get(ONEDNN_VARIABLE)
     if "tensorflow" not in sys.modules:
         os.environ.setdefault(ONEDNN_VARIABLE, "1")
-    elif ONEDNN_VARIABLE not in os.environ and not set(ONEDNN_BY_DEFAULT_FLAGS) & cpu_flags(
-            capped=False):
+    elif (ONEDNN_VARIABLE not in os.environ
+          and ONEDNN_BY_DEFAULT_FLAGS.isdisjoint(cpu_flags(capped=False))):
         logging.warning(
             "TensorFlow was imported before bert_keras, so its oneDNN kernels stay off on this "
             "CPU (no AVX512-VNNI, AVX-VNNI, AVX512-BF16 or AMX) and train steps run 1.3-1.5x "
