@@ -38,6 +38,11 @@ class BertTaskModel(IdleLayers, keras.Model):
     load_transformers_head = None
 
     def _finish_init(self, encoder, output_keys=None, preprocessor=None):
+        if preprocessor is not None and preprocessor.seq_length > encoder.max_sequence_length:
+            # Rows past the position table fail inside the graph, on the first long text.
+            raise ValueError(f"seq_length={preprocessor.seq_length} is longer than the "
+                             f"encoder's position table ({encoder.max_sequence_length} "
+                             "positions).")
         self.encoder = encoder
         self.preprocessor = preprocessor  # TextPreprocessor or None (ids only)
         self._output_keys = list(output_keys or [])  # Keys of a dict output, in order.
@@ -54,11 +59,12 @@ class BertTaskModel(IdleLayers, keras.Model):
 
     # --- from a checkpoint directory -----------------------------------------------------
     @classmethod
-    def from_pretrained(cls, path, seq_length=128, **kwargs):
+    def from_pretrained(cls, path, seq_length=None, **kwargs):
         """This task model over the encoder of checkpoint directory `path` (transformers,
         Google TF1, ours, or a task directory of tools/finetune.py), carrying its tokenizer
-        (`seq_length`: the longest packed row). A fine-tuned head in the directory is kept
-        when its shape fits; `kwargs` go to the constructor (e.g. `num_classes`)."""
+        (`seq_length`: the longest packed row; default 128, or the encoder's position table
+        where shorter). A fine-tuned head in the directory is kept when its shape fits;
+        `kwargs` go to the constructor (e.g. `num_classes`)."""
         path = os.fspath(path)
         if is_task_directory(path):
             trained, tokenizer, info = load_task_directory(path)
@@ -68,6 +74,8 @@ class BertTaskModel(IdleLayers, keras.Model):
             encoder = BertEncoder.from_pretrained(path)
             encoder.check_tokenizer(tokenizer, path)
             labels = head_checkpoints.fine_tuned_labels(path, cls.transformers_head)
+        if seq_length is None:
+            seq_length = min(128, encoder.max_sequence_length)
         model = cls(encoder, preprocessor=TextPreprocessor(tokenizer, seq_length),
                     **cls._pretrained_arguments(path, trained, labels, dict(kwargs)))
         if isinstance(trained, cls):
@@ -107,8 +115,12 @@ class BertTaskModel(IdleLayers, keras.Model):
         """Whether `x` is raw text this model packs itself (it carries a preprocessor)."""
         return self.preprocessor is not None and text_inputs.is_text(x)
 
+    def _split_off(self, x, y, sample_weight, fraction):
+        """`((x, y, sample_weight), validation_data)` for `validation_split` of raw text."""
+        return text_inputs.split_off(x, y, sample_weight, fraction)
+
     def _validation_text(self, data):
-        if isinstance(data, tuple) and text_inputs.is_text(data[0]):
+        if isinstance(data, tuple) and self._takes_text(data[0]):
             return self._text(*data)[0]
         return self._text(data)[0] if data is not None else None
 
@@ -117,8 +129,8 @@ class BertTaskModel(IdleLayers, keras.Model):
         """Keras `fit`; `x` may also be raw text (see `text_inputs`) when the model carries a
         preprocessor (`from_pretrained`), `validation_split` included."""
         if validation_split and self._takes_text(x):
-            (x, y, sample_weight), split = text_inputs.split_off(x, y, sample_weight,
-                                                                 validation_split)
+            (x, y, sample_weight), split = self._split_off(x, y, sample_weight,
+                                                           validation_split)
             if validation_data is None:  # as Keras: validation_data wins
                 validation_data = split
             validation_split = 0.0

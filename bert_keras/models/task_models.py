@@ -40,9 +40,10 @@ own losses.
 import keras
 
 from bert_keras.errors import InputError
-from bert_keras.models import head_checkpoints, heads, targets
+from bert_keras.models import head_checkpoints, heads, targets, word_inputs
 from bert_keras.models.losses import TokenAccuracy, TokenCrossEntropy
 from bert_keras.models.task_model import BertTaskModel, encoder_inputs
+from bert_keras.models.text_preprocessor import TEXT_FIELDS
 from bert_keras.names import INPUT_NAMES
 
 PROBLEM_TYPES = ("single_label", "multi_label", "regression")
@@ -251,6 +252,14 @@ class BertTokenClassifier(BertTaskModel):
     >>> history = tagger.fit(x, labels, verbose=0)
     >>> tagger.predict(x, verbose=0).shape
     (2, 6, 5)
+
+    From a checkpoint directory it also takes pre-split words, one tag per word (class ids
+    or label names; each goes on its word's first piece, `word_inputs`), and predicts each
+    word's logits:
+    >>> tagger = BertTokenClassifier.from_pretrained("tests/fixtures/families/bert_tagger")
+    >>> history = tagger.fit([["Jesus", "wept", "."]], [["B-PER", "O", "O"]], verbose=0)
+    >>> tagger.predict([["Jesus", "wept", "."], ["Amen"]]).shape
+    TensorShape([2, None, 5])
     """
 
     head_name = "token_classification_head"
@@ -286,17 +295,55 @@ class BertTokenClassifier(BertTaskModel):
     def _checked_targets(self, y):
         return targets.check_class_ids(y, self.num_classes, type(self).__name__, per_token=True)
 
+    # --- words and their tags (`word_inputs`) ------------------------------------------
+    def _takes_text(self, x):
+        return super()._takes_text(x) or word_inputs.is_words(x)
+
+    def _check_words_go_in(self, sample_weight):
+        owner = type(self).__name__
+        if self.preprocessor is None:
+            raise ValueError(f"{owner}: words need the model's tokenizer; build it with "
+                             f"{owner}.from_pretrained(path), or pass preprocessor=.")
+        if sample_weight is not None:
+            raise ValueError(f"{owner}: sample_weight does not go with words; leave a "
+                             "sentence out, or give ids and per-token labels instead.")
+
+    def _word_rows(self, words, tags=None, sample_weight=None):
+        self._check_words_go_in(sample_weight)
+        self.preprocessor.text_fields = TEXT_FIELDS[1]  # served as one text per request
+        names = self.labels or [str(i) for i in range(self.num_classes)]
+        return word_inputs.word_features(self.preprocessor, words, tags, names,
+                                         type(self).__name__)
+
+    def _split_off(self, x, y, sample_weight, fraction):
+        if not word_inputs.is_words(x):
+            return super()._split_off(x, y, sample_weight, fraction)
+        self._check_words_go_in(sample_weight)
+        (x, y), split = word_inputs.split_off(x, y, fraction)
+        return (x, y, None), split
+
     def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        if word_inputs.is_words(x):
+            rows = self._word_rows(x, y, sample_weight)
+            return word_inputs.word_dataset(rows, batch_size, shuffle), None, None, None
         # Per-token labels are positions of the packed tokens, which raw texts do not have
         # yet: a y of another length was an op error, and one of the same length trained on
         # misplaced tags.
         if y is not None and self._takes_text(x):
             raise ValueError(
                 f"{type(self).__name__}: labels cannot go with raw texts (their tokens are not "
-                "known yet); tag words instead: bk.task_features.tagging_features(examples, "
-                "tokenizer, seq_length, label_map) puts each word's tag on its first token, or "
-                "run tools/finetune.py --task=tagging. predict takes raw texts.")
+                "known yet); give each sentence's words and one tag per word instead: "
+                "fit([['Jesus', 'wept', '.'], ...], [['B-PER', 'O', 'O'], ...]). predict "
+                "takes raw texts too.")
         return super()._text(x, y, sample_weight, batch_size, shuffle)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """Keras `predict`; raw text as in `fit`, or words: then a float32 tf.RaggedTensor
+        (sentences, (words), num_classes) of each word's logits (at its first piece; NaN for
+        words past seq_length)."""
+        if word_inputs.is_words(x):
+            return word_inputs.word_logits(self, self._word_rows(x), batch_size)
+        return super().predict(x, batch_size=batch_size, **kwargs)
 
     def _default_loss(self):
         return TokenCrossEntropy(epsilon=0.0, ignore_negative_labels=True)

@@ -30,7 +30,8 @@ class ExportConfig(Config):
     dtype: str = option("float32", "Dtype of the export: float32 (answers as the checkpoint, "
                         "on any machine), or bfloat16 (opt-in: encoder weights and compute in "
                         "bfloat16, heads and outputs float32; faster where the serving CPU "
-                        "has AMX or AVX512-BF16).", choices=DTYPES)
+                        "has AMX or AVX512-BF16; emulated elsewhere, 2-3.5x slower than "
+                        "float32).", choices=DTYPES)
     seq_length: int = option(None, "Maximum tokens per request row; default: task.json's "
                              "seq_length (128 for --encoder_dir and transformers checkpoints, "
                              "or the position table where shorter); refused beyond the "
