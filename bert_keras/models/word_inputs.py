@@ -5,9 +5,10 @@ Each sentence is tokenized as its words joined by spaces, the text a served requ
 and each word's tag goes on its first piece (`task_features.tagging_features`: the rows
 `tools/finetune.py --task=tagging` trains on); predictions come back one row per word.
 
-Words are a list of sentences, each a list of strings (or a 2-D string `tf.RaggedTensor`);
-tags are the same shape, class ids or the model's label names. (A tuple of two lists of
-strings stays a pair of texts: `text_inputs`.)
+Words are a list of sentences, each a list of strings (or a 1-D object array of such lists,
+as a DataFrame column holds them, or a 2-D string `tf.RaggedTensor`); tags are the same
+shape, class ids or the model's label names. (A tuple of two lists of strings stays a pair
+of texts: `text_inputs`.)
 
 >>> is_words([["Jesus", "wept", "."], ["Amen"]]), is_words(["Jesus wept."])
 (True, False)
@@ -31,16 +32,22 @@ def is_words(x):
     """Whether `x` is a list of sentences of words (not texts, not a pair of texts)."""
     if isinstance(x, tf.RaggedTensor):
         return x.dtype == tf.string and x.shape.rank == 2
+    if isinstance(x, np.ndarray) and x.dtype.kind == "O" and x.ndim == 1:
+        x = list(x)
     return (isinstance(x, list) and len(x) > 0
             and all(isinstance(row, (list, tuple)) for row in x)
             and any(isinstance(word, (str, bytes)) for row in x for word in row))
 
 
+def _rows(x):
+    """Words or tags as a list of rows."""
+    return x.to_list() if isinstance(x, tf.RaggedTensor) else list(x)
+
+
 def sentences(x):
     """`x` (is_words) as lists of str; ValueError naming the first item that is not one."""
-    rows = x.to_list() if isinstance(x, tf.RaggedTensor) else x
     out = []
-    for i, row in enumerate(rows):
+    for i, row in enumerate(_rows(x)):
         words = []
         for j, word in enumerate(row):
             if isinstance(word, bytes):
@@ -71,7 +78,7 @@ def tagged_examples(words, tags, names, owner):
     as label names; ValueError naming the first sentence or tag that does not fit."""
     if tags is None:
         return [TaggingExample(w) for w in words]
-    tags = tags.to_list() if isinstance(tags, tf.RaggedTensor) else list(tags)
+    tags = _rows(tags)
     if len(tags) != len(words):
         raise ValueError(f"{owner}: {len(words)} sentence(s) of words but {len(tags)} "
                          "row(s) of tags.")
@@ -110,14 +117,14 @@ def split_off(words, tags, fraction):
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"validation_split must be in (0, 1), got {fraction!r}.")
     words = sentences(words)
-    tags = tags.to_list() if isinstance(tags, tf.RaggedTensor) else tags
     cut = int(len(words) * (1.0 - fraction))
     if cut == 0:
         raise ValueError(f"validation_split={fraction!r} of {len(words)} sentences leaves no "
                          "training sentences.")
     if tags is None:
         return (words[:cut], None), (words[cut:],)
-    return (words[:cut], list(tags[:cut])), (words[cut:], list(tags[cut:]))
+    tags = _rows(tags)
+    return (words[:cut], tags[:cut]), (words[cut:], tags[cut:])
 
 
 def word_logits(model, rows, batch_size=None):

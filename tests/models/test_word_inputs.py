@@ -72,6 +72,11 @@ def test_predict_on_words_answers_what_transformers_scored_at_each_first_piece()
     logits = model.predict(words + [["word"] * 200], batch_size=2)
     assert isinstance(logits, tf.RaggedTensor)
     assert logits.row_lengths().numpy().tolist() == [len(w) for w in words] + [200]
+    column = np.empty(len(words), object)  # a DataFrame column of word lists
+    column[:] = words
+    for same in (tf.ragged.constant(words), column):
+        np.testing.assert_allclose(model.predict(same).flat_values,
+                                   logits[:-1].flat_values, atol=1e-5)
     for answer, sentence, row in zip(answers, words, logits[:-1]):
         starts = np.cumsum([0] + [len(w) + 1 for w in sentence[:-1]])
         first = [answer["token_starts"].index(s) for s in starts]  # transformers' first pieces
