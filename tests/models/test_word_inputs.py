@@ -88,8 +88,12 @@ def test_predict_on_words_answers_what_transformers_scored_at_each_first_piece()
     # seq_length: 128, or the position table where shorter (the fixture's: 64 after
     # RoBERTa's offset); words past it have no token.
     assert model.preprocessor.seq_length == model.encoder.max_sequence_length == 64
-    past = logits[-1].numpy()
-    assert np.isfinite(past[:10]).all() and np.isnan(past[-100:]).all()
+    # Words past it are predicted as the rest of their sentence, so every word has logits.
+    long = logits[-1].numpy()
+    fitted = int(np.max(np.concatenate(model._word_rows([["word"] * 200])["word_index"]))) + 1
+    assert 10 < fitted < 100 and np.isfinite(long).all()
+    np.testing.assert_allclose(long[fitted:], model.predict([["word"] * (200 - fitted)])[0],
+                               atol=1e-5)
     with pytest.raises(ValueError, match=r"seq_length=128 is longer than the encoder's "
                                          r"position table \(64 positions\)"):
         bk.BertTokenClassifier.from_pretrained(str(FAMILIES / "roberta_tagger"), seq_length=128)
@@ -112,6 +116,8 @@ def test_fit_on_words_with_validation_split_and_one_line_refusals():
             (["a b"], [["O", "O"]], "labels cannot go with raw texts")):
         with pytest.raises(ValueError, match=message):
             model.fit(bad_words, bad_tags, verbose=0)
+    logits = model.predict([["Jesus", "\x07", "wept"]])[0].numpy()  # a word without pieces
+    assert np.isnan(logits[1]).all() and np.isfinite(logits[[0, 2]]).all()
     with pytest.raises(ValueError, match="sample_weight does not go with words"):
         model.fit(words, tags, sample_weight=np.ones(len(words)), verbose=0)
     with pytest.raises(ValueError, match="words need the model's tokenizer"):
