@@ -38,12 +38,13 @@ own losses.
 """
 
 import keras
+import tensorflow as tf
 
 from bert_keras.errors import InputError
-from bert_keras.models import head_checkpoints, heads, targets, word_inputs
+from bert_keras.models import (answer_inputs, head_checkpoints, heads, targets, text_inputs,
+                               word_inputs)
 from bert_keras.models.losses import TokenAccuracy, TokenCrossEntropy
 from bert_keras.models.task_model import BertTaskModel, encoder_inputs
-from bert_keras.models.text_preprocessor import TEXT_FIELDS
 from bert_keras.names import INPUT_NAMES
 
 PROBLEM_TYPES = ("single_label", "multi_label", "regression")
@@ -310,7 +311,6 @@ class BertTokenClassifier(BertTaskModel):
 
     def _word_rows(self, words, tags=None, sample_weight=None):
         self._check_words_go_in(sample_weight)
-        self.preprocessor.text_fields = TEXT_FIELDS[1]  # served as one text per request
         names = self.labels or [str(i) for i in range(self.num_classes)]
         return word_inputs.word_features(self.preprocessor, words, tags, names,
                                          type(self).__name__)
@@ -376,6 +376,14 @@ class BertSpanQA(BertTaskModel):
     >>> history = qa.fit(x, y, verbose=0)
     >>> qa.predict(x, verbose=0)["start_logits"].shape
     (2, 6)
+
+    From a checkpoint directory it also fits on questions, contexts and SQuAD answers (long
+    contexts in windows, `answer_inputs`), and answers questions:
+    >>> qa = BertSpanQA.from_pretrained("tests/fixtures/families/bert_qa")
+    >>> pair = (["Who wept?"], ["Jesus wept."])
+    >>> history = qa.fit(pair, [{"text": "Jesus", "answer_start": 0}], verbose=0)
+    >>> sorted(qa.answer(pair)[0])
+    ['end_char', 'n_best', 'null_score', 'score', 'start_char', 'text']
     """
 
     _RENAMES = {"start_positions": "start_logits", "end_positions": "end_logits"}
@@ -410,6 +418,44 @@ class BertSpanQA(BertTaskModel):
 
     def _prepare_targets(self, y, sample_weight):
         return self._complete(y, sample_weight, renames=self._RENAMES)
+
+    # --- questions, contexts and SQuAD answers (`answer_inputs`) -----------------------
+    def _span_rows(self, x, answers=None):
+        owner = type(self).__name__
+        if not (self._takes_text(x) and text_inputs.text_count(x) == 2
+                and not isinstance(x, tf.data.Dataset)):
+            raise ValueError(f"{owner}: questions and contexts go as a pair of lists, "
+                             "(questions, contexts), with a model from "
+                             f"{owner}.from_pretrained(path).")
+        return answer_inputs.span_rows(self.preprocessor, x, answers, owner)
+
+    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        if answer_inputs.is_answers(y):
+            if sample_weight is not None:
+                raise ValueError(f"{type(self).__name__}: sample_weight does not go with "
+                                 "answers.")
+            rows, _ = self._span_rows(x, y)
+            return answer_inputs.span_dataset(rows, batch_size, shuffle), None, None, None
+        # Token positions of raw text are positions of packed tokens it does not have yet.
+        if y is not None and self._takes_text(x) and not isinstance(x, tf.data.Dataset):
+            raise ValueError(
+                f"{type(self).__name__}: the labels of raw questions and contexts are SQuAD "
+                "answers, one per question: [{'text': 'Jesus', 'answer_start': 0}, ...] "
+                "(character offsets in the context; empty lists for no answer).")
+        return super()._text(x, y, sample_weight, batch_size, shuffle)
+
+    def answer(self, x, batch_size=None, n_best_size=20, max_answer_length=30,
+               allow_no_answer=False, null_score_diff_threshold=0.0):
+        """The best answer to each question of `x` = (questions, contexts): a list of dicts
+        with `text`, `start_char`, `end_char` (in the context; -1 for no answer), `score`,
+        `null_score` and the `n_best` answers with their probabilities, over every window of
+        a long context (`span_decoding.decode_answers`: SQuAD's rules; `allow_no_answer`
+        for SQuAD 2.0)."""
+        rows, contexts = self._span_rows(x)
+        return answer_inputs.best_answers(
+            self, rows, contexts, batch_size, n_best_size=n_best_size,
+            max_answer_length=max_answer_length, allow_no_answer=allow_no_answer,
+            null_score_diff_threshold=null_score_diff_threshold)
 
     def _task_config(self):
         return {}

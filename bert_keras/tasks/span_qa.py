@@ -3,13 +3,12 @@
 Shape legend: B batch, T tokens, N features (context windows).
 """
 
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from bert_keras import metrics
 from bert_keras.data.finetuning import batching, readers, spans
-from bert_keras.data.finetuning.span_decoding import decode_answers
+from bert_keras.data.finetuning.span_decoding import decode_feature_answers
 from bert_keras.models import head_checkpoints
 from bert_keras.models.task_models import BertSpanQA
 from bert_keras.tasks.base import Task
@@ -61,24 +60,11 @@ class SpanQA(Task):
     def predict(self, model, examples, features, label_map, options):
         out = batching.predict(model, features, options.eval_batch_size,
                                token_outputs=self.token_outputs)
-        n = len(features["input_word_ids"])
-        t = max(len(r) for r in features["input_word_ids"])
-        start = np.full((n, t), -1e9, np.float32)  # (N, T)
-        end = np.full((n, t), -1e9, np.float32)
-        offsets = np.full((n, t, 2), -1, np.int32)  # (N, T, 2)
-        max_context = np.zeros((n, t), bool)
-        for i in range(n):
-            k = len(features["input_word_ids"][i])
-            start[i, :k], end[i, :k] = out["start_logits"][i], out["end_logits"][i]
-            offsets[i, :k] = features["token_offsets"][i]
-            max_context[i, :k] = features["token_is_max_context"][i]
-        answers = decode_answers(
-            start, end, features["example_index"], offsets[..., 0], offsets[..., 1],
-            [ex.context for ex in examples], n_best_size=options.n_best_size,
+        answers = decode_feature_answers(
+            out, features, [ex.context for ex in examples], n_best_size=options.n_best_size,
             max_answer_length=options.max_answer_length,
             allow_no_answer=bool(options.version_2_with_negative),
-            null_score_diff_threshold=options.null_score_diff_threshold,
-            token_is_max_context=max_context)
+            null_score_diff_threshold=options.null_score_diff_threshold)
         rows = [dict(id=ex.qid, question=ex.question, prediction=a["text"],
                      answers=[text for text, _ in ex.answers],
                      n_best=[dict(text=c["text"], probability=round(c["probability"], 5))

@@ -56,6 +56,11 @@ def test_words_are_scored_as_the_reference_tokenizer_puts_each_tag_on_its_first_
     ids = [[(len(w) + i) % model.num_classes for i, w in enumerate(s)] for s in words]
     names = [[model.labels[t] for t in row] for row in ids]
     x, y = reference_rows(name, words, ids, seq_length=64)
+    rows = model._word_rows(words, ids)
+    for i, (row_ids, labels) in enumerate(zip(rows["input_word_ids"], rows["labels"])):
+        n = x["input_mask"][i].sum()
+        assert row_ids.tolist() == x["input_word_ids"][i, :n].tolist()
+        assert labels.tolist() == y[i, :n].tolist()
     want = model.evaluate(x, y, batch_size=len(words), verbose=0, return_dict=True)
     for tags in (ids, names):  # class ids or the model's label names
         got = model.evaluate(words, tags, batch_size=len(words), verbose=0, return_dict=True)

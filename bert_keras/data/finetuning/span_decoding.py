@@ -155,3 +155,24 @@ def decode_answers(start_logits, end_logits, example_index, token_to_char_start,
         answers.append(dict(text=best["text"], start_char=best["start_char"], end_char=best["end_char"],
                             score=best["score"], null_score=null_score, n_best=n_best))
     return answers
+
+
+def decode_feature_answers(logits, features, contexts, **options):
+    """`decode_answers` for the windows of `spans.span_features`: `logits` holds one
+    (unpadded) row per window under "start_logits" and "end_logits" (as
+    `batching.predict(..., token_outputs=...)` returns them); `options` go to
+    `decode_answers`."""
+    rows = features["input_word_ids"]
+    n, t = len(rows), max(len(r) for r in rows)
+    start = np.full((n, t), -1e9, np.float32)  # (N, T)
+    end = np.full((n, t), -1e9, np.float32)
+    offsets = np.full((n, t, 2), -1, np.int32)  # (N, T, 2)
+    max_context = np.zeros((n, t), bool)
+    for i, row in enumerate(rows):
+        k = len(row)
+        start[i, :k], end[i, :k] = logits["start_logits"][i], logits["end_logits"][i]
+        offsets[i, :k] = features["token_offsets"][i]
+        max_context[i, :k] = features["token_is_max_context"][i]
+    return decode_answers(start, end, features["example_index"], offsets[..., 0],
+                          offsets[..., 1], contexts, token_is_max_context=max_context,
+                          **options)
