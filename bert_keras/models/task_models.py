@@ -437,7 +437,7 @@ class BertSpanQA(BertTaskModel):
             rows, _ = self._span_rows(x, y)
             return answer_inputs.span_dataset(rows, batch_size, shuffle), None, None, None
         # Token positions of raw text are positions of packed tokens it does not have yet.
-        if y is not None and self._takes_text(x) and not isinstance(x, tf.data.Dataset):
+        if y is not None and self._takes_text(x):
             raise ValueError(
                 f"{type(self).__name__}: the labels of raw questions and contexts are SQuAD "
                 "answers, one per question: [{'text': 'Jesus', 'answer_start': 0}, ...] "
