@@ -339,11 +339,10 @@ class BertTokenClassifier(BertTaskModel):
 
     def predict(self, x, batch_size=None, **kwargs):
         """Keras `predict`; raw text as in `fit`, or words: then a float32 tf.RaggedTensor
-        (sentences, (words), num_classes) of each word's logits at its first piece (words
-        past seq_length: in windows of their own; NaN only for a word without pieces)."""
+        (sentences, (words), num_classes) of each word's logits at its first piece (a long
+        sentence goes on in rows of its own; NaN only for a word without pieces)."""
         if word_inputs.is_words(x):
-            return word_inputs.word_logits(self, word_inputs.sentences(x), self._word_rows,
-                                           batch_size)
+            return word_inputs.word_logits(self, self._word_rows(x), batch_size)
         return super().predict(x, batch_size=batch_size, **kwargs)
 
     def _default_loss(self):

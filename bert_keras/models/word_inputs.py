@@ -127,27 +127,14 @@ def split_off(words, tags, fraction):
     return (words[:cut], tags[:cut]), (words[cut:], tags[cut:])
 
 
-def word_logits(model, words, featurize, batch_size=None):
+def word_logits(model, rows, batch_size=None):
     """float32 tf.RaggedTensor (sentences, (words), C): each word's logits at its first
-    piece. The words past seq_length are predicted again as a sentence of their own (the
-    rest of the sentence, as often as it takes), so only a word without pieces (only
-    control characters, say) gets NaN. `featurize(words)` gives `word_features` rows."""
-    out = [np.full((len(row), model.num_classes), np.nan, np.float32) for row in words]
-    todo = [(i, 0) for i in range(len(words))]  # (sentence, its first word not yet predicted)
-    while todo:
-        rows = featurize([words[i][first:] for i, first in todo])
-        logits = batching.predict(model, rows, batch_size or DEFAULT_BATCH_SIZE,
-                                  token_outputs=True)
-        per_word = features.word_predictions([np.asarray(l, np.float32) for l in logits],
-                                             rows["word_index"], rows["num_words"],
-                                             default=np.nan)
-        rest = []
-        for (i, first), values, index in zip(todo, per_word, rows["word_index"]):
-            last = first + int(np.max(index, initial=-1))  # the last word with a token
-            out[i][first:last + 1] = values[:last + 1 - first]
-            if first <= last < len(words[i]) - 1:
-                rest.append((i, last + 1))
-        todo = rest
+    piece (a long sentence's words from all its rows); NaN for a word without pieces (only
+    control characters, say)."""
+    logits = batching.predict(model, rows, batch_size or DEFAULT_BATCH_SIZE, token_outputs=True)
+    per_word = features.word_predictions([np.asarray(l, np.float32) for l in logits],
+                                         rows["word_index"], rows["num_words"], default=np.nan,
+                                         example_index=rows["example_index"])
     return tf.RaggedTensor.from_row_lengths(
-        np.concatenate(out) if out else np.zeros((0, model.num_classes), np.float32),
-        [len(row) for row in out])
+        np.concatenate(per_word) if per_word else np.zeros((0, model.num_classes), np.float32),
+        [len(row) for row in per_word])

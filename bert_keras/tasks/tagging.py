@@ -56,7 +56,8 @@ class Tagging(Task):
         logits = batching.predict(model, features_, options.eval_batch_size, token_outputs=True)
         default = label_map.labels.index("O") if "O" in label_map else 0
         ids = features.word_predictions([l.argmax(-1) for l in logits], features_["word_index"],
-                                        features_["num_words"], default=default)
+                                        features_["num_words"], default=default,
+                                        example_index=features_["example_index"])
         tags = [label_map.decode(row) for row in ids]
         return [dict(words=ex.words, tags=ex.tags, predictions=p)
                 for ex, p in zip(examples, tags)], tags

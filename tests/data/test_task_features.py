@@ -104,13 +104,24 @@ def test_tagging_labels_on_first_piece_and_mapped_back(tokenizer):
     assert multi_piece_words > 10  # the test exercised non-first pieces
 
 
-def test_tagging_truncation_leaves_trailing_words_default(tokenizer):
+def test_a_sentence_longer_than_seq_length_goes_on_in_rows_of_its_own(tokenizer):
     ex = fd.TaggingExample(["Jerusalem"] * 5 + ["Ashchenaz"] * 3, ["B-LOC"] * 5 + ["B-PER"] * 3)
     m = LabelMap(["O", "B-PER", "B-LOC"])
-    feats = tfe.tagging_features([ex], tokenizer, seq_length=8, label_map=m)
-    assert len(feats["input_word_ids"][0]) == 8
-    back = tfe.word_predictions(feats["labels"], feats["word_index"], feats["num_words"], default=0)[0]
-    assert m.decode(back) == ["B-LOC"] * 5 + ["B-PER"] + ["O"] * 2  # the 6th word starts at the last slot
+    feats = tfe.tagging_features([ex, ex], tokenizer, seq_length=8, label_map=m)
+    # Each sentence's first row holds 5 words and the 6th's first piece (the last slot); its
+    # next row starts at the 7th word, packed as the text of the words left.
+    assert feats["example_index"].tolist() == [0, 1, 0, 1]
+    assert feats["num_words"].tolist() == [8] * 4
+    assert [len(r) for r in feats["input_word_ids"][:2]] == [8, 8]
+    rest = tfe.tagging_features([fd.TaggingExample(ex.words[6:], ex.tags[6:])], tokenizer, 8, m)
+    assert feats["input_word_ids"][2].tolist() == rest["input_word_ids"][0].tolist()
+    assert feats["word_index"][2].tolist() == [i + 6 if i >= 0 else -1
+                                               for i in rest["word_index"][0]]
+    back = tfe.word_predictions(feats["labels"], feats["word_index"], feats["num_words"],
+                                default=0, example_index=feats["example_index"])
+    assert [m.decode(b) for b in back] == [ex.tags, ex.tags]
+    first_rows = tfe.word_predictions(feats["labels"][:1], feats["word_index"][:1], [8])[0]
+    assert m.decode(first_rows) == ["B-LOC"] * 5 + ["B-PER"] + ["O"] * 2  # rows on their own
     probs = np.eye(3, dtype=np.float32)[np.maximum(feats["labels"][0], 0)]  # (T, C) token values
     assert tfe.word_predictions([probs], feats["word_index"], [8])[0].shape == (8, 3)
 

@@ -93,10 +93,11 @@ def test_predict_on_words_answers_what_transformers_scored_at_each_first_piece()
     # seq_length: 128, or the position table where shorter (the fixture's: 64 after
     # RoBERTa's offset); words past it have no token.
     assert model.preprocessor.seq_length == model.encoder.max_sequence_length == 64
-    # Words past it are predicted as the rest of their sentence, so every word has logits.
+    # A long sentence goes on in rows of its own, so every word has logits.
     long = logits[-1].numpy()
-    fitted = int(np.max(np.concatenate(model._word_rows([["word"] * 200])["word_index"]))) + 1
-    assert 10 < fitted < 100 and np.isfinite(long).all()
+    rows = model._word_rows([["word"] * 200])
+    fitted = int(np.max(rows["word_index"][0])) + 1  # the words of its first row
+    assert len(rows["example_index"]) > 2 and 10 < fitted < 100 and np.isfinite(long).all()
     np.testing.assert_allclose(long[fitted:], model.predict([["word"] * (200 - fitted)])[0],
                                atol=1e-5)
     with pytest.raises(ValueError, match=r"seq_length=128 is longer than the encoder's "

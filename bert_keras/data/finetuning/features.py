@@ -11,9 +11,10 @@ which on CPU is several times faster than padding everything to `seq_length`.
   Targets `labels`: int32 [N] (classification), multi-hot float32 [N, C] (multi_label) or
   float32 [N] (regression).
 * `tagging_features`: pre-split words (CoNLL), tokenized as the text they make; a word's tag
-  goes on its first piece and every other position gets `IGNORE_LABEL`. `word_index`
-  [T] gives each token's word (-1 for [CLS], [SEP] and non-first pieces), so
-  `word_predictions` maps token predictions back to one prediction per word.
+  goes on its first piece and every other position gets `IGNORE_LABEL`; a sentence longer
+  than seq_length goes on in further rows (`example_index`). `word_index` [T] gives each
+  token's word (-1 for [CLS], [SEP] and non-first pieces), so `word_predictions` maps token
+  predictions back to one prediction per word.
 * span QA: `spans.span_features`; batching for fit and predict: `batching`.
 
 Shape legend: N features, T tokens of one feature (before padding), B batch, C classes.
@@ -147,13 +148,15 @@ def tagging_features(examples: Sequence[TaggingExample], tokenizer, seq_length: 
 
     A sentence is tokenized as its words joined by spaces, the text a served request holds,
     so every family sees the same pieces in training and serving (RoBERTa's "Ġ" words
-    included); a piece belongs to the word its first character is in.
-    Returns "input_word_ids", "input_type_ids", "word_index" (each token's word, -1 for
-    special tokens and non-first pieces), "num_words" int32 [N], and, with a label_map and
+    included); a piece belongs to the word its first character is in. A sentence longer
+    than seq_length - 2 pieces goes on in further rows (after the rows of every sentence),
+    each starting at the first word the row before had no token for, so every word with a
+    piece is trained and predicted. A word with no pieces (e.g. only control characters)
+    gets no token (`word_predictions` fills it with a default).
+    Returns "input_word_ids", "input_type_ids", "word_index" (each token's word in its
+    sentence, -1 for special tokens and non-first pieces), "example_index" and "num_words"
+    int32 [N] (each row's sentence and its number of words), and, with a label_map and
     tagged examples, "labels" (tag id on first pieces, IGNORE_LABEL elsewhere).
-    Sentences longer than seq_length - 2 pieces are truncated; their last words get no
-    token (`word_predictions` fills them with a default). A word with no pieces (e.g. only
-    control characters) also gets no token.
     """
     if not examples:
         raise ValueError("no examples to featurize")
@@ -161,53 +164,71 @@ def tagging_features(examples: Sequence[TaggingExample], tokenizer, seq_length: 
         raise ValueError(f"seq_length must be >= 3 for tagging, got {seq_length}")
     tagged = label_map is not None and all(ex.tags is not None for ex in examples)
     tag_ids = label_map.encode_tags(examples) if tagged else None
-    out = {"input_word_ids": [], "input_type_ids": [], "word_index": [], "num_words": []}
+    out = {"input_word_ids": [], "input_type_ids": [], "word_index": [], "example_index": [],
+           "num_words": []}
     if tagged:
         out["labels"] = []
-    for i in range(0, len(examples), TOKENIZE_CHUNK):
-        chunk = examples[i:i + TOKENIZE_CHUNK]
-        ids, starts, _ = tokenizer.tokenize_with_offsets(
-            tf.constant([" ".join(ex.words) for ex in chunk], tf.string))
-        packed, (kept,) = pack_with(tokenizer, [ids], seq_length)
-        starts = ragged_rows(starts)
-        first = segment_starts([kept])[0].numpy()
-        packed_ids, kept = packed["input_word_ids"].numpy(), kept.numpy()
-        for j, ex in enumerate(chunk):
-            lengths = [len(w.encode("utf-8")) + 1 for w in ex.words]  # each word and its space
-            word_starts = np.cumsum([0] + lengths[:-1])
-            piece_word = np.searchsorted(word_starts, starts[j][:kept[j]], "right") - 1
-            is_first = np.r_[True, piece_word[1:] != piece_word[:-1]] if kept[j] else []
-            n = first[j] + kept[j] + 1  # [CLS], the pieces, [SEP]
-            words = np.full(n, -1, np.int32)
-            words[first[j]:first[j] + kept[j]] = np.where(is_first, piece_word, -1)
-            out["input_word_ids"].append(packed_ids[j, :n].astype(np.int32))
-            out["input_type_ids"].append(np.zeros(n, np.int32))
-            out["word_index"].append(words)
-            out["num_words"].append(len(ex.words))
-            if tagged:
-                labels = np.full(n, IGNORE_LABEL, np.int32)
-                labels[words >= 0] = np.asarray(tag_ids[i + j], np.int32)[words[words >= 0]]
-                out["labels"].append(labels)
+    todo = [(i, 0) for i in range(len(examples))]  # (sentence, its first word without a row)
+    while todo:
+        rest = []
+        for c in range(0, len(todo), TOKENIZE_CHUNK):
+            chunk = todo[c:c + TOKENIZE_CHUNK]
+            words = [examples[i].words[first:] for i, first in chunk]
+            ids, starts, _ = tokenizer.tokenize_with_offsets(
+                tf.constant([" ".join(w) for w in words], tf.string))
+            packed, (kept,) = pack_with(tokenizer, [ids], seq_length)
+            pieces, starts = ids.row_lengths().numpy(), ragged_rows(starts)
+            first_token = segment_starts([kept])[0].numpy()
+            packed_ids, kept = packed["input_word_ids"].numpy(), kept.numpy()
+            for j, (i, first) in enumerate(chunk):
+                lengths = [len(w.encode("utf-8")) + 1 for w in words[j]]  # each word, its space
+                word_starts = np.cumsum([0] + lengths[:-1])
+                piece_word = np.searchsorted(word_starts, starts[j][:kept[j]], "right") - 1
+                is_first = np.r_[True, piece_word[1:] != piece_word[:-1]] if kept[j] else []
+                n = first_token[j] + kept[j] + 1  # [CLS], the pieces, [SEP]
+                index = np.full(n, -1, np.int32)
+                index[first_token[j]:first_token[j] + kept[j]] = np.where(
+                    is_first, first + piece_word, -1)
+                out["input_word_ids"].append(packed_ids[j, :n].astype(np.int32))
+                out["input_type_ids"].append(np.zeros(n, np.int32))
+                out["word_index"].append(index)
+                out["example_index"].append(i)
+                out["num_words"].append(len(examples[i].words))
+                if tagged:
+                    labels = np.full(n, IGNORE_LABEL, np.int32)
+                    labels[index >= 0] = np.asarray(tag_ids[i], np.int32)[index[index >= 0]]
+                    out["labels"].append(labels)
+                last = first + int(piece_word[-1]) if kept[j] else first - 1
+                if kept[j] < pieces[j] and last + 1 < len(examples[i].words):
+                    rest.append((i, last + 1))  # cut at seq_length: the next word goes on
+        todo = rest
+    out["example_index"] = np.array(out["example_index"], np.int32)
     out["num_words"] = np.array(out["num_words"], np.int32)
     return out
 
 
 def word_predictions(token_values: Sequence[np.ndarray], word_index: Sequence[np.ndarray],
-                     num_words: Sequence[int], default=0) -> list[np.ndarray]:
-    """Per-token values (e.g. argmax ids [T] or probabilities [T, C]) -> per-word values.
+                     num_words: Sequence[int], default=0,
+                     example_index: Sequence[int] | None = None) -> list[np.ndarray]:
+    """Per-token values of each row (e.g. argmax ids [T] or probabilities [T, C]) -> per-word
+    values of each sentence.
 
-    Each word takes the value of its first piece; words without a token (truncated) get
-    `default`. token_values rows may be longer than word_index rows (padding is ignored).
+    Each word takes the value of its first piece; words without a token get `default`.
+    token_values rows may be longer than word_index rows (padding is ignored). With
+    `example_index` (`tagging_features`' rows of a long sentence), the rows of a sentence
+    are merged into one; without it, each row is a sentence.
     """
-    out = []
-    for values, index, n in zip(token_values, word_index, num_words):
+    if example_index is None:
+        example_index = range(len(word_index))
+    out = {}
+    for values, index, n, e in zip(token_values, word_index, num_words, example_index):
         values = np.asarray(values)
         index = np.asarray(index)
-        words = np.full((int(n),) + values.shape[1:], default, dtype=values.dtype)
+        if e not in out:
+            out[e] = np.full((int(n),) + values.shape[1:], default, dtype=values.dtype)
         first = np.flatnonzero(index >= 0)
-        words[index[first]] = values[first]
-        out.append(words)
-    return out
+        out[e][index[first]] = values[first]
+    return [out[e] for e in sorted(out)]
 
 
 __all__ = [
