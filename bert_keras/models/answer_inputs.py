@@ -26,7 +26,7 @@ import numpy as np
 from bert_keras.data.finetuning import batching, spans
 from bert_keras.data.finetuning.examples import SpanExample
 from bert_keras.data.finetuning.span_decoding import decode_feature_answers
-from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
+from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE, text_column
 
 DOC_STRIDE = 128  # tools/finetune.py's defaults
 MAX_QUERY_LENGTH = 64
@@ -41,15 +41,10 @@ def is_answers(y):
     return isinstance(y, (list, tuple)) and len(y) > 0 and all(isinstance(a, dict) for a in y)
 
 
-def _strings(texts, what):
-    out = []
-    for i, text in enumerate(np.asarray(texts, dtype=object).reshape(-1)):
-        if isinstance(text, bytes):
-            text = text.decode("utf-8")
-        if not isinstance(text, str):
-            raise ValueError(f"{what} {i} is {text!r} ({type(text).__name__}), not a string.")
-        out.append(text)
-    return out
+def _strings(texts):
+    """Texts ([batch] or a [batch, 1] column) as a list of str, checked by
+    `text_inputs.text_column`."""
+    return [text.decode("utf-8") for text in text_column(texts).numpy()]
 
 
 def _first_answer(answer, context, owner, i):
@@ -77,7 +72,7 @@ def _first_answer(answer, context, owner, i):
 def span_examples(questions, contexts, answers, owner):
     """SpanExamples of the questions and contexts (and answers); ValueError naming the first
     one that does not fit."""
-    questions, contexts = _strings(questions, "Question"), _strings(contexts, "Context")
+    questions, contexts = _strings(questions), _strings(contexts)
     if answers is not None and len(answers) != len(questions):
         raise ValueError(f"{owner}: {len(questions)} question(s) but {len(answers)} answer(s).")
     if len(contexts) != len(questions):

@@ -25,10 +25,10 @@ DEFAULT_BATCH_SIZE = 32  # Keras' default for arrays
 
 def _is_string_batch(x):
     """Strings in a list, array or tensor (of any shape, with other items among them:
-    `_column` checks both)."""
+    `text_column` checks both)."""
     if isinstance(x, (str, bytes)):  # one text
         return True
-    if isinstance(x, (list, tuple)):  # an empty list too: `_column` says it is empty
+    if isinstance(x, (list, tuple)):  # an empty list too: `text_column` says it is empty
         return not x or any(isinstance(t, (str, bytes)) for t in x)
     if isinstance(x, np.ndarray):
         return x.dtype.kind in "SU" or (x.dtype.kind == "O" and any(
@@ -46,7 +46,7 @@ def _check_column(shape):
                      f"{shape}; pass pairs as a tuple (texts_a, texts_b).")
 
 
-def _column(texts):
+def text_column(texts):
     """`texts` (strings, [batch] or [batch, 1]) as a [batch] string tensor."""
     if isinstance(texts, tf.Tensor):
         _check_column(texts.shape)
@@ -65,7 +65,7 @@ def _column(texts):
 
 def _columns(x):
     """Text arrays `x` (texts, or a pair of them) as [batch] string tensors."""
-    return tuple(_column(t) for t in x) if _is_pair(x) else _column(x)
+    return tuple(text_column(t) for t in x) if _is_pair(x) else text_column(x)
 
 
 def _count_rows(texts, y, sample_weight):
