@@ -198,18 +198,18 @@ def export_model(model, export_dir_base, model_name, labels=None, seq_length=Non
                               **kwargs)
 
 
-def serving_functions(model, tokenizer, info, dtype="float32", top_k=5, max_answer_tokens=30,
-                      kernel_layout="auto"):
+def serving_functions(model, tokenizer, info, dtype="float32", top_k=5, kernel_layout="auto",
+                      **options):
     """The ServingFunctions an export of `model` traces: over its inference copy
     (`cast_for_inference`: `dtype`, `kernel_layout`), so what runs them runs the export's
-    computation."""
+    computation. `options`: the task type's (`ServingFunctions`)."""
     return sigs.ServingFunctions(cast_for_inference(model, dtype, kernel_layout), tokenizer,
-                                 info, top_k=top_k, max_answer_tokens=max_answer_tokens)
+                                 info, top_k=top_k, **options)
 
 
 def export_saved_model(model, tokenizer, info, base_dir, model_name, version=None,
-                       dtype="float32", top_k=5, max_answer_tokens=30, extra_allowed_ops=(),
-                       examples=None, kernel_layout="auto"):
+                       dtype="float32", top_k=5, extra_allowed_ops=(), examples=None,
+                       kernel_layout="auto", **options):
     """Exports a Keras task model (or bare encoder) to BASE_DIR/MODEL_NAME/VERSION/.
 
     Args:
@@ -221,13 +221,16 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
       version: positive int; None: the next free version.
       dtype: "float32" (default) or "bfloat16" (encoder weights and compute in bfloat16, heads
         and outputs float32); never chosen from the exporting machine.
-      top_k: fill-mask predictions per [MASK]; max_answer_tokens: longest QA answer.
+      top_k: fill-mask predictions per [MASK].
       extra_allowed_ops: op names the audit should accept besides core TF and TF Serving's
         tf-text ops (only if your model server links them).
       examples: {input name: list of texts} for the warmup requests (defaults: short English).
       kernel_layout: the encoder blocks' dense kernel layout, for the serving CPU's speed
         only (`inference.uses_transposed_kernels`): "auto" (by dtype), "keras" or
         "transposed" (float32 on AVX2-only CPUs).
+      options: the task type's, None for its default (span QA: max_answer_tokens, the
+        longest answer; doc_stride and max_windows, how a long context is cut; default:
+        task.json's "decoding", as the run that trained it answered).
 
     Returns the version directory. Raises `op_audit.OpAuditError` (nothing is left behind)
     if the graph has ops that stock TF Serving lacks; FileExistsError for a taken version.
@@ -243,8 +246,8 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}.")
     transposed = uses_transposed_kernels(dtype, kernel_layout)  # a bad name fails here
-    functions = serving_functions(model, tokenizer, info, dtype, top_k, max_answer_tokens,
-                                  kernel_layout)
+    functions = serving_functions(model, tokenizer, info, dtype, top_k, kernel_layout,
+                                  **options)
     fns = _signature_functions(functions)
     signatures = {name: fn.get_concrete_function() for name, fn in fns.items()}
     metadata = dict(
@@ -330,9 +333,10 @@ def run_export(config):
     return export_saved_model(model, tokenizer, info, config.export_dir_base,
                               config.model_name or default_model_name(source),
                               version=config.version, dtype=config.dtype, top_k=config.top_k,
-                              max_answer_tokens=config.max_answer_tokens,
                               extra_allowed_ops=config.allow_ops,
-                              kernel_layout=config.kernel_layout)
+                              kernel_layout=config.kernel_layout,
+                              max_answer_tokens=config.max_answer_tokens,
+                              doc_stride=config.doc_stride, max_windows=config.max_windows)
 
 
 def default_model_name(path):

@@ -40,7 +40,14 @@ class ExportConfig(Config):
                          "a fine-tuned transformers *ForSequenceClassification checkpoint, "
                          "which does not say; a task directory says it in task.json.")
     top_k: int = option(5, "Fill-mask predictions per [MASK] (pretraining models).")
-    max_answer_tokens: int = option(30, "Longest answer span in tokens (span QA).")
+    max_answer_tokens: int = option(None, "span_qa: longest answer span in tokens; default: "
+                                    "the run's --max_answer_length (task.json), else 30.")
+    doc_stride: int = option(None, "span_qa: tokens between the starts of two windows of a "
+                             "long context; default: the run's --doc_stride (task.json), "
+                             "else 128.")
+    max_windows: int = option(64, "span_qa: most windows of seq_length tokens one context may "
+                              "take; a request with a longer context is refused "
+                              "(InvalidArgument).")
     allow_ops: tuple = option((), "Extra op names the audit accepts (only if your model server "
                               "links them).")
     kernel_layout: str = option("auto", "Layout of the encoder's dense kernels, for serving "
@@ -57,8 +64,9 @@ class ExportConfig(Config):
               f"--version must be a positive integer, got {self.version}.")
         check(self.seq_length is None or self.seq_length >= 3,
               f"--seq_length must be at least 3, got {self.seq_length}.")
-        check(self.top_k >= 1 and self.max_answer_tokens >= 1,
-              "--top_k and --max_answer_tokens must be positive.")
+        for name in ("top_k", "max_answer_tokens", "doc_stride", "max_windows"):
+            value = getattr(self, name)
+            check(value is None or value >= 1, f"--{name} must be positive, got {value}.")
         check(self.dtype in DTYPES, f"--dtype={self.dtype!r} is not one of {DTYPES}.")
         check(self.kernel_layout in KERNEL_LAYOUTS,
               f"--kernel_layout={self.kernel_layout!r} is not one of {KERNEL_LAYOUTS}.")

@@ -62,11 +62,14 @@ class ServingFunctions:
       tokenizer: its tokenizer (WordPiece, byte-level BPE or SentencePiece).
       info: the task.json dict (task, labels, seq_length, text_fields).
       top_k: fill-mask predictions per [MASK] (pretraining models).
-      max_answer_tokens: longest answer span in tokens (span QA).
+      options: the task type's export options ({name: value}, None: the task's default), such
+        as span QA's max_answer_tokens, doc_stride and max_windows.
     """
 
-    def __init__(self, model, tokenizer, info, top_k=5, max_answer_tokens=30):
-        self.model = model  # not tracked here: export.py tracks its variables (as Keras' export does)
+    def __init__(self, model, tokenizer, info, top_k=5, **options):
+        self.model = model
+        self.info = info
+        self.options = options  # not tracked here: export.py tracks its variables (as Keras' export does)
         self.encoder = getattr(model, "encoder", model)
         self.tokenizer = tokenizer
         self.task = get_task(info["task"])
@@ -83,7 +86,7 @@ class ServingFunctions:
                              f"{info['task']} packs {' + '.join(self.text_fields)} with special "
                              f"tokens into at least {shortest} tokens.")
         self.top_k = int(top_k)
-        self.max_answer_tokens = int(max_answer_tokens)
+        self.task.check_serving(self)
         self.labels = self.task.serving_labels(model, info.get("labels"))
         self.label_names = tf.constant(self.labels or [""])
         self.vocab_tokens = tf.constant(tokenizer.vocab)

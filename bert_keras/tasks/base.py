@@ -130,6 +130,14 @@ class Task:
         """The label names the export serves (checked against the model), or None."""
         return None
 
+    def decoding_options(self, config):
+        """The options of a fine-tuning run (FinetuneConfig) that its predictions depend on
+        beyond the model, kept in task.json's "decoding" for the export."""
+        return {}
+
+    def check_serving(self, fns):
+        """InputError (naming the flag) if the export's options leave the task no room."""
+
     def export_metadata(self, fns):
         """Task-specific entries of the export's metadata asset."""
         return {}

@@ -11,9 +11,19 @@ from bert_keras.data.finetuning import batching, readers, spans
 from bert_keras.data.finetuning.span_decoding import decode_feature_answers
 from bert_keras.models import head_checkpoints
 from bert_keras.models.task_models import BertSpanQA
+from bert_keras.errors import InputError
+from bert_keras.tasks import span_windows
 from bert_keras.tasks.base import Task
 from bert_keras.tasks.graph_ops import byte_to_char
-from bert_keras.text.packing import keep_first, segment_starts
+from bert_keras.text.packing import segment_starts
+
+# How a context is cut and answered when the task directory does not say (a model from user
+# code): `BertSpanQA.answer()`'s choices (models/answer_inputs.py).
+DEFAULT_DOC_STRIDE = 128
+DEFAULT_MAX_QUERY_LENGTH = 64
+DEFAULT_MAX_ANSWER_LENGTH = 30
+# Windows one context may take in a served request: bounds a request's cost.
+DEFAULT_MAX_WINDOWS = 64
 
 
 class SpanQA(Task):
@@ -85,50 +95,123 @@ class SpanQA(Task):
     def serving_text_fields(self, info):
         return ("question", "context")
 
+    def decoding_options(self, config):
+        """What task.json keeps of a run's options, so an export cuts and answers contexts as
+        the run scored them."""
+        return dict(doc_stride=config.doc_stride, max_query_length=config.max_query_length,
+                    max_answer_length=config.max_answer_length,
+                    allow_no_answer=bool(config.version_2_with_negative),
+                    null_score_diff_threshold=config.null_score_diff_threshold)
+
+    def serving_options(self, fns):
+        """The export's windows and answers: its flags, else task.json's "decoding", else
+        `BertSpanQA.answer()`'s defaults."""
+        saved = fns.info.get("decoding") or {}
+        flags = fns.options
+
+        def pick(flag, key, default):
+            value = flags.get(flag)
+            return int(value) if value is not None else int(saved.get(key, default))
+
+        return dict(
+            doc_stride=pick("doc_stride", "doc_stride", DEFAULT_DOC_STRIDE),
+            max_query_length=int(saved.get("max_query_length", min(DEFAULT_MAX_QUERY_LENGTH,
+                                                                   fns.seq_length // 2))),
+            max_answer_tokens=pick("max_answer_tokens", "max_answer_length",
+                                   DEFAULT_MAX_ANSWER_LENGTH),
+            max_windows=int(flags.get("max_windows") or DEFAULT_MAX_WINDOWS),
+            allow_no_answer=bool(saved.get("allow_no_answer", False)),
+            null_score_diff_threshold=float(saved.get("null_score_diff_threshold", 0.0)))
+
+    def check_serving(self, fns):
+        """InputError naming --seq_length unless a row holds the longest question kept, its
+        special tokens and at least one context token."""
+        options = self.serving_options(fns)
+        specials = 2 + fns.tokenizer.separators_between
+        room = fns.seq_length - options["max_query_length"] - specials
+        if room < 1:
+            raise InputError(
+                f"--seq_length={fns.seq_length} leaves no room for the context: span_qa packs a "
+                f"question of up to {options['max_query_length']} tokens (max_query_length), "
+                f"{specials} special tokens and at least 1 context token, so it needs "
+                f"--seq_length >= {options['max_query_length'] + specials + 1}.")
+        if options["doc_stride"] < 1:
+            raise InputError(f"--doc_stride must be positive, got {options['doc_stride']}.")
+
     def export_metadata(self, fns):
-        return {"max_answer_tokens": fns.max_answer_tokens}
+        options = self.serving_options(fns)
+        return {"max_answer_tokens": options["max_answer_tokens"],
+                "decoding": {k: v for k, v in options.items() if k != "max_answer_tokens"}}
 
     def serve(self, fns, texts):
         question, context = texts
-        q_ids = fns.tokenizer.tokenize(question)
+        options = self.serving_options(fns)
+        q_ids = fns.tokenizer.tokenize(question)[:, :options["max_query_length"]]
         c_ids, c_starts, c_ends = fns.tokenizer.tokenize_with_offsets(context)
-        inputs, (q_kept, c_kept) = fns.pack([q_ids, c_ids])
+        q_len = tf.cast(q_ids.row_lengths(), tf.int32)  # (B,)
+        room = fns.seq_length - q_len - 2 - fns.tokenizer.separators_between
+        w = span_windows.windows(c_ids.row_lengths(), room, options["doc_stride"])
+        too_many = tf.debugging.Assert(
+            tf.reduce_all(w.count <= options["max_windows"]),
+            [f"A context needs more than max_windows={options['max_windows']} windows of "
+             f"{fns.seq_length} tokens (doc_stride {options['doc_stride']}); got",
+             tf.reduce_max(tf.concat([w.count, [0]], 0))])
+        with tf.control_dependencies([too_many]):
+            pieces = span_windows.window_pieces(c_ids, w)
+        inputs, kept = fns.pack([tf.gather(q_ids, w.example), pieces])
         out = fns.run(inputs)
-        start_logits = tf.cast(out["start_logits"], tf.float32)  # (B, T)
+        start_logits = tf.cast(out["start_logits"], tf.float32)  # (N, T)
         end_logits = tf.cast(out["end_logits"], tf.float32)
         width = tf.shape(start_logits)[1]
-        first = segment_starts([q_kept, c_kept], fns.tokenizer.separators_between)[1]
+        first = segment_starts(kept, fns.tokenizer.separators_between)[1]  # (N,)
         pos = tf.range(width)[None, :]  # (1, T)
-        in_context = (pos >= first[:, None]) & (pos < (first + c_kept)[:, None])  # (B, T)
-        length = pos[:, None, :] - pos[:, :, None]  # (1, T, T): [., s, e] = e - s
-        ok = (in_context[:, :, None] & in_context[:, None, :]
-              & (length >= 0) & (length < fns.max_answer_tokens))  # (B, T, T)
-        scores = start_logits[:, :, None] + end_logits[:, None, :]  # (B, T, T)
-        scores = tf.where(ok, scores, -3.0e38)
-        flat = tf.reshape(scores, [tf.shape(scores)[0], -1])
-        best = tf.argmax(flat, axis=-1, output_type=tf.int32)  # (B,)
-        found = tf.reduce_any(ok, axis=[1, 2])
-        start_tok, end_tok = best // width, best % width
-        no_answer = start_logits[:, 0] + end_logits[:, 0]
-        score = tf.where(found, tf.reduce_max(flat, axis=-1), no_answer)
-        pad = tf.zeros_like(start_logits[:, :1], tf.int32)  # one column: a context may be empty
-        c_starts = tf.concat([keep_first(c_starts, c_kept).to_tensor(0), pad], 1)  # (B, pieces+1)
-        c_ends = tf.concat([keep_first(c_ends, c_kept).to_tensor(0), pad], 1)
-        piece_s = tf.where(found, start_tok - first, 0)
-        piece_e = tf.where(found, end_tok - first, 0)
-        byte_s = tf.gather(c_starts, piece_s[:, None], batch_dims=1)[:, 0]
-        byte_e = tf.gather(c_ends, piece_e[:, None], batch_dims=1)[:, 0]
-        byte_s = tf.where(found, byte_s, 0)
-        byte_e = tf.where(found, byte_e, 0)
+        in_context = (pos >= first[:, None]) & (pos < (first + w.length)[:, None])  # (N, T)
+        can_start = span_windows.max_context(w, first, width)  # (N, T)
+        # Span (s, s + d) for d < max_answer_tokens: its end must be a context token too.
+        ends = tf.range(options["max_answer_tokens"])[None, :] + tf.range(width)[:, None]  # (T, L)
+        ends = tf.minimum(ends, width - 1)
+        ok = (can_start[:, :, None] & tf.gather(in_context, ends, axis=1)
+              & (tf.range(options["max_answer_tokens"])[None, None, :] + pos[:, :, None]
+                 < width))  # (N, T, L)
+        scores = start_logits[:, :, None] + tf.gather(end_logits, ends, axis=1)  # (N, T, L)
+        # float32's lowest, as unsorted_segment_max starts from, stands for "no span".
+        flat = tf.reshape(tf.where(ok, scores, tf.float32.min), [tf.shape(scores)[0], -1])
+        row_score = tf.reduce_max(flat, axis=-1)  # (N,)
+        row_best = tf.argmax(flat, axis=-1, output_type=tf.int32)
+        batch = tf.size(w.count)
+        best = tf.math.unsorted_segment_max(row_score, w.example, batch)  # (B,)
+        found = tf.math.unsorted_segment_max(
+            tf.cast(tf.reduce_any(ok, axis=[1, 2]), tf.int32), w.example, batch) > 0
+        rows = tf.range(tf.size(w.example))
+        best_row = tf.math.unsorted_segment_min(  # the first window with the best span
+            tf.where(row_score == tf.gather(best, w.example), rows, tf.int32.max), w.example,
+            batch)
+        null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], w.example,
+                                            batch)
+        answered = found
+        if options["allow_no_answer"]:
+            answered &= null - best <= options["null_score_diff_threshold"]
+        span = tf.gather(row_best, best_row)
+        length = options["max_answer_tokens"]
+        start_tok, end_tok = span // length, span // length + span % length
+        # The span's pieces, counted in the context.
+        base = tf.gather(w.start - first, best_row)
+        piece = tf.cast(c_ids.row_starts(), tf.int32)[:, None] + base[:, None] + tf.stack(
+            [start_tok, end_tok], 1)  # (B, 2)
+        piece = tf.where(found[:, None], piece, 0)
+        padded = tf.concat([c_starts.values[:, None], c_ends.values[:, None]], 1)
+        padded = tf.concat([padded, tf.zeros([1, 2], padded.dtype)], 0)  # an empty batch too
+        byte_s = tf.where(found, tf.gather(padded[:, 0], piece[:, 0]), 0)
+        byte_e = tf.where(found, tf.gather(padded[:, 1], piece[:, 1]), 0)
         answer = tf.strings.substr(context, byte_s, byte_e - byte_s)
         answer = tf.strings.unicode_transcode(answer, "UTF-8", "UTF-8", errors="replace")
-        chars = byte_to_char(context, tf.stack([byte_s, byte_e], axis=1))  # (B, 2)
+        chars = byte_to_char(context, tf.stack([byte_s, byte_e], axis=1), inside="containing")
         return {
-            "answer": tf.where(found, answer, ""),
-            "answer_start": tf.where(found, chars[:, 0], -1),
-            "answer_end": tf.where(found, chars[:, 1], -1),
-            "score": score,
-            "no_answer_score": no_answer,
+            "answer": tf.where(answered, answer, ""),
+            "answer_start": tf.where(answered, chars[:, 0], -1),
+            "answer_end": tf.where(answered, chars[:, 1], -1),
+            "score": tf.where(found, best, null),
+            "no_answer_score": null,
         }
 
 

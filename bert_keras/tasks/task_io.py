@@ -1,7 +1,8 @@
 """A trained task directory: the one hand-off between training tools and export.
 
     DIR/task.json    {"task": ..., "labels": [...] | null, "seq_length": int,
-                      "lower_case": bool, "text_fields": [...], "metrics": {...}}
+                      "lower_case": bool, "text_fields": [...], "metrics": {...},
+                      "decoding": {...} (span_qa: doc_stride, max_query_length, ...)}
     DIR/model.keras  the Keras task model (BertClassifier, BertTokenClassifier, BertSpanQA,
                      BertPretrainer or a bare BertEncoder)
     DIR/vocab.txt    the WordPiece vocabulary
@@ -31,15 +32,19 @@ from bert_keras.text.tokenizers import load_tokenizer
 
 
 def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_fields=("text",),
-              metrics=None):
+              metrics=None, decoding=None):
     """Writes `model`, its tokenizer's vocab and the task metadata to `directory`, atomically:
     built in a temporary sibling and swapped in when complete (`files.write_directory`), so a
-    kill or a full disk leaves the previous complete directory, and a re-save drops old files."""
+    kill or a full disk leaves the previous complete directory, and a re-save drops old files.
+    `decoding`: the run's options its predictions depend on (`Task.decoding_options`), which
+    the export answers with."""
     if task not in TASKS:
         raise ValueError(f"Unknown task {task!r}; expected one of {TASKS}.")
     info = dict(task=task, labels=None if labels is None else [str(l) for l in labels],
                 seq_length=int(seq_length), lower_case=bool(tokenizer.lower_case),
                 text_fields=list(text_fields), metrics=metrics or {})
+    if decoding:
+        info["decoding"] = dict(decoding)
 
     def write(path):
         model.save(os.path.join(path, "model.keras"))

@@ -131,7 +131,8 @@ class _Run:
         labels = None if self.label_map is None else self.label_map.labels
         task_io.save_task(self.best_dir, model, self.tokenizer, self.config.task,
                           self.config.max_seq_length, labels=labels,
-                          text_fields=self.task.text_fields(self.train), metrics=metrics)
+                          text_fields=self.task.text_fields(self.train), metrics=metrics,
+                          decoding=self.task.decoding_options(self.config))
 
 
 class _Epochs:
