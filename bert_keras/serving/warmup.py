@@ -48,13 +48,13 @@ def prediction_log_bytes(model_name, signature_name, inputs):
 
 def warmup_requests(functions, examples=None):
     """[(signature name, {input name: np.ndarray})]: serving_default on one text, on a batch
-    and on a text of the maximum length, `preprocess`, and `encode` on the packed batch."""
+    and on the longest texts the task serves (`Task.warmup_longest`), `preprocess`, and `encode` on the packed batch."""
     fields = functions.text_fields
     if examples is None:
         examples = {f: EXAMPLES[k] for f, k in functions.task.warmup_texts(fields).items()}
     batch = {f: np.array(examples[f], dtype=object) for f in fields}
-    longest = {f: np.array([" ".join([examples[f][0]] * functions.seq_length)], dtype=object)
-               for f in fields}
+    longest = {f: np.array([functions.task.warmup_longest(functions, f, examples[f][0])],
+                           dtype=object) for f in fields}
     one = {f: v[:1] for f, v in batch.items()}
     packed = functions.preprocess(*[tf.constant(batch[f]) for f in fields])
     return [

@@ -146,6 +146,10 @@ class Task:
         """{serving input name: example key of serving.warmup.EXAMPLES} for warmup requests."""
         return {f: f for f in fields}
 
+    def warmup_longest(self, fns, field, text):
+        """A long text for input `field` of the warmup requests: `text` repeated past a row."""
+        return " ".join([text] * fns.seq_length)
+
     def preprocess(self, fns, texts):
         """Text tensors -> (the three int32 [B, T] inputs, kept segment lengths)."""
         return fns.pack([fns.tokenizer.tokenize(t) for t in texts])

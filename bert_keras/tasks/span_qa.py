@@ -3,6 +3,7 @@
 Shape legend: B batch, T tokens, N features (context windows).
 """
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -24,6 +25,8 @@ DEFAULT_MAX_QUERY_LENGTH = 64
 DEFAULT_MAX_ANSWER_LENGTH = 30
 # Windows one context may take in a served request: bounds a request's cost.
 DEFAULT_MAX_WINDOWS = 64
+# Windows of the long context among an export's warmup requests.
+WARMUP_WINDOWS = 4
 
 
 class SpanQA(Task):
@@ -137,6 +140,20 @@ class SpanQA(Task):
                 f"--seq_length >= {options['max_query_length'] + specials + 1}.")
         if options["doc_stride"] < 1:
             raise InputError(f"--doc_stride must be positive, got {options['doc_stride']}.")
+
+    def warmup_longest(self, fns, field, text):
+        """The question repeated past max_query_length, and the context repeated over
+        WARMUP_WINDOWS windows (at most max_windows) after such a question."""
+        if field != "context":
+            return super().warmup_longest(fns, field, text)
+        options = self.serving_options(fns)
+        room = (fns.seq_length - options["max_query_length"] - 2
+                - fns.tokenizer.separators_between)
+        windows = min(WARMUP_WINDOWS, options["max_windows"])
+        budget = room + (windows - 1) * min(room, options["doc_stride"]) - 2  # 2: BPE's slack
+        words = (text.split() or ["a"]) * (budget + 1)
+        pieces = np.cumsum(fns.tokenizer.tokenize(tf.constant(words)).row_lengths().numpy())
+        return " ".join(words[:max(1, int(np.sum(pieces <= budget)))])
 
     def export_metadata(self, fns):
         options = self.serving_options(fns)
