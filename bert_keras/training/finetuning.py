@@ -44,6 +44,7 @@ from absl import logging
 from bert_keras.data.finetuning import batching, tfds
 from bert_keras.files import recover_directory, write_json, write_jsonl
 from bert_keras.models.encoder import BertEncoder
+from bert_keras.models.inference import cast_for_inference
 from bert_keras.tasks import task_io
 from bert_keras.tasks.registry import get_task
 from bert_keras.text.tokenizers import load_tokenizer
@@ -127,6 +128,13 @@ class _Run:
                                    max_seq_length=c.max_seq_length, doc_stride=c.doc_stride,
                                    max_query_length=c.max_query_length)
 
+    def predict(self, model, examples, features):
+        """The task's (rows, predictions) from the numerics a float32 export serves (a float32
+        copy of a model trained in mixed bfloat16), so the metrics and prediction files say
+        what the server will answer, on any CPU."""
+        served = cast_for_inference(model, "float32")
+        return self.task.predict(served, examples, features, self.label_map, self.config)
+
     def save_best(self, model, metrics):
         labels = None if self.label_map is None else self.label_map.labels
         task_io.save_task(self.best_dir, model, self.tokenizer, self.config.task,
@@ -203,8 +211,7 @@ class _Epochs:
                  "seconds": round(time.time() - run.started, 1)}
         better, rows = True, None
         if run.evaluation:
-            rows, predicted = run.task.predict(self.model, run.evaluation, run.eval_features,
-                                               run.label_map, run.config)
+            rows, predicted = run.predict(self.model, run.evaluation, run.eval_features)
             result = run.task.score(run.evaluation, predicted, run.label_map, run.glue_task)
             if run.teacher is not None:
                 result.update(run.task.teacher_metrics(predicted, run.teacher_predicted))
@@ -357,10 +364,10 @@ def _finish(run, model, epochs):
         record["eval"] = record["epochs"][record["best_epoch"] - 1]["eval"]
         rows = epochs.best_rows
         if rows is None:  # the best epoch ran before a resume
-            rows, _ = task.predict(model, run.evaluation, run.eval_features, run.label_map, config)
+            rows, _ = run.predict(model, run.evaluation, run.eval_features)
         write_jsonl(os.path.join(config.output_dir, "eval_predictions.jsonl"), rows)
     if run.test:
-        rows, predicted = task.predict(model, run.test, run.test_features, run.label_map, config)
+        rows, predicted = run.predict(model, run.test, run.test_features)
         write_jsonl(os.path.join(config.output_dir, "test_predictions.jsonl"), rows)
         if task.is_labeled(run.test):
             record["test"] = task.score(run.test, predicted, run.label_map)

@@ -74,13 +74,16 @@ def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
     from bert_keras.data.finetuning import features as tfe
     from bert_keras.tasks import task_io
     from bert_keras.data.finetuning.label_map import LabelMap
+    import tensorflow as tf
+    from bert_keras.serving.export import export_task
 
     out = tmp_path / "run"
     result = run_tool(common(tiny_checkpoint, out, task="classification",
                              train_file=DATA / "bible_paraphrase.train.tsv.gz",
                              eval_file=DATA / "bible_paraphrase.dev.tsv.gz",
                              test_file=DATA / "bible_paraphrase.test.tsv.gz", text_b_column=2,
-                             max_train_examples=96, max_eval_examples=24))
+                             max_train_examples=96, max_eval_examples=24,
+                             dtype="mixed_bfloat16"))
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = check_outputs(out, "classification", 24, ["0", "1"])
     assert {"accuracy", "f1", "mcc", "macro_f1"} <= set(metrics["eval"])
@@ -98,6 +101,15 @@ def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
     saved = np.array([[r["probabilities"][l] for l in info["labels"]] for r in rows])
     np.testing.assert_allclose(probs, saved, atol=2e-4)
     assert [r["prediction"] for r in rows] == [info["labels"][i] for i in probs.argmax(-1)]
+    # Trained in mixed bfloat16, it reports what its float32 export serves.
+    serve = tf.saved_model.load(export_task(str(out / "best"), str(tmp_path / "exports")))
+    test = fd.load_bundled_task("bible_paraphrase", "test")[:24]
+    served = serve.signatures["serving_default"](
+        text_a=tf.constant([ex.text_a for ex in test]),
+        text_b=tf.constant([ex.text_b for ex in test]))["probabilities"].numpy()
+    saved = [[r["probabilities"][l] for l in info["labels"]]
+             for r in read_jsonl(out / "test_predictions.jsonl")]
+    np.testing.assert_allclose(served, saved, atol=1e-5)  # 5e-5 apart in bfloat16
 
 
 def test_run_finetuning_from_python(tiny_checkpoint, tmp_path):
