@@ -93,6 +93,14 @@ def test_export_refuses_an_export_dir_base_that_is_a_file(tmp_path, tiny_pairs_m
     assert a_file.read_text() == "not a directory\n"
 
 
+def test_export_refuses_a_seq_length_with_no_room_for_the_context(tmp_path):
+    qa = ROOT / "tests" / "fixtures" / "families" / "albert_qa"  # a transformers QA checkpoint
+    proc = run_tool("export", f"--task_dir={qa}", "--seq_length=5",
+                    f"--export_dir_base={tmp_path}")
+    assert_one_line_error(proc, "--seq_length=5 leaves no room for the context")
+    assert not list(tmp_path.iterdir())
+
+
 # -- predict.py --------------------------------------------------------------------------------
 
 @pytest.fixture
