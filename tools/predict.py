@@ -3,7 +3,10 @@ r"""Runs an exported SavedModel on lines of text and writes one JSON object per 
 Works on any export of tools/export.py; the model needs only TensorFlow and tensorflow-text.
 Input lines: the text for single-text models; "text_a<TAB>text_b" for pair classifiers;
 "question<TAB>context" for span QA; text with [MASK] for pretrainers. Output: {"line": N,
-"inputs": {...}, "outputs": {name: value}} per input line, in order.
+"inputs": {...}, "outputs": {name: value}} per input line, in order, keys in a fixed order;
+each line's outputs hold only its own values (a tagger's words, a pretrainer's [MASK]s), never
+padding from the lines batched with it. Inputs over a few hundred lines show a progress line
+(lines/s and ETA) on stderr when it is a terminal (--quiet: none).
 
 Bad input (stdin and --input alike, `bert_keras.text_files`): a binary file, no text, more
 than 1% of lines not valid UTF-8, or a line with the wrong number of fields fails with a
@@ -31,6 +34,7 @@ from absl import app, flags
 from bert_keras import files, text_files
 from bert_keras.errors import InputError, WriteError, write_error
 from bert_keras.serving.server_environment import SERVER_ENVIRONMENT
+from bert_keras_tools.progress import Progress
 
 flags.DEFINE_string("model_dir", None, "An export version directory, or the model directory "
                     "(its highest version is used).")
@@ -38,6 +42,8 @@ flags.DEFINE_string("input", "-", "Text file to read, '-' for stdin.")
 flags.DEFINE_string("output", "-", "JSON-lines file to write, '-' for stdout.")
 flags.DEFINE_string("signature", "serving_default", "Signature to run.")
 flags.DEFINE_integer("batch_size", 32, "Lines per model call.")
+flags.DEFINE_bool("quiet", False, "No progress line on stderr (shown only when stderr is a "
+                  "terminal and the input has more than a few hundred lines).")
 FLAGS = flags.FLAGS
 
 
@@ -50,14 +56,6 @@ def resolve_version_dir(path):
     if not versions:
         raise app.UsageError(f"--model_dir {path} has no saved_model.pb and no version directories.")
     return os.path.join(path, str(versions[-1]))
-
-
-def to_json(value):
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    if isinstance(value, list):
-        return [to_json(v) for v in value]
-    return value
 
 
 def split_line(n, line, fields, name):
@@ -84,16 +82,17 @@ def read_input(path, fields):
     return rows
 
 
-def predict_rows(fn, fields, rows):
-    """[(line number, {field: text})] -> JSON-able dicts, one per row, in one model call."""
+def predict_rows(fn, fields, rows, task):
+    """[(line number, {field: text})] -> JSON-able dicts, one per row, in one model call:
+    {"line", "inputs", "outputs"}, each line's outputs only its own (the task's
+    `prediction_rows`: no batch padding), keys in sorted order."""
     import tensorflow as tf
 
     if not rows:
         return []
     out = fn(**{f: tf.constant([r[f] for _, r in rows], tf.string) for f in fields})
-    out = {k: v.numpy().tolist() for k, v in out.items()}
-    return [{"line": n, "inputs": r, "outputs": {k: to_json(v[i]) for k, v in out.items()}}
-            for i, (n, r) in enumerate(rows)]
+    outputs = task.prediction_rows({k: v.numpy() for k, v in out.items()})
+    return [{"line": n, "inputs": r, "outputs": o} for (n, r), o in zip(rows, outputs)]
 
 
 def check_input_flag(path):
@@ -159,12 +158,29 @@ def output_sink(path):
         yield sink
 
 
-def predict_input(fn, fields, path, sink, batch_size):
+def predict_input(fn, fields, path, sink, batch_size, task, progress):
     """Predicts every line of `path` ('-': stdin) in batches, writing JSON lines to `sink`."""
     rows = read_input(path, fields)
+    progress.start(len(rows))
     for start in range(0, len(rows), batch_size):
-        for row in predict_rows(fn, fields, rows[start:start + batch_size]):
+        for row in predict_rows(fn, fields, rows[start:start + batch_size], task):
             sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+        progress.update(min(start + batch_size, len(rows)))
+    progress.finish()
+
+
+def task_of_export(path, signature):
+    """The task type whose rows the export's `signature` answers: its metadata's task for
+    serving_default; a plain one (values as the signature returns them) otherwise, or for a
+    SavedModel that tools/export.py did not write."""
+    from bert_keras.serving.export import METADATA_FILE, read_metadata
+    from bert_keras.tasks.base import Task
+    from bert_keras.tasks.registry import get_task
+
+    if signature != "serving_default" or not os.path.exists(
+            os.path.join(path, "assets", METADATA_FILE)):
+        return Task()
+    return get_task(read_metadata(path)["task"])
 
 
 def main(argv):
@@ -190,8 +206,10 @@ def main(argv):
         fields = ["question", "context"]
     elif len(fields) != 1 and fields != ["text_a", "text_b"]:
         raise app.UsageError(f"Signature {FLAGS.signature!r} takes {fields}, not text lines.")
+    task = task_of_export(path, FLAGS.signature)
+    progress = Progress(sys.stderr, quiet=FLAGS.quiet)
     with output_sink(FLAGS.output) as sink:
-        predict_input(fn, fields, FLAGS.input, sink, FLAGS.batch_size)
+        predict_input(fn, fields, FLAGS.input, sink, FLAGS.batch_size, task, progress)
 
 
 def run():

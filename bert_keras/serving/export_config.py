@@ -6,12 +6,17 @@ True
 Traceback (most recent call last):
 ...
 bert_keras.configs.ConfigError: Give exactly one of --task_dir or --encoder_dir.
+>>> ExportConfig(encoder_dir="b", pooling="sum")
+Traceback (most recent call last):
+...
+bert_keras.configs.ConfigError: --pooling='sum' is not one of ('mean', 'cls', 'max').
 """
 
 import dataclasses
 
 from bert_keras.configs import Config, check, option
 from bert_keras.models.inference import KERNEL_LAYOUTS
+from bert_keras.models.pooling import POOLINGS
 
 # No "auto": an export answers the same whatever machine made it (bfloat16 is an opt-in).
 DTYPES = ("float32", "bfloat16")
@@ -36,6 +41,12 @@ class ExportConfig(Config):
                              "seq_length (128 for --encoder_dir and transformers checkpoints, "
                              "or the position table where shorter); refused beyond the "
                              "position table.")
+    pooling: str = option(None, "With --encoder_dir: export sentence embeddings (serving_default "
+                          "text -> embeddings [B, H]) pooled this way over the real tokens: "
+                          "mean (sentence-transformers' recipe), cls ([CLS]'s sequence output "
+                          "row) or max; default: the bare encoder.", choices=POOLINGS)
+    normalize: bool = option(False, "With --pooling: L2-normalize the embeddings (dot product = "
+                             "cosine; sentence-transformers' Normalize).")
     pairs: bool = option(False, "Serve a classifier of text pairs (inputs text_a, text_b): for "
                          "a fine-tuned transformers *ForSequenceClassification checkpoint, "
                          "which does not say; a task directory says it in task.json.")
@@ -45,9 +56,9 @@ class ExportConfig(Config):
     doc_stride: int = option(None, "span_qa: tokens between the starts of two windows of a "
                              "long context; default: the run's --doc_stride (task.json), "
                              "else 128.")
-    max_windows: int = option(64, "span_qa: most windows of seq_length tokens one context may "
-                              "take; a request with a longer context is refused "
-                              "(InvalidArgument).")
+    max_windows: int = option(64, "Most rows of seq_length tokens one text may take: "
+                              "span_qa's windows of a context, tagging's rows of a text; a "
+                              "request with a longer one is refused (InvalidArgument).")
     allow_ops: tuple = option((), "Extra op names the audit accepts (only if your model server "
                               "links them).")
     kernel_layout: str = option("auto", "Layout of the encoder's dense kernels, for serving "
@@ -60,6 +71,15 @@ class ExportConfig(Config):
     def validate(self):
         check(bool(self.task_dir) != bool(self.encoder_dir),
               "Give exactly one of --task_dir or --encoder_dir.")
+        check(not (self.pooling and self.task_dir),
+              "--pooling makes an embedder of a bare encoder: give it with --encoder_dir, not "
+              "--task_dir.")
+        check(self.pooling is None or self.pooling in POOLINGS,
+              f"--pooling={self.pooling!r} is not one of {POOLINGS}.")
+        check(not self.normalize or self.pooling,
+              f"--normalize needs --pooling (one of {POOLINGS}).")
+        check(not (self.pairs and self.pooling), "--pairs does not go with --pooling: an "
+              "embedding export takes single texts.")
         check(self.version is None or self.version >= 1,
               f"--version must be a positive integer, got {self.version}.")
         check(self.seq_length is None or self.seq_length >= 3,

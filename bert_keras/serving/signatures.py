@@ -26,11 +26,17 @@ regression          text | text_a, text_b  scores float32 [B, C]
 tagging             text                   tokens string [B, W], tags string [B, W],
                                            tag_ids int32 [B, W], tag_scores float32 [B, W],
                                            token_starts / token_ends int32 [B, W] (character
-                                           offsets into text); padding: "", -1, 0, -1
+                                           offsets into text); padding: "", -1, 0, -1. Every
+                                           word of a text: a long one goes on in rows of
+                                           seq_length tokens as tagging_features continues a
+                                           sentence; more than max_windows rows: refused
 span_qa             question, context      answer string [B], answer_start / answer_end int32
                                            [B] (character offsets into context, end
                                            exclusive; -1 if no span), score float32 [B]
-                                           (start + end logit), no_answer_score float32 [B]
+                                           (start + end logit), no_answer_score float32 [B].
+                                           The best span over every window of the context
+                                           (cut as spans.span_features cuts it); more than
+                                           max_windows windows: refused
 pretraining         text (with [MASK])     mask_positions int32 [B, P] (-1 padding),
                                            top_k_ids int32 [B, P, K], top_k_tokens string
                                            [B, P, K], top_k_scores float32 [B, P, K]

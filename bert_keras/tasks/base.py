@@ -9,6 +9,8 @@ new module with a `Task` subclass plus one line in `registry.py`.
 Shape legend (serving functions): B batch, T packed sequence length.
 """
 
+import numpy as np
+
 from bert_keras import metrics
 from bert_keras.data.finetuning import batching, readers
 from bert_keras.data.finetuning.label_map import LabelMap
@@ -157,6 +159,50 @@ class Task:
     def serve(self, fns, texts):
         """Text tensors -> the dict of serving_default outputs."""
         raise NotImplementedError
+
+    # The serving_default outputs padded to the longest text of a batch ([B, W, ...]), and
+    # (output, pad value) marking where each text's own values end.
+    padded_outputs = ()
+    padding_marker = None
+
+    def prediction_rows(self, outputs):
+        """A batch of serving_default outputs ({name: numpy [B, ...]}) -> one dict per text
+        holding only that text's values (lists, keys in sorted order), as tools/predict.py
+        writes them: what a line gets never depends on the lines batched with it."""
+        batch = len(next(iter(outputs.values()))) if outputs else 0
+        rows = []
+        for i in range(batch):
+            row = {key: outputs[key][i] for key in sorted(outputs)}
+            if self.padding_marker:
+                key, pad = self.padding_marker
+                own = int(np.sum(row[key] != pad))  # padding is trailing
+                for name in self.padded_outputs:
+                    if name in row:
+                        row[name] = row[name][:own]
+            rows.append({key: _listed(value) for key, value in row.items()})
+        return rows
+
+
+def _listed(value):
+    """A numpy value as JSON-able Python: lists, str for bytes."""
+    value = value.tolist() if hasattr(value, "tolist") else value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, list):
+        return [_listed(v) for v in value]
+    return value
+
+
+# Most rows of seq_length tokens one served text may take (the export's `max_windows`:
+# tagging's rows of a long text, span QA's windows of a long context): bounds a request's cost.
+DEFAULT_MAX_WINDOWS = 64
+# Rows of the long texts among an export's warmup requests.
+WARMUP_WINDOWS = 4
+
+
+def max_windows(fns):
+    """The most rows one served text may take: the export's `max_windows` option."""
+    return int(fns.options.get("max_windows") or DEFAULT_MAX_WINDOWS)
 
 
 def class_labels(model, labels):

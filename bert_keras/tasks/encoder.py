@@ -11,6 +11,9 @@ class Encoder(Task):
     finetunable = False
     needs_label_map = False
 
+    padded_outputs = ("sequence_output", "input_mask")
+    padding_marker = ("input_mask", 0)
+
     def builds(self, model):
         return isinstance(model, BertEncoder)
 

@@ -56,10 +56,10 @@ def word_rows(pieces, first_pieces, word_splits, room, max_rows):
     Returns (starts bool [N]: the word starts a row, count int32 [B]: each text's rows, up
     to max_rows + 1, which means more than max_rows).
 
-    >>> starts, count = word_rows(tf.constant([2, 2, 9, 1, 1, 3]), tf.constant([2, 2, 9, 1, 1, 3]),
-    ...                           tf.constant([0, 5, 5, 6]), room=4, max_rows=8)
+    >>> pieces = tf.constant([2, 2, 9, 1, 1, 3])  # texts of 5, 0 and 1 words
+    >>> starts, count = word_rows(pieces, pieces, tf.constant([0, 5, 5, 6]), room=4, max_rows=8)
     >>> starts.numpy().astype(int).tolist(), count.numpy().tolist()
-    [[1, 0, 1, 1, 0, 1], [3, 0, 1]]
+    ([1, 0, 1, 1, 0, 1], [3, 0, 1])
     """
     pieces, first_pieces = tf.cast(pieces, tf.int32), tf.cast(first_pieces, tf.int32)
     word_splits = tf.cast(word_splits, tf.int32)

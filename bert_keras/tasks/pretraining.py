@@ -21,6 +21,9 @@ class Pretraining(Task):
     finetunable = False
     needs_label_map = False
 
+    padded_outputs = ("mask_positions", "top_k_ids", "top_k_tokens", "top_k_scores")
+    padding_marker = ("mask_positions", -1)
+
     def builds(self, model):
         return isinstance(model, BertPretrainer)
 

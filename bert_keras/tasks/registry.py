@@ -10,6 +10,7 @@ class to TASK_TYPES below (see docs/architecture.md).
 """
 
 from bert_keras.tasks.classification import Classification
+from bert_keras.tasks.embedding import Embedding
 from bert_keras.tasks.encoder import Encoder
 from bert_keras.tasks.multi_label import MultiLabel
 from bert_keras.tasks.pretraining import Pretraining
@@ -18,7 +19,7 @@ from bert_keras.tasks.span_qa import SpanQA
 from bert_keras.tasks.tagging import Tagging
 
 TASK_TYPES = {cls.name: cls for cls in (
-    Classification, MultiLabel, Regression, Tagging, SpanQA, Pretraining, Encoder)}
+    Classification, MultiLabel, Regression, Tagging, SpanQA, Pretraining, Encoder, Embedding)}
 TASKS = tuple(TASK_TYPES)
 FINETUNING_TASKS = tuple(name for name, cls in TASK_TYPES.items() if cls.finetunable)
 

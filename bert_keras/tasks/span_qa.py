@@ -14,7 +14,7 @@ from bert_keras.models import head_checkpoints
 from bert_keras.models.task_models import BertSpanQA
 from bert_keras.errors import InputError
 from bert_keras.tasks import span_windows
-from bert_keras.tasks.base import Task
+from bert_keras.tasks.base import WARMUP_WINDOWS, Task, max_windows
 from bert_keras.tasks.graph_ops import byte_to_char
 from bert_keras.text.packing import segment_starts
 
@@ -23,10 +23,6 @@ from bert_keras.text.packing import segment_starts
 DEFAULT_DOC_STRIDE = 128
 DEFAULT_MAX_QUERY_LENGTH = 64
 DEFAULT_MAX_ANSWER_LENGTH = 30
-# Windows one context may take in a served request: bounds a request's cost.
-DEFAULT_MAX_WINDOWS = 64
-# Windows of the long context among an export's warmup requests.
-WARMUP_WINDOWS = 4
 
 
 class SpanQA(Task):
@@ -122,7 +118,7 @@ class SpanQA(Task):
                                                                    fns.seq_length // 2))),
             max_answer_tokens=pick("max_answer_tokens", "max_answer_length",
                                    DEFAULT_MAX_ANSWER_LENGTH),
-            max_windows=int(flags.get("max_windows") or DEFAULT_MAX_WINDOWS),
+            max_windows=max_windows(fns),
             allow_no_answer=bool(saved.get("allow_no_answer", False)),
             null_score_diff_threshold=float(saved.get("null_score_diff_threshold", 0.0)))
 

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras.data.finetuning import span_decoding
+from bert_keras.data.finetuning import batching, features, spans
+from bert_keras.data.finetuning.examples import SpanExample, TaggingExample
+from bert_keras.models import answer_inputs
 from bert_keras.models import task_models as models
 from bert_keras.serving import export
 from bert_keras.tasks.registry import get_task
@@ -38,9 +40,9 @@ def test_every_model_type_served_without_project(tmp_path, tokenizer, encoder):
     with pytest.raises(FileExistsError):
         export.export_saved_model(encoder, tokenizer, _info("encoder"), base, "encoder", version=1)
     extra = {
-        paths["tagging"]: [["serving_default", {"text": _enc(np.array(["", LONG_TEXT, b"caf\xe9 x"], object))}]],
+        paths["tagging"]: [["serving_default", {"text": _enc(np.array(["", "word " * 300, b"caf\xe9 x"], object))}]],
         paths["span_qa"]: [["serving_default", {"question": _enc(np.array(["who?", ""], object)),
-                                                "context": _enc(np.array([LONG_TEXT, ""], object))}]],
+                                                "context": _enc(np.array([LONG_TEXT[:2000], ""], object))}]],
         paths["pretraining"]: [["serving_default", {"text": _enc(np.array(["[MASK]" * 200, ""], object))}]],
     }
     report = run_client(tmp_path, list(paths.values()), extra)
@@ -57,52 +59,37 @@ def test_every_model_type_served_without_project(tmp_path, tokenizer, encoder):
 
 
 def _check_tagging(model, tokenizer, texts, out):
+    # Every word, a long text's too, tagged as predicting on the words does
+    # (`tagging_features`' rows of seq_length tokens).
     (text,) = texts
-    x = _keras_inputs(tokenizer, text)
-    logits = model(x, training=False).numpy()
-    words = tokenizer.tokenize_words(tf.constant(text, tf.string)).to_list()
-    for b, row in enumerate(words):
-        pos, want = 1, []
-        for word in row:
-            if pos >= SEQ - 1:
-                break
-            want.append(int(logits[b, pos].argmax()))
-            pos += len(word)
-        got = out["tag_ids"][b]
-        assert list(got[:len(want)]) == want and all(got[len(want):] == -1)
-        assert all(out["tags"][b][len(want):] == b"")
-        for w, start, end in zip(out["tokens"][b][:len(want)], out["token_starts"][b],
-                                 out["token_ends"][b]):
-            source = text[b].decode("utf-8", "replace")
-            assert w.decode() == source[start:end]
+    for b, source in enumerate(text):
+        source = source.decode("utf-8", "replace")
+        valid = out["tag_ids"][b] >= 0
+        assert not valid[valid.sum():].any() and all(out["tags"][b][~valid] == b"")
+        words = [w.decode() for w in out["tokens"][b][valid]]
+        assert [source[s:e] for s, e in zip(out["token_starts"][b][valid],
+                                            out["token_ends"][b][valid])] == words
+        if not words:
+            continue
+        rows = features.tagging_features([TaggingExample(words)], tokenizer, SEQ)
+        logits = batching.predict(model, rows, 8, token_outputs=True)
+        (want,) = features.word_predictions([l.argmax(-1) for l in logits], rows["word_index"],
+                                            rows["num_words"], example_index=rows["example_index"])
+        assert out["tag_ids"][b][valid].tolist() == want.tolist()
 
 
 def _check_span_qa(model, tokenizer, texts, out):
-    question, context = texts
-    x = _keras_inputs(tokenizer, question, context)
-    logits = model(x, training=False)
-    ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(context, tf.string))
-    n, width = len(context), x["input_word_ids"].shape[1]
-    tok_start = -np.ones((n, width), np.int64)
-    tok_end = -np.ones((n, width), np.int64)
-    types = x["input_type_ids"].numpy()
-    for b in range(n):
-        first = int(np.argmax(types[b])) if types[b].any() else width
-        kept = int(types[b].sum()) - 1  # context tokens (without the final [SEP])
-        tok_start[b, first:first + kept] = starts[b].numpy()[:kept]
-        tok_end[b, first:first + kept] = ends[b].numpy()[:kept]
-    contexts = [c.decode("utf-8", "replace") for c in context]
-    want = span_decoding.decode_answers(
-        logits["start_logits"].numpy(), logits["end_logits"].numpy(), list(range(n)), tok_start,
-        tok_end, contexts, offsets="byte")
-    for b in range(n):
-        if tok_start[b].max() < 0:  # no context: no span
-            assert out["answer"][b] == b"" and out["answer_start"][b] == -1
-            continue
-        assert out["score"][b] == pytest.approx(want[b]["score"], abs=1e-4)
-        assert out["answer"][b].decode() == want[b]["text"]
-        s, e = out["answer_start"][b], out["answer_end"][b]
-        assert contexts[b][s:e] == want[b]["text"]
+    # The best span over every window of a long context, as fine-tuning scores it
+    # (`span_features`' windows, `decode_answers`' rules).
+    question, context = ([t.decode("utf-8", "replace") for t in x] for x in texts)
+    examples = [SpanExample(str(i), q, c, []) for i, (q, c) in enumerate(zip(question, context))]
+    rows = spans.span_features(examples, tokenizer, SEQ, 128, SEQ // 2)
+    for b, want in enumerate(answer_inputs.best_answers(model, rows, context)):
+        assert out["answer"][b].decode() == want["text"]
+        assert [out["answer_start"][b], out["answer_end"][b]] == [want["start_char"],
+                                                                  want["end_char"]]
+        if want["text"]:
+            assert out["score"][b] == pytest.approx(want["score"], abs=1e-4)
 
 
 def _check_pretraining(model, tokenizer, texts, out):

@@ -1,0 +1,106 @@
+"""tools/predict.py writes one answer per line: each line's outputs are its own (no padding
+from the lines batched with it), keys in a fixed order, and a progress line on stderr only
+where a person watches."""
+
+import json
+import os
+import pathlib
+import pty
+import subprocess
+import sys
+import threading
+
+import pytest
+import tokenizers
+
+import tool_runner  # tests/support: tools forked without their imports
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TAGGER = ROOT / "tests" / "fixtures" / "families" / "bert_tagger"
+REFERENCE = tokenizers.Tokenizer.from_file(str(TAGGER / "tokenizer.json"))
+LINES = ["Jesus wept.", "", "In the beginning God created the heavens and the earth, and the "
+         "earth was formless and empty, and darkness was on the surface of the deep.",
+         "Paul", "Mr. Bumble's letter went to Jerusalem and Rome."]
+
+
+@pytest.fixture(scope="module")
+def tagger_export(tmp_path_factory):
+    """The bert_tagger fixture (a transformers *ForTokenClassification) exported at 16 tokens
+    a row, so the long line takes several rows."""
+    import bert_keras as bk
+
+    model = bk.BertTokenClassifier.from_pretrained(str(TAGGER), seq_length=16)
+    return bk.export_model(model, str(tmp_path_factory.mktemp("exports")), "tagger")
+
+
+def predict(export, lines, *args):
+    proc = tool_runner.run_tool("predict", f"--model_dir={export}", *args,
+                                input="".join(line + "\n" for line in lines))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_each_line_gets_only_its_own_words(tagger_export):
+    # (A line alone has to hold text: predict.py refuses an input of blank lines.)
+    alone = [predict(tagger_export, [line], "--batch_size=1")[0] if line else None
+             for line in LINES]
+    batched = predict(tagger_export, LINES, "--batch_size=32")
+    assert [r["line"] for r in batched] == [1, 2, 3, 4, 5]
+    for one, row in zip(alone, batched):
+        assert list(row) == ["line", "inputs", "outputs"]
+        assert list(row["outputs"]) == sorted(row["outputs"])
+        assert one is None or row["outputs"] == one["outputs"], row["line"]
+        out = row["outputs"]
+        n = len(out["tokens"])
+        assert all(len(out[k]) == n for k in ("tags", "tag_ids", "tag_scores", "token_starts",
+                                              "token_ends"))
+        assert "" not in out["tokens"] and -1 not in out["tag_ids"]
+        text = row["inputs"]["text"]
+        assert [text[s:e] for s, e in zip(out["token_starts"], out["token_ends"])] == out["tokens"]
+        # Every word, past a row of 16 tokens too: the reference pre-tokenizer's words.
+        assert out["tokens"] == [w for w, _ in REFERENCE.pre_tokenizer.pre_tokenize_str(text)]
+    assert len(batched[2]["outputs"]["tokens"]) > 16
+
+
+def _run_with_terminal_stderr(args):
+    """Runs a tool with stderr on a pseudo-terminal; returns (exit status, what it showed)."""
+    master, slave = pty.openpty()
+    shown = []
+
+    def read():
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the other end closed
+                return
+            if not chunk:
+                return
+            shown.append(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    env = dict(os.environ, **dict(tool_runner.QUIET, TF_CPP_MIN_LOG_LEVEL="3"))
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "predict.py"), *args],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
+                          env=env, cwd=ROOT, timeout=600)
+    os.close(slave)
+    reader.join(timeout=10)
+    os.close(master)
+    return proc.returncode, b"".join(shown).decode("utf-8", "replace")
+
+
+def test_a_progress_line_on_a_terminal_only(tmp_path, tiny_pairs_model):
+    many = tmp_path / "many.tsv"
+    many.write_text("He went home.\tHe left.\n" * 400)
+    export = f"--model_dir={tiny_pairs_model['export']}"
+    status, shown = _run_with_terminal_stderr([export, f"--input={many}",
+                                               f"--output={tmp_path / 'out.jsonl'}"])
+    assert status == 0, shown
+    assert "400/400 lines (100%)" in shown and "lines/s, ETA" in shown, shown
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 400
+    status, shown = _run_with_terminal_stderr([export, f"--input={many}", "--quiet",
+                                               f"--output={tmp_path / 'quiet.jsonl'}"])
+    assert status == 0 and "lines/s" not in shown, shown
+    proc = tool_runner.run_tool("predict", export, f"--input={many}",  # stderr: a pipe
+                                f"--output={tmp_path / 'piped.jsonl'}")
+    assert proc.returncode == 0 and "lines/s" not in proc.stderr, proc.stderr[-2000:]
