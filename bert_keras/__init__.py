@@ -35,6 +35,8 @@ from bert_keras.models.distillation import DistillationPretrainer, student_from_
 from bert_keras.models.task_distillation import TaskDistiller
 from bert_keras.models.electra import ElectraPretrainer
 from bert_keras.models.task_models import BertClassifier, BertPretrainer, BertSpanQA, BertTokenClassifier
+from bert_keras.models.embedder import BertEmbedder, MultipleNegativesRankingLoss
+from bert_keras.models.pooling import POOLINGS, SentencePooling
 from bert_keras.models.text_preprocessor import TextPreprocessor
 from bert_keras.names import IGNORE_LABEL, INPUT_NAMES
 from bert_keras.optimization import AdamW, Lamb, WarmupDecay, create_optimizer

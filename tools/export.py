@@ -11,6 +11,8 @@ export fails and names them). The flags are the fields of
 Examples:
   python tools/export.py --task_dir=runs/paraphrase/best --model_name=paraphrase
   python tools/export.py --encoder_dir=checkpoints/minilm --model_name=minilm --seq_length=256
+  python tools/export.py --encoder_dir=checkpoints/minilm --model_name=minilm_embeddings \
+      --pooling=mean --normalize   # serving_default: text -> embeddings [B, H]
 """
 
 from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
