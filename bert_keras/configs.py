@@ -4,8 +4,9 @@ A config field is declared with `option(default, help, ...)`: its name, type (th
 annotation), default, documentation and choices. `validate()` holds every check of the
 options, so a bad value fails the same way from Python and from a tool. The tools' absl
 flags are generated from the fields (`define_flags`) and read back into a config
-(`from_flags`), so a flag, its default and its help are written once. Messages name options
-as their flags (`--name`), which is how both tool and library users know them.
+(`from_flags`), so a flag, its default and its help are written once; an empty string flag
+(`--train_file=`) means unset. Messages name options as their flags (`--name`), which is how
+both tool and library users know them.
 
 Example:
 >>> import dataclasses
@@ -104,13 +105,32 @@ def define_flags(config_cls, flag_values=absl_flags.FLAGS, skip=()):
 
 
 def from_flags(config_cls, flag_values=absl_flags.FLAGS, **values):
-    """`config_cls` from the parsed flags (its fields'), with `values` overriding them."""
+    """`config_cls` from the parsed flags (its fields'), with `values` overriding them.
+
+    An empty string flag means unset: `--train_file=` (e.g. to drop a flagfile's value, as in
+    `--flagfile=f --train_file= --tfds_name=glue/mrpc`) gives the field its default, None
+    for the paths, as if the flag had not been given.
+
+    >>> import dataclasses
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Files(Config):
+    ...     train_file: str = option(None, "Training data.")
+    ...     split: str = option("train", "Split.")
+    >>> flag_values = absl_flags.FlagValues()
+    >>> define_flags(Files, flag_values)
+    >>> _ = flag_values(["tool", "--train_file=a.tsv", "--train_file=", "--split="])
+    >>> from_flags(Files, flag_values)
+    Files(train_file=None, split='train')
+    """
     hints = typing.get_type_hints(config_cls)
     for field in dataclasses.fields(config_cls):
         if field.name not in values and field.name in flag_values:
             value = flag_values[field.name].value
-            if _base_type(hints[field.name]) is tuple and value is not None:
+            kind = _base_type(hints[field.name])
+            if kind is tuple and value is not None:
                 value = tuple(value)
+            elif kind is str and value == "":  # unset (" " stays: e.g. --label_delimiter)
+                value = field.default
             values[field.name] = value
     return config_cls(**values)
 

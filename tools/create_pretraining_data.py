@@ -1,7 +1,8 @@
 r"""Creates masked-LM + NSP/SOP pretraining TFRecords with Google BERT's feature names.
 
 Input: text files in BERT's original format (one sentence per line, blank line between
-documents; globs, comma-separated, `.gz` ok) or a TFDS text dataset (--tfds_name). Output:
+documents; globs, comma-separated, `.gz` ok) or a TFDS text dataset (--tfds_name, prepared in
+--tfds_data_dir: one that is not is refused at once unless --tfds_download). Output:
 --num_output_shards TFRecord files readable by Google's run_pretraining.py and by
 `bert_keras.data.pretraining.records.read_pretraining_tfrecords`. Workers (--num_workers processes)
 each write whole shards; output bytes depend only on the flags, not on the number of workers.
@@ -34,7 +35,11 @@ flags.DEFINE_string("tfds_name", None, "TFDS text dataset instead of --input_fil
                     "wikipedia/20230601.en (one example = one document, lines = sentences).")
 flags.DEFINE_string("tfds_split", "train", "TFDS split.")
 flags.DEFINE_string("tfds_text_key", "text", "TFDS feature holding the text.")
-flags.DEFINE_string("tfds_data_dir", None, "TFDS data_dir.")
+flags.DEFINE_string("tfds_data_dir", None, "TFDS data dir holding the prepared --tfds_name "
+                    "(default: $TFDS_DATA_DIR, else ~/tensorflow_datasets).")
+flags.DEFINE_bool("tfds_download", False, "Download and prepare --tfds_name into "
+                  "--tfds_data_dir if it is not there (needs the network); without it an "
+                  "unprepared dataset is refused at once.")
 flags.DEFINE_string("output_file", None, "Output TFRecord path; with --num_output_shards=N>1 "
                     "the files are OUTPUT-0000k-of-0000N.")
 flags.DEFINE_integer("num_output_shards", 1, "Number of output files.")
@@ -63,17 +68,21 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     if not FLAGS.output_file:
         raise app.UsageError("--output_file is required")
-    if bool(FLAGS.input_file) == bool(FLAGS.tfds_name):
-        raise app.UsageError("Give exactly one of --input_file and --tfds_name, got "
-                             f"input_file={FLAGS.input_file!r}, tfds_name={FLAGS.tfds_name!r}")
+    # An empty value means unset: `--flagfile=f --input_file= --tfds_name=x` drops f's files.
+    input_file, tfds_name = FLAGS.input_file or None, FLAGS.tfds_name or None
+    if (input_file is None) == (tfds_name is None):
+        got = (f"--input_file={input_file!r} and --tfds_name={tfds_name!r}" if input_file
+               else "neither")
+        raise app.UsageError(f"Give exactly one of --input_file and --tfds_name, got {got}.")
     if FLAGS.num_workers > FLAGS.num_output_shards:
         logging.warning("--num_workers=%d > --num_output_shards=%d: only %d workers will run",
                         FLAGS.num_workers, FLAGS.num_output_shards, FLAGS.num_output_shards)
     try:
         summary = pretraining_data.create_pretraining_tfrecords(
-            FLAGS.output_file, input_files=FLAGS.input_file, vocab_file=FLAGS.vocab_file,
-            lower_case=FLAGS.do_lower_case, tfds_name=FLAGS.tfds_name, tfds_split=FLAGS.tfds_split,
-            tfds_text_key=FLAGS.tfds_text_key, tfds_data_dir=FLAGS.tfds_data_dir,
+            FLAGS.output_file, input_files=input_file, vocab_file=FLAGS.vocab_file or None,
+            lower_case=FLAGS.do_lower_case, tfds_name=tfds_name, tfds_split=FLAGS.tfds_split,
+            tfds_text_key=FLAGS.tfds_text_key, tfds_data_dir=FLAGS.tfds_data_dir or None,
+            tfds_download=FLAGS.tfds_download,
             max_seq_length=FLAGS.max_seq_length,
             max_predictions_per_seq=FLAGS.max_predictions_per_seq,
             masked_lm_prob=FLAGS.masked_lm_prob, dupe_factor=FLAGS.dupe_factor,

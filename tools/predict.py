@@ -17,8 +17,14 @@ their bad bytes replaced, with one warning. An --input or --output that cannot w
 stdout closed, a directory, a missing file or directory) fails the same way before the model
 loads, and so does a write to stdout that fails (a full disk, a reader that closed the pipe).
 
+With --words (taggers), each line is a sentence's words separated by whitespace, tagged
+as given (the export's `tag_words` signature): "Mr. Bumble's letter" is three words, as a
+CoNLL file holds them. A tagger's outputs also hold its entities (type, text, start, end,
+score; B/I/E/S tags merged as seqeval merges them).
+
 Examples:
   python tools/predict.py --model_dir=saved_models/paraphrase --input=pairs.tsv
+  echo "Mr. Bumble's letter" | python tools/predict.py --model_dir=saved_models/ner --words
   echo "Who wrote it?	Paul wrote it." | python tools/predict.py --model_dir=saved_models/qa/1
 """
 
@@ -42,9 +48,13 @@ flags.DEFINE_string("input", "-", "Text file to read, '-' for stdin.")
 flags.DEFINE_string("output", "-", "JSON-lines file to write, '-' for stdout.")
 flags.DEFINE_string("signature", "serving_default", "Signature to run.")
 flags.DEFINE_integer("batch_size", 32, "Lines per model call.")
+flags.DEFINE_bool("words", False, "Input lines are pre-split words, separated by whitespace "
+                  "(a tagger's `tag_words` signature: each word tagged as given, as CoNLL "
+                  "training files give them).")
 flags.DEFINE_bool("quiet", False, "No progress line on stderr (shown only when stderr is a "
                   "terminal and the input has more than a few hundred lines).")
 FLAGS = flags.FLAGS
+WORDS_SIGNATURE = "tag_words"  # a tagger's pre-split words (tasks/tagging.py)
 
 
 def resolve_version_dir(path):
@@ -86,11 +96,18 @@ def predict_rows(fn, fields, rows, task):
     """[(line number, {field: text})] -> JSON-able dicts, one per row, in one model call:
     {"line", "inputs", "outputs"}, each line's outputs only its own (the task's
     `prediction_rows`: no batch padding), keys in sorted order."""
+    import numpy as np
     import tensorflow as tf
 
     if not rows:
         return []
-    out = fn(**{f: tf.constant([r[f] for _, r in rows], tf.string) for f in fields})
+    if fields == ["words"]:  # [B, W] words, "" padding
+        split = [r["words"].split() for _, r in rows]
+        width = max(len(w) for w in split)
+        words = np.array([w + [""] * (width - len(w)) for w in split], dtype=object)
+        out = fn(words=tf.constant(words.reshape(len(rows), width), tf.string))
+    else:
+        out = fn(**{f: tf.constant([r[f] for _, r in rows], tf.string) for f in fields})
     outputs = task.prediction_rows({k: v.numpy() for k, v in out.items()})
     return [{"line": n, "inputs": r, "outputs": o} for (n, r), o in zip(rows, outputs)]
 
@@ -177,10 +194,10 @@ def task_of_export(path, signature):
     from bert_keras.tasks.base import Task
     from bert_keras.tasks.registry import get_task
 
-    if signature != "serving_default" or not os.path.exists(
-            os.path.join(path, "assets", METADATA_FILE)):
+    if not os.path.exists(os.path.join(path, "assets", METADATA_FILE)):
         return Task()
-    return get_task(read_metadata(path)["task"])
+    task = get_task(read_metadata(path)["task"])
+    return task if signature in ("serving_default", *task.extra_signatures) else Task()
 
 
 def main(argv):
@@ -198,15 +215,21 @@ def main(argv):
 
     path = resolve_version_dir(FLAGS.model_dir)
     loaded = tf.saved_model.load(path)
-    if FLAGS.signature not in loaded.signatures:
-        raise app.UsageError(f"--signature {FLAGS.signature!r} is not one of {sorted(loaded.signatures)}.")
-    fn = loaded.signatures[FLAGS.signature]
+    signature = WORDS_SIGNATURE if FLAGS.words else FLAGS.signature
+    if FLAGS.words and signature not in loaded.signatures:
+        raise app.UsageError(f"--words: the export {path} has no {WORDS_SIGNATURE} signature "
+                             "(a tagger's, exported by this version of tools/export.py).")
+    if signature not in loaded.signatures:
+        raise app.UsageError(f"--signature {signature!r} is not one of {sorted(loaded.signatures)}.")
+    fn = loaded.signatures[signature]
     fields = sorted(fn.structured_input_signature[1])
     if fields == ["context", "question"]:
         fields = ["question", "context"]
+    elif fields == ["words"] and not FLAGS.words:
+        raise app.UsageError(f"Signature {signature!r} takes pre-split words: add --words.")
     elif len(fields) != 1 and fields != ["text_a", "text_b"]:
-        raise app.UsageError(f"Signature {FLAGS.signature!r} takes {fields}, not text lines.")
-    task = task_of_export(path, FLAGS.signature)
+        raise app.UsageError(f"Signature {signature!r} takes {fields}, not text lines.")
+    task = task_of_export(path, signature)
     progress = Progress(sys.stderr, quiet=FLAGS.quiet)
     with output_sink(FLAGS.output) as sink:
         predict_input(fn, fields, FLAGS.input, sink, FLAGS.batch_size, task, progress)

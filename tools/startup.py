@@ -9,7 +9,8 @@
 - It imports bert_keras before TensorFlow, so bert_keras/cpu_kernels.py's default (oneDNN
   kernels on AVX2-only CPUs too) holds for every tool.
 - `run(main)` is `absl.app.run(main)` that turns a `bert_keras.errors.InputError` (a bad
-  file, text or flag; `ConfigError` included), a missing file, or a write the machine refused
+  file, text or flag; `ConfigError` included), an `app.UsageError` (absl would print the
+  whole --help above it), a missing file, or a write the machine refused
   (a full disk, a file too large, a quota, a read-only file system, no permission:
   `errors.WriteError`, or an OSError / TensorFlow error saying so) into its message and exit
   status 1, without a traceback: none of them is a bug.
@@ -96,8 +97,8 @@ if _GPUS is not None:
 
 
 def run(main):
-    """absl.app.run(main), with InputError, a missing file and a refused write as a one-line
-    message and exit status 1."""
+    """absl.app.run(main), with InputError, UsageError, a missing file and a refused write as a
+    one-line message and exit status 1."""
     from absl import app
     from absl import logging as absl_logging
 
@@ -111,6 +112,8 @@ def run(main):
             return main(argv)
         except (InputError, FileNotFoundError, FileExistsError) as e:  # a user's path or flag
             sys.exit(f"{_tool()}: {e}")
+        except app.UsageError as e:  # a bad flag: its message, not absl's page of --help
+            sys.exit(f"{_tool()}: {e} (--help lists the flags)")
         except Exception as e:  # a write refused where no writer named the output (TF's say)
             if write_problem(e) is None:
                 raise

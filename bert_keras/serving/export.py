@@ -40,6 +40,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras.files import writing
+from bert_keras.models.embedder import BertEmbedder
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.inference import cast_for_inference, uses_transposed_kernels
 from bert_keras.serving import op_audit
@@ -58,12 +59,17 @@ OUTPUT_DOCS = {
     "label_ids": "index of the predicted class (multi_label: 1 where probability >= 0.5)",
     "labels": "name of the predicted class (multi_label: chosen names joined with ',')",
     "scores": "regression outputs",
-    "tokens": "words of the text (BERT's whitespace/punctuation split), '' padding",
+    "tokens": "words of the text (the tokenizer's words, or the given words), '' padding",
     "tags": "predicted tag of each word, '' padding",
     "tag_ids": "index of each word's tag, -1 padding",
     "tag_scores": "probability of each word's tag, 0 padding",
     "token_starts": "character offset of each word in the text, -1 padding",
     "token_ends": "character offset after each word (exclusive), -1 padding",
+    "entity_types": "type of each entity of the tags (seqeval's chunks: B-PER I-PER -> PER), '' padding",
+    "entity_texts": "text of each entity (from its first word to its last), '' padding",
+    "entity_starts": "character offset of each entity in the text, -1 padding",
+    "entity_ends": "character offset after each entity (exclusive), -1 padding",
+    "entity_scores": "mean tag probability of each entity's words, 0 padding",
     "answer": "answer text from the context ('' when the context is empty)",
     "answer_start": "character offset of the answer in the context, -1 if none",
     "answer_end": "character offset after the answer (exclusive), -1 if none",
@@ -78,6 +84,8 @@ OUTPUT_DOCS = {
     "input_word_ids": "WordPiece ids: [CLS] A [SEP] (B [SEP]), padded with [PAD]",
     "input_mask": "1 for real tokens, 0 for padding",
     "input_type_ids": "0 for segment A, 1 for segment B",
+    "embeddings": "sentence embedding: the pooled sequence output (mean, cls or max over the "
+                  "real tokens; L2-normalized if the metadata says normalize)",
 }
 
 def next_version(model_dir):
@@ -130,11 +138,26 @@ def _signature_functions(functions):
             return functions.preprocess(question, context)
     ids = [tf.TensorSpec([None, None], tf.int32, name=n)
            for n in ("input_word_ids", "input_mask", "input_type_ids")]
-    return {
+    fns = {
         "serving_default": tf.function(serve, input_signature=specs, autograph=False),
         "preprocess": tf.function(pre, input_signature=specs, autograph=False),
         "encode": tf.function(functions.encode, input_signature=ids, autograph=False),
     }
+    for name, inputs in functions.task.extra_signatures.items():
+        # The specs' names are the signature's input names.
+        specs = [tf.TensorSpec([None] * rank, tf.string, name=input_name)
+                 for input_name, rank in inputs]
+        fns[name] = tf.function(_extra_signature(functions, name, [n for n, _ in inputs]),
+                                input_signature=specs, autograph=False)
+    return fns
+
+
+def _extra_signature(functions, name, input_names):
+    """The Python function of the task's extra signature `name`: tensors in, in the order
+    of `input_names`."""
+    def extra(*tensors):
+        return functions.serve_extra(name, dict(zip(input_names, tensors)))
+    return extra
 
 
 def describe_signatures(signatures):
@@ -323,6 +346,9 @@ def run_export(config):
         model.check_tokenizer(tokenizer, config.encoder_dir)
         info = dict(task="encoder", labels=None, seq_length=min(128, model.max_sequence_length),
                     lower_case=tokenizer.lower_case, text_fields=["text"])
+        if config.pooling:  # sentence embeddings over the encoder
+            model = BertEmbedder(model, pooling=config.pooling, normalize=config.normalize)
+            info = dict(info, task=task_of_model(model).name)
     if config.seq_length:
         info = dict(info, seq_length=config.seq_length)
     if config.pairs:

@@ -78,6 +78,14 @@ def checked_texts(texts):
     return _after(checks, texts)
 
 
+def checked_strings(inputs, ranks):
+    """{input name: tf.string tensor} -> the same tensors, each refused unless of the rank
+    `ranks` gives it (2: [batch, items], e.g. a tagger's pre-split words)."""
+    checks = [_rank_check(name, tensor, ranks[name], f"a rank-{ranks[name]} string tensor")
+              for name, tensor in inputs.items()]
+    return _after(checks, inputs)
+
+
 def _type_id_range(type_vocab_size):
     """(exclusive upper bound of input_type_ids, why) for an encoder with `type_vocab_size`
     token types. Without a segment embedding (0: DistilBERT) the model reads no types, and

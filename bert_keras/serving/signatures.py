@@ -56,7 +56,7 @@ import tensorflow as tf
 
 from bert_keras.tasks.registry import get_task
 from bert_keras.errors import InputError
-from bert_keras.serving.input_checks import checked_texts, checked_token_ids
+from bert_keras.serving.input_checks import checked_strings, checked_texts, checked_token_ids
 from bert_keras.text.packing import pack_with, shortest_packing
 
 
@@ -115,6 +115,12 @@ class ServingFunctions:
 
     def serve(self, *texts):
         return self.task.serve(self, self.checked(texts))
+
+    def serve_extra(self, name, inputs):
+        """The task's extra signature `name` (`Task.extra_signatures`) on its string inputs,
+        each refused in the graph unless of its rank."""
+        ranks = dict(self.task.extra_signatures[name])
+        return self.task.serve_extra(self, name, checked_strings(inputs, ranks))
 
     def checked(self, texts):
         """The text inputs (in `text_fields` order), each refused in the graph unless rank 1."""

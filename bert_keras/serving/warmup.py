@@ -63,7 +63,7 @@ def warmup_requests(functions, examples=None):
         ("serving_default", longest),
         ("preprocess", batch),
         ("encode", {k: v.numpy() for k, v in packed.items()}),
-    ]
+    ] + functions.task.extra_warmup(functions)
 
 
 def write_warmup(export_dir, model_name, requests):

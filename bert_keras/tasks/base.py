@@ -160,6 +160,18 @@ class Task:
         """Text tensors -> the dict of serving_default outputs."""
         raise NotImplementedError
 
+    # More signatures of the export: {name: ((input name, rank), ...)}, string inputs, served
+    # by `serve_extra`, warmed up by `extra_warmup`'s requests.
+    extra_signatures = {}
+
+    def serve_extra(self, fns, name, inputs):
+        """The outputs of extra signature `name` for its checked inputs {name: tensor}."""
+        raise NotImplementedError
+
+    def extra_warmup(self, fns):
+        """[(signature name, {input name: np.ndarray})] warmup requests of the extra ones."""
+        return []
+
     # The serving_default outputs padded to the longest text of a batch ([B, W, ...]), and
     # (output, pad value) marking where each text's own values end.
     padded_outputs = ()
@@ -179,17 +191,17 @@ class Task:
                 for name in self.padded_outputs:
                     if name in row:
                         row[name] = row[name][:own]
-            rows.append({key: _listed(value) for key, value in row.items()})
+            rows.append({key: listed(value) for key, value in row.items()})
         return rows
 
 
-def _listed(value):
+def listed(value):
     """A numpy value as JSON-able Python: lists, str for bytes."""
     value = value.tolist() if hasattr(value, "tolist") else value
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     if isinstance(value, list):
-        return [_listed(v) for v in value]
+        return [listed(v) for v in value]
     return value
 
 

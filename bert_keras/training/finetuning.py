@@ -41,7 +41,7 @@ import time
 import keras
 from absl import logging
 
-from bert_keras.data.finetuning import batching, tfds
+from bert_keras.data.finetuning import batching, sanity, tfds
 from bert_keras.files import recover_directory, write_json, write_jsonl
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.inference import cast_for_inference
@@ -58,24 +58,43 @@ from bert_keras.training.precision import dtype_policy, resolve_dtype
 
 
 def load_tfds_data(config):
-    """(train, eval, test or None, label_map or None) of the config's TFDS task; the eval
-    split defaults to validation (validation_matched for glue/mnli)."""
+    """(train, eval or None, test or None, label_map or None) of the config's TFDS dataset,
+    read as its --task (`tfds.TfdsTask`: prepared in --tfds_data_dir, or refused in one line
+    unless --tfds_download). The eval split defaults to validation (validation_matched for
+    glue/mnli), and to none for a dataset known to have no such split."""
     name = config.tfds_name
+    task = tfds.TfdsTask(name, config.tfds_data_dir, task=config.task,
+                         download=config.tfds_download, text_a_field=config.text_a_field,
+                         text_b_field=config.text_b_field, label_field=config.label_field)
     eval_split = config.tfds_eval_split or (
         "validation_matched" if name.startswith("glue/mnli") else "validation")
-    load = lambda split: tfds.load_tfds_task(name, split, data_dir=config.tfds_data_dir)  # noqa: E731
-    test = load(config.tfds_test_split) if config.tfds_test_split else None
-    return (load(config.tfds_train_split), load(eval_split), test,
-            tfds.tfds_label_map(name, data_dir=config.tfds_data_dir))
+    if not config.tfds_eval_split and task.splits and eval_split not in task.splits:
+        logging.warning("--tfds_name=%s has no %s split (its splits: %s): no evaluation; "
+                        "pass --tfds_eval_split to name one.", name, eval_split, task.splits)
+        eval_split = None
+    test = task.examples(config.tfds_test_split) if config.tfds_test_split else None
+    evaluation = task.examples(eval_split) if eval_split else None
+    return task.examples(config.tfds_train_split), evaluation, test, task.label_map()
 
 
 def read_files(config, name, labeled=True):
-    """Examples of the config's task from --train_file / --eval_file / --test_file."""
+    """Examples of the config's task from --train_file / --eval_file / --test_file, through
+    `sanity`'s checks: training data whose label column is (nearly) all distinct values, or
+    with more than 1% of empty texts, is refused, and its empty texts left out; empty texts
+    of eval and test data are counted."""
     paths = config.files(name)
     if not paths:
         return None
-    return get_task(config.task).read_files(paths, config.file_format(paths[0]), labeled,
-                                            **config.reader_options())
+    file_format = config.file_format(paths[0])
+    examples = get_task(config.task).read_files(paths, file_format, labeled,
+                                                **config.reader_options())
+    if name != "train_file":
+        sanity.count_empty_texts(examples, name.removesuffix("_file"))
+        return examples
+    label_option = (f"--label_field={config.label_field}" if file_format == "jsonl"
+                    else f"--label_column={config.label_column}")
+    sanity.check_labels(examples, file_format, label_option)
+    return sanity.drop_empty_texts(examples, file_format)
 
 
 class _Run:
@@ -90,7 +109,7 @@ class _Run:
             train = read_files(config, "train_file")
             evaluation = read_files(config, "eval_file")
             test = read_files(config, "test_file", labeled=not config.test_unlabeled)
-        if label_map is None and not config.tfds_name:
+        if label_map is None:  # TFDS: its ClassLabel names, where it has them
             label_map = self.task.label_map(train)
         if teacher is not None:
             label_map = teacher.label_map(label_map)

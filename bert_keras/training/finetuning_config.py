@@ -59,13 +59,20 @@ class FinetuneConfig(Config):
     text_a_column: str = option("1", "TSV/CSV column (index or header name) of the text.")
     text_b_column: str = option(None, "TSV/CSV column of the second text of a pair.")
     label_column: str = option("0", "TSV/CSV column of the label.")
-    text_a_field: str = option("text", "JSONL field of the text.")
-    text_b_field: str = option(None, "JSONL field of the second text of a pair.")
-    label_field: str = option("label", "JSONL field of the label.")
+    text_a_field: str = option("text", "JSONL field (or TFDS feature) of the text.")
+    text_b_field: str = option(None, "JSONL field (or TFDS feature) of the second text of a "
+                               "pair.")
+    label_field: str = option("label", "JSONL field (or TFDS feature) of the label.")
     label_delimiter: str = option(",", "multi_label: separator of the labels of a row.")
     test_unlabeled: bool = option(False, "--test_file has no labels (classification, tagging).")
-    tfds_name: str = option(None, "A TFDS task instead of files: glue/mrpc, squad/v1.1, conll2003...")
-    tfds_data_dir: str = option(None, "TFDS data dir (default: ~/tensorflow_datasets).")
+    tfds_name: str = option(None, "A TFDS dataset instead of files: glue/mrpc, squad/v1.1, "
+                            "conll2003, or your own (texts and label found from its features, "
+                            "or named by --text_a_field, --text_b_field, --label_field).")
+    tfds_data_dir: str = option(None, "TFDS data dir holding the prepared --tfds_name (default: "
+                                "$TFDS_DATA_DIR, else ~/tensorflow_datasets).")
+    tfds_download: bool = option(False, "Download and prepare --tfds_name into --tfds_data_dir "
+                                 "if it is not there (needs the network); without it an "
+                                 "unprepared dataset is refused at once.")
     tfds_train_split: str = option("train", "TFDS training split.")
     tfds_eval_split: str = option(None, "TFDS eval split (default: validation, "
                                   "validation_matched for mnli).")
@@ -162,14 +169,17 @@ class FinetuneConfig(Config):
         check(0.0 <= self.distill_alpha <= 1.0,
               f"--distill_alpha must be in [0, 1], got {self.distill_alpha}.")
         files = [self.train_file, self.eval_file, self.test_file]
+        given = " and ".join(f"--{name}" for name in ("train_file", "eval_file", "test_file")
+                             if getattr(self, name))
         check(not (self.tfds_name and any(files)),
-              "give either --tfds_name or --train_file/--eval_file/--test_file, not both.")
+              "give either --tfds_name or --train_file/--eval_file/--test_file, not both: got "
+              f"--tfds_name and {given} (an empty value unsets a flagfile's, e.g. --eval_file=).")
         if self.tfds_name:
             try:
                 expected = tfds_task_type(self.tfds_name)
             except ValueError as e:
                 raise ConfigError(str(e)) from None
-            check(self.task == expected,
+            check(expected is None or self.task == expected,
                   f"--tfds_name={self.tfds_name} is a {expected} task, not --task={self.task}.")
         for name in ("train_file", "eval_file", "test_file"):
             for path in self.files(name):
@@ -179,12 +189,13 @@ class FinetuneConfig(Config):
 
     def validate_data_source(self, has_examples=False):
         """Exactly one data source: Python examples, --train_file or --tfds_name."""
-        sources = {"train_examples": has_examples, "train_file": bool(self.train_file),
-                   "tfds_name": bool(self.tfds_name)}
+        sources = {"train_examples=": has_examples, "--train_file": bool(self.train_file),
+                   "--tfds_name": bool(self.tfds_name)}
         if not any(sources.values()):
             raise ConfigError("--train_file (or --tfds_name) is required.")
-        check(sum(sources.values()) == 1, "give exactly one of train_examples, train_file and "
-              f"tfds_name, got {[k for k, v in sources.items() if v]}.")
+        given = " and ".join(name for name, value in sources.items() if value)
+        check(sum(sources.values()) == 1, "give exactly one of --train_file, --tfds_name and "
+              f"(in Python) train_examples=, got {given}.")
 
     def files(self, name):
         """The files of --train_file / --eval_file / --test_file ([] when unset)."""

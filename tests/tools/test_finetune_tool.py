@@ -141,7 +141,8 @@ def test_run_finetuning_from_python(tiny_checkpoint, tmp_path):
     predicted = np.stack(batching.predict(model, feats, batch_size=8)).argmax(-1)
     accuracy = float(np.mean(predicted == label_map.encode(dev)))
     assert accuracy == pytest.approx(metrics["eval"]["accuracy"])
-    with pytest.raises(ValueError, match="exactly one of train_examples, train_file and tfds_name"):
+    with pytest.raises(ValueError, match="exactly one of --train_file, --tfds_name and "
+                       r"\(in Python\) train_examples=, got train_examples= and --tfds_name"):
         bk.run_finetuning(task="classification", init_checkpoint=str(tiny_checkpoint),
                           output_dir=str(tmp_path / "bad"), train_examples=train, tfds_name="glue/mrpc")
 
@@ -237,6 +238,11 @@ def test_bad_flags_are_usage_errors(tiny_checkpoint, tmp_path):
         (ok + ["--eval_file=/nonexistent/dev.tsv"], "--eval_file"),
         (["--task=span_qa", "--train_file=bert_keras/assets/wordnet_qa.train.jsonl.gz",
           "--max_seq_length=64"], "leaves no room"),
+        # An empty value unsets a flagfile's: its files give way to --tfds_name.
+        (["--flagfile=flags/finetune_wordnet_topics.flags", "--train_file=", "--eval_file=",
+          "--test_file=", "--tfds_name=glue/mrpc"], None),
+        (["--flagfile=flags/finetune_wordnet_topics.flags", "--train_file="],
+         "--train_file (or --tfds_name) is required"),
     ]
     where = [f"--init_checkpoint={tiny_checkpoint}", f"--output_dir={tmp_path}/o"]
     argvs = [args + where for args, _ in cases]

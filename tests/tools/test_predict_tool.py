@@ -14,6 +14,7 @@ import pytest
 import tokenizers
 
 import tool_runner  # tests/support: tools forked without their imports
+from bert_keras.metrics.entities import get_entities
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TAGGER = ROOT / "tests" / "fixtures" / "families" / "bert_tagger"
@@ -60,6 +61,30 @@ def test_each_line_gets_only_its_own_words(tagger_export):
         # Every word, past a row of 16 tokens too: the reference pre-tokenizer's words.
         assert out["tokens"] == [w for w, _ in REFERENCE.pre_tokenizer.pre_tokenize_str(text)]
     assert len(batched[2]["outputs"]["tokens"]) > 16
+    for row in batched:  # the entities of the tags, seqeval's chunks, at character offsets
+        out, text = row["outputs"], row["inputs"]["text"]
+        want = [(kind, out["token_starts"][i], out["token_ends"][j])
+                for kind, i, j in get_entities(out["tags"])] if out["tags"] else []
+        got = [(e["type"], e["start"], e["end"]) for e in out["entities"]]
+        assert got == want and all(text[e["start"]:e["end"]] == e["text"]
+                                   for e in out["entities"])
+        assert all(list(e) == ["type", "text", "start", "end", "score"] for e in out["entities"])
+
+
+def test_words_mode_tags_each_given_word(tagger_export):
+    import bert_keras as bk
+
+    lines = ["Mr. Bumble's letter went to Jerusalem .", "Amen", "In  the\tbeginning"]
+    rows = predict(tagger_export, lines, "--words")
+    model = bk.BertTokenClassifier.from_pretrained(str(TAGGER), seq_length=16)
+    words = [line.split() for line in lines]
+    logits = model.predict(words)
+    for row, given, want in zip(rows, words, logits):
+        out = row["outputs"]
+        assert out["tokens"] == given and row["inputs"] == {"words": " ".join(given)} or \
+            row["inputs"]["words"] in lines
+        assert out["tags"] == [model.labels[i] for i in want.numpy().argmax(-1)]
+        assert len(out["tag_ids"]) == len(given)
 
 
 def _run_with_terminal_stderr(args):

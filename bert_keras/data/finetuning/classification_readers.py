@@ -9,28 +9,23 @@ file, the line and the value):
 - an empty (or JSON null) single-label or regression label: a missing value, never a class.
   A multi-label row may have no labels (its target is all zeros).
 - a header row read as data (no `header=True`): the first row's label occurs in no other
-  row of the file and either names a label column ("label", "quality", "gold_label", ...) or
-  is the only non-number among integer labels (GLUE's "Quality" over 0/1).
+  row of the file and it or another field of the row names a column ("label", "quality",
+  "text", "sentence1", ...), or it is the only non-number among integer labels (GLUE's
+  "Quality" over 0/1), or the row is unlike the rows below it (`sanity.check_header_row`).
+
+Blank lines are skipped, and counted in a warning (`sanity.report_blank_lines`).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
+from bert_keras.data.finetuning import sanity
 from bert_keras.data.finetuning.examples import ClassificationExample
 from bert_keras.files import expand_patterns
 from bert_keras.data.finetuning.task_files import TaskFileError, _field, _json_lines, _row_repr, _rows
 
 LABEL_TYPES = ("single", "multi", "regression")
-
-# Names that label columns go by in public datasets (GLUE, SuperGLUE, Kaggle, HF datasets).
-LABEL_COLUMN_NAMES = frozenset({
-    "label", "labels", "class", "classes", "category", "categories", "target", "gold_label",
-    "quality", "is_duplicate", "sentiment", "polarity", "score", "rating", "topic", "intent",
-    "tag", "tags", "y", "answer", "relevance", "stance", "emotion", "language", "lang",
-})
-_INTEGER = re.compile(r"[+-]?\d+")
 
 
 def _parse_label(value: str, label_type: str, label_delimiter: str, where: str, column: str):
@@ -47,38 +42,6 @@ def _parse_label(value: str, label_type: str, label_delimiter: str, where: str, 
         return float(value)
     except ValueError:
         raise TaskFileError(f"{where}: regression label {value!r} is not a number") from None
-
-
-def _check_header_row(raw_labels: list[tuple[str, str]], label_type: str) -> None:
-    """Refuses a first row that is a header read as data (see the module docstring).
-
-    raw_labels: (where, label text) of every row of one file, in order."""
-    if not raw_labels:
-        return
-    where, first = raw_labels[0]
-    first = first.strip()
-    others = [value.strip() for _, value in raw_labels[1:]]
-    if not first or first in others:
-        return
-    if label_type == "regression":
-        looks_like_header = not _is_number(first)
-    else:
-        looks_like_header = first.lower() in LABEL_COLUMN_NAMES or (
-            bool(others) and not _INTEGER.fullmatch(first)
-            and all(_INTEGER.fullmatch(v) for v in others))
-    if looks_like_header:
-        raise TaskFileError(
-            f"{where}: label {first!r} looks like a column name (no other row has it): a header "
-            "row read as data? Pass --header (header=True) to skip each file's first row, or "
-            "remove the row")
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _check_label_type(label_type: str) -> None:
@@ -131,7 +94,8 @@ def read_delimited(
     _check_label_type(label_type)
     examples = []
     for path in expand_patterns(pattern):
-        rows = _rows(path, delimiter)
+        blank_lines = []
+        rows = _rows(path, delimiter, blank_lines)
         names = None
         if header:
             first = next(rows, None)
@@ -160,13 +124,17 @@ def read_delimited(
             a, b, lab = columns
             parsed.append((f"{path}:{line_no}", row[a], None if b is None else row[b],
                            None if lab is None else row[lab]))
+            if len(parsed) == 1:
+                first_row = row
         if not parsed:
             raise TaskFileError(f"{path} has no data rows")
+        sanity.report_blank_lines(path, blank_lines)
         if columns[2] is None:
             examples.extend(ClassificationExample(a, b, None, source=where) for where, a, b, _ in parsed)
             continue
         if names is None:
-            _check_header_row([(where, label) for where, _, _, label in parsed], label_type)
+            sanity.check_header_row(first_row, [(where, label) for where, _, _, label in parsed],
+                                    label_type)
         column = f"column {columns[2]}"
         examples.extend(
             ClassificationExample(a, b, _parse_label(label, label_type, label_delimiter, where, column),
@@ -210,8 +178,8 @@ def read_jsonl(
     _check_label_type(label_type)
     examples = []
     for path in expand_patterns(pattern):
-        n_before = len(examples)
-        for line_no, obj in _json_lines(path):
+        n_before, blank_lines = len(examples), []
+        for line_no, obj in _json_lines(path, blank_lines):
             where = f"{path}:{line_no}"
             label = None
             if label_field is not None:
@@ -230,8 +198,11 @@ def read_jsonl(
             )
         if len(examples) == n_before:
             raise TaskFileError(f"{path} has no data rows")
+        sanity.report_blank_lines(path, blank_lines)
     return examples
 
+
+LABEL_COLUMN_NAMES = sanity.LABEL_COLUMN_NAMES  # where it was defined before
 
 __all__ = [
     "LABEL_TYPES",

@@ -71,8 +71,10 @@ def _lines(path: str) -> Iterator[tuple[int, str]]:
         yield i, line.removesuffix("\r")
 
 
-def _rows(path: str, delimiter: str) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of a delimited file; empty lines skipped.
+def _rows(path: str, delimiter: str,
+          blank_lines: list | None = None) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of a delimited file; empty lines skipped (their numbers appended
+    to `blank_lines` when given).
 
     Tab: split on tabs, quotes are literal (GLUE's convention). Anything else: the
     csv module with standard double-quote quoting (fields may span lines).
@@ -81,6 +83,8 @@ def _rows(path: str, delimiter: str) -> Iterator[tuple[int, list[str]]]:
         for line_no, line in _lines(path):
             if line.strip():
                 yield line_no, line.split("\t")
+            elif blank_lines is not None:
+                blank_lines.append(line_no)
         return
     reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter=delimiter)
     start = 1
@@ -88,14 +92,20 @@ def _rows(path: str, delimiter: str) -> Iterator[tuple[int, list[str]]]:
         for row in reader:
             if row and any(field.strip() for field in row):
                 yield start, row
+            elif blank_lines is not None:
+                blank_lines.append(start)
             start = reader.line_num + 1
     except csv.Error as e:
         raise TaskFileError(f"{path}:{start}: malformed CSV ({e})") from e
 
 
-def _json_lines(path: str) -> Iterator[tuple[int, dict]]:
+def _json_lines(path: str, blank_lines: list | None = None) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of a JSON lines file; empty lines skipped (their numbers appended
+    to `blank_lines` when given)."""
     for line_no, line in _lines(path):
         if not line.strip():
+            if blank_lines is not None:
+                blank_lines.append(line_no)
             continue
         try:
             obj = json.loads(line)
