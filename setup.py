@@ -18,6 +18,10 @@ setuptools.setup(
         "tensorflow-text>=2.21.1,<2.22",
         "keras>=3.10,<4",
         "tensorflow-datasets>=4.9,<5",
+        # tensorflow-datasets' download_and_prepare imports it (DatasetBuilder.code_path, the
+        # builder's checksums file) but declares it only for Python < 3.9: without it,
+        # preparing any dataset (glue/mrpc, or a user's own) fails with ModuleNotFoundError.
+        "importlib_resources>=5",
         "absl-py>=2.0",
         "numpy>=1.26",
     ],

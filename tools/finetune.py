@@ -1,9 +1,10 @@
 r"""Fine-tunes a BERT checkpoint on a classification, regression, tagging or span-QA task.
 
 Data: files (`--train_file`, `--eval_file`, `--test_file`; globs; gzip ok; format from the
-extension or `--format`) or a TFDS task (`--tfds_name=glue/mrpc`, `squad/v1.1`,
-`conll2003`). The encoder and tokenizer come from `--init_checkpoint`: our pretraining
-output (runs/pretrain/encoder), a Hugging Face directory or a Google TF1 directory.
+extension or `--format`) or a TFDS dataset prepared in `--tfds_data_dir` (`--tfds_name=`
+`glue/mrpc`, `squad/v1.1`, `conll2003`, or your own, read by its features; see
+docs/data_formats.md). The encoder and tokenizer come from `--init_checkpoint`: our
+pretraining output (runs/pretrain/encoder), a Hugging Face directory or a Google TF1 directory.
 
 The flags are the fields of `bert_keras.training.finetuning_config.FinetuneConfig` (names,
 defaults, help and checks are written there once); the fine-tuning itself is

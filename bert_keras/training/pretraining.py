@@ -4,7 +4,9 @@ masked LM + NSP / SOP / none, ELECTRA's replaced-token detection, DistilBERT's d
 
 Data: `--train_data` (static TFRecords, e.g. from tools/create_pretraining_data.py) or
 `--train_text` (raw text, one sentence per line, blank line between documents; pairs and
-masks are made on the fly). The encoder is `BertEncoder.from_preset(preset, **overrides)`
+masks are made on the fly) or `--tfds_name` (a TFDS text dataset prepared in
+`--tfds_data_dir`, read as raw text: one example = one document; one that is not prepared
+is refused before any work). The encoder is `BertEncoder.from_preset(preset, **overrides)`
 with the vocab's size, or the weights of `init_checkpoint` to continue pretraining. With
 `phase2_seq_length`, the last `phase2_fraction` of the steps use that sequence length
 (BERT's 128 then 512 recipe). The learning-rate schedule (linear warmup, linear decay to
@@ -105,6 +107,8 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
     config = config or PretrainConfig(**options)
     if config.train_text:  # bad text fails here, once, before the model directory is made
         documents.check_corpus(expand_patterns(config.train_text), config.pair_mode)
+    if config.tfds_name:  # so does a TFDS dataset that is not prepared, or has too little text
+        documents.check_tfds_corpus(config.tfds_text(), config.pair_mode)
     # One seed for everything random: initial weights, dropout, data, ELECTRA's sampling.
     keras.utils.set_random_seed(config.seed)
     if strategy is None:
@@ -113,14 +117,15 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
     model_fn = _model_fn(config, tokenizer)
     phase1 = config.phase1_steps()
     phases = [(phase1, 0, _dataset_fn(
-        config, tokenizer, train_data=config.train_data, train_text=config.train_text,
+        config, tokenizer, train_data=config.train_data,
+        train_text=config.train_text or config.tfds_text(),
         max_seq_length=config.max_seq_length,
         max_predictions_per_seq=config.max_predictions_per_seq))]
     if config.phase2_seq_length:
         phases.append((config.train_steps, phase1, _dataset_fn(
             config, tokenizer,
             train_data=config.phase2_train_data if config.train_data else None,
-            train_text=None if config.train_data else config.train_text,
+            train_text=None if config.train_data else (config.train_text or config.tfds_text()),
             max_seq_length=config.phase2_seq_length,
             max_predictions_per_seq=(config.phase2_max_predictions_per_seq
                                      or config.max_predictions_per_seq))))

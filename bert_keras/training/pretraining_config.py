@@ -14,7 +14,7 @@ import dataclasses
 import os
 
 from bert_keras.configs import Config, ConfigError, check, option
-from bert_keras.data.pretraining.documents import PAIR_MODES
+from bert_keras.data.pretraining.documents import PAIR_MODES, TfdsText
 from bert_keras.files import expand_patterns
 from bert_keras.training.precision import AUTO, DTYPES
 from bert_keras.training.pretraining_models import OBJECTIVES
@@ -36,6 +36,19 @@ class PretrainConfig(Config):
                              "on the fly.")
     train_data: str = option(None, "Static pretraining TFRecords (comma-separated globs), e.g. "
                              "from tools/create_pretraining_data.py or Google's script.")
+    tfds_name: str = option(None, "Or: a TFDS text dataset prepared in --tfds_data_dir (one "
+                            "example = one document, its lines = sentences), read as "
+                            "--train_text.")
+    tfds_split: str = option("train", "--tfds_name: the split to train on.", advanced=True)
+    tfds_text_key: str = option("text", "--tfds_name: the feature holding the text.",
+                                advanced=True)
+    tfds_data_dir: str = option(None, "--tfds_name: the TFDS data dir holding it prepared "
+                                "(default: $TFDS_DATA_DIR, else ~/tensorflow_datasets).",
+                                advanced=True)
+    tfds_download: bool = option(False, "--tfds_name: download and prepare it into "
+                                 "--tfds_data_dir if it is not there (needs the network); "
+                                 "without it an unprepared dataset is refused at once.",
+                                 advanced=True)
     model_dir: str = option(None, "Checkpoints, TensorBoard logs, run_config.json and the final "
                             "encoder/ go here; rerunning with the same directory resumes.")
     preset: str = option("bert_mini", "Encoder size: a bk.PRESETS name (bert_tiny, bert_mini, "
@@ -189,10 +202,13 @@ class PretrainConfig(Config):
 
     def validate(self):
         check(bool(self.model_dir), "--model_dir is required.")
-        check(bool(self.train_data) != bool(self.train_text),
-              "Give exactly one of --train_data (TFRecords) and --train_text (raw text); got "
-              f"--train_data={self.train_data!r}, --train_text={self.train_text!r}.")
-        self.files("train_data" if self.train_data else "train_text")
+        sources = ("train_data", "train_text", "tfds_name")
+        check(sum(bool(getattr(self, name)) for name in sources) == 1,
+              "Give exactly one of --train_data (TFRecords), --train_text (raw text) and "
+              "--tfds_name (a TFDS text dataset); got " + ", ".join(
+                  f"--{name}={getattr(self, name)!r}" for name in sources) + ".")
+        if not self.tfds_name:
+            self.files("train_data" if self.train_data else "train_text")
         if self.phase2_train_data:
             check(bool(self.train_data), "--phase2_train_data goes with --train_data.")
             self.files("phase2_train_data")
@@ -282,6 +298,13 @@ class PretrainConfig(Config):
         if self.start_temperature is None or self.start_temperature == self.sampling_temperature:
             return 0
         return max(1, int(round(self.curriculum_fraction * self.train_steps)))
+
+    def tfds_text(self):
+        """The `documents.TfdsText` of --tfds_name and its options (None without it)."""
+        if not self.tfds_name:
+            return None
+        return TfdsText(self.tfds_name, self.tfds_split, self.tfds_text_key,
+                        self.tfds_data_dir or None, self.tfds_download)
 
     def files(self, name):
         """The files of a comma-separated glob option; ConfigError naming it if one matches none."""

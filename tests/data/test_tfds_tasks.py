@@ -116,9 +116,17 @@ def test_tfds_conll2003_tag_names():
             tt.load_tfds_task("conll2003", "train")
 
 
-def test_unsupported_tfds_task():
-    with pytest.raises(ValueError, match="unsupported TFDS task 'imdb_reviews'"):
-        tt.load_tfds_task("imdb_reviews", "train")
+def test_other_datasets_are_read_by_their_features():
+    """Not only GLUE / SQuAD / CoNLL by name: any dataset whose features make a task (the
+    real ones: tests/data/test_tfds_datasets.py); imdb_reviews is a text + ClassLabel one."""
+    assert tt.tfds_task_type("imdb_reviews") is None  # its features decide
+    with tfds.testing.mock_data(num_examples=3):
+        task = tt.TfdsTask("imdb_reviews", data_dir="/nonexistent")
+        examples = task.examples("train")
+    assert (task.task_type, task.text_a, task.text_b, task.label) == (
+        "classification", "text", None, "label")
+    assert task.label_map().labels == ["neg", "pos"]
+    assert len(examples) == 3 and all(e.label in ("neg", "pos") for e in examples)
 
 
 @pytest.mark.parametrize("name, task", [("glue/mrpc", "classification"), ("glue/stsb", "regression"),

@@ -10,6 +10,11 @@ file; fewer bad lines are skipped with one warning per file). `check_corpus` rea
 once up front, so both pipelines fail before any work on a corpus that cannot give pairs:
 no text at all, NSP with fewer than two documents, SOP with fewer than two sentences.
 
+A TFDS text dataset (`TfdsText`: one example = one document, its lines = sentences) must be
+prepared in its data dir: one that is not is refused at once, in one line
+(`bert_keras.data.tfds_datasets`), before any work; `check_tfds_corpus` then reads it only as
+far as it needs to show that it can give pairs.
+
 Skips (counted in `DocumentStats`, never silent): files without text (when others have some),
 bad lines (`invalid_utf8_lines`), lines that tokenize to nothing, documents with no tokens; in
 SOP mode, a document of a single one-token sentence. Lines longer than max_seq_length are kept
@@ -22,6 +27,8 @@ import os
 from absl import logging
 
 from bert_keras import text_files
+from bert_keras.data import tfds_datasets
+from bert_keras.errors import InputError
 
 PAIR_MODES = ("nsp", "sop", "none")
 
@@ -107,20 +114,96 @@ def check_corpus(files, pair_mode):
     return stats
 
 
-def read_tfds_documents(name, split="train", text_key="text", data_dir=None, stats=None):
-    """Yields documents from a TFDS text dataset: one example = one document, lines = sentences.
+@dataclasses.dataclass(frozen=True)
+class TfdsText:
+    """A TFDS text dataset as pretraining documents: one example = one document, the lines of
+    its `text_key` feature = its sentences (blank lines dropped).
+
+    The dataset must be prepared in `data_dir` (default: $TFDS_DATA_DIR, else
+    ~/tensorflow_datasets); otherwise `bert_keras.data.tfds_datasets.open_prepared` refuses it
+    at once in one line (InputError) that says what to do, unless `download` (then TFDS
+    downloads and prepares it there, which needs the network).
+
+    Example: `TfdsText("wikipedia/20230601.en", data_dir="/data/tfds").documents()`.
+    """
+
+    name: str
+    split: str = "train"
+    text_key: str = "text"
+    data_dir: str | None = None
+    download: bool = False
+
+    def describe(self):
+        return f"TFDS {self.name}[{self.split}]"
+
+    def texts(self):
+        """tf.data.Dataset of the split's texts (tf.string scalars), in file order; InputError
+        if the dataset is not prepared, lacks the split or has no string `text_key` feature."""
+        builder = tfds_datasets.open_prepared(self.name, self.data_dir, download=self.download)
+        features = builder.info.features
+        if self.text_key not in features:
+            raise InputError(f"TFDS dataset {self.name!r} has no feature {self.text_key!r} "
+                             f"(--tfds_text_key); its features: {sorted(features)}")
+        dataset = tfds_datasets.split_dataset(builder, self.name, self.split)
+        if dataset.element_spec[self.text_key].dtype.name != "string":
+            raise InputError(f"TFDS dataset {self.name!r}: feature {self.text_key!r} "
+                             "(--tfds_text_key) is not text: "
+                             f"{dataset.element_spec[self.text_key]}")
+        key = self.text_key
+        return dataset.map(lambda example: example[key])
+
+    def documents(self, stats=None):
+        """Yields the documents (lists of non-empty, stripped lines) in Python. `stats`: as
+        `read_documents` takes it (a TFDS text has no files or undecodable lines to count)."""
+        del stats
+        for text in self.texts().as_numpy_iterator():
+            doc = [line.strip() for line in text.decode("utf-8", errors="replace").split("\n")
+                   if line.strip()]
+            if doc:
+                yield doc
+
+    def lines(self):
+        """tf.data.Dataset of the documents' lines as BERT's text files hold them: one line
+        per element, an empty line after each document (for the dynamic pipeline)."""
+        import tensorflow as tf
+
+        def document_lines(text):
+            return tf.data.Dataset.from_tensor_slices(
+                tf.concat([tf.strings.split(text, "\n"), [""]], 0))
+
+        return self.texts().flat_map(document_lines)
+
+
+def check_tfds_corpus(source, pair_mode):
+    """Reads a TfdsText until it shows it can give `pair_mode` pairs (two documents for NSP,
+    two sentences for SOP, one for none): InputError from `TfdsText.texts` for a dataset that
+    cannot be read, TextFileError naming it and the counts when it has too little text.
+    Returns the DocumentStats read (documents, lines), which stop early."""
+    if pair_mode not in PAIR_MODES:
+        raise ValueError(f"pair_mode must be one of {PAIR_MODES}, got {pair_mode!r}")
+    needed = {"nsp": (2, 1), "sop": (1, 2), "none": (1, 1)}[pair_mode]
+    stats = DocumentStats()
+    for doc in source.documents(stats):
+        stats.documents += 1
+        stats.lines += len(doc)
+        if stats.documents >= needed[0] and stats.lines >= needed[1]:
+            return stats
+    found = f"{source.describe()}: {stats.documents} document(s), {stats.lines} sentence line(s)"
+    if not stats.lines:
+        raise text_files.TextFileError(f"{found}: no text in feature {source.text_key!r}")
+    if pair_mode == "nsp":
+        raise text_files.TextFileError(
+            f"{found}; NSP needs at least 2 documents (examples), or use --pair_mode=sop or "
+            "--pair_mode=none")
+    raise text_files.TextFileError(
+        f"{found}; SOP needs at least 2 sentences (lines), or use --pair_mode=none")
+
+
+def read_tfds_documents(name, split="train", text_key="text", data_dir=None, stats=None,
+                        download=False):
+    """Yields documents from a TFDS text dataset prepared in `data_dir` (`TfdsText`): one
+    example = one document, lines = sentences.
 
     E.g. `read_tfds_documents("wikipedia/20230601.en")` (paragraphs become the "sentences").
     """
-    import tensorflow_datasets as tfds  # optional dependency, imported only when used
-
-    stats = stats if stats is not None else DocumentStats()
-    ds = tfds.load(name, split=split, data_dir=data_dir)
-    for example in ds.as_numpy_iterator():
-        if text_key not in example:
-            raise KeyError(f"TFDS dataset {name!r} has no feature {text_key!r}; "
-                           f"features: {sorted(example)}")
-        text = example[text_key].decode("utf-8", errors="replace")
-        doc = [line.strip() for line in text.split("\n") if line.strip()]
-        if doc:
-            yield doc
+    return TfdsText(name, split, text_key, data_dir, download).documents(stats)

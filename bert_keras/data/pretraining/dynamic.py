@@ -1,4 +1,5 @@
-"""Dynamic pretraining data: raw text -> tf.data batches with fresh pairs and masks every epoch.
+"""Dynamic pretraining data: raw text (files or a TFDS text dataset) -> tf.data batches with
+fresh pairs and masks every epoch.
 
 `dynamic_pretraining_dataset(...)` reads, chunks, tokenizes, pairs and masks in pure tf.data
 and TF ops (no Python callbacks), deterministically for a seed.
@@ -23,13 +24,21 @@ def _instance_signature(max_seq_length):
 _END_OF_FILE = "\n"  # a line TextLineDataset cannot produce: marks the end of a file
 
 
-def _document_chunks(path, documents_per_chunk, block_lines=4096):
-    """One text file -> dataset of (lines string [n], doc_ids int64 [n]): chunks of
-    documents_per_chunk documents (the last may be smaller), blank lines and lines that are not
-    valid UTF-8 dropped, doc_ids 0, 1, ... within the chunk. Pure tf.data: a scan carries the
-    lines of the unfinished chunk from one block of lines to the next."""
+def _file_lines(path):
+    """The lines of one text file (`.gz` decompressed)."""
     compression = tf.where(tf.strings.regex_full_match(path, r".*\.gz"), "GZIP", "")
-    lines = tf.data.TextLineDataset(path, compression_type=compression)
+    return tf.data.TextLineDataset(path, compression_type=compression)
+
+
+def _document_chunks(lines, documents_per_chunk, block_lines=4096):
+    """The lines of one text (a file, or a TFDS dataset's documents with a blank line after
+    each) -> dataset of (lines string [n], doc_ids int64 [n]): chunks of documents_per_chunk
+    documents (the last may be smaller), blank lines and lines that are not valid UTF-8
+    dropped, doc_ids 0, 1, ... within the chunk. Pure tf.data: a scan carries the lines of the
+    unfinished chunk from one block of lines to the next. `lines`: a dataset of strings, or
+    the path of a text file."""
+    if not isinstance(lines, tf.data.Dataset):
+        lines = _file_lines(lines)
     lines = lines.concatenate(tf.data.Dataset.from_tensors(tf.constant(_END_OF_FILE)))
     n = tf.constant(documents_per_chunk, tf.int64)
 
@@ -72,6 +81,9 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
                                 as_dict=False, check_text=True):
     """Raw text files -> batches with fresh pairs and masks every epoch (dynamic masking).
 
+    `input_files` may also be a `documents.TfdsText` (a TFDS text dataset prepared in its data
+    dir; one that is not is refused at once): its documents are one stream, read like a file.
+
     Deterministic for a seed: epoch k of a run equals epoch k of any other run. Pure tf.data
     and TF ops, no Python callbacks (so a live iterator cannot hang interpreter exit): files are
     read in parallel (`TextLineDataset`), grouped into chunks of documents_per_chunk documents,
@@ -93,15 +105,23 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
       tok = BertTokenizer(default_vocab_file())
       ds = dynamic_pretraining_dataset("bert_keras/assets/web_bible_corpus.txt.gz", tok, 32)
     """
-    files = expand_patterns(input_files)
     if pair_mode not in documents.PAIR_MODES:
         raise ValueError(f"pair_mode must be one of {documents.PAIR_MODES}, got {pair_mode!r}")
-    if check_text:
-        documents.check_corpus(files, pair_mode)
+    tfds_text = input_files if isinstance(input_files, documents.TfdsText) else None
+    if tfds_text is not None:
+        if check_text:
+            documents.check_tfds_corpus(tfds_text, pair_mode)
+        files, source, text = [tfds_text.describe()], tfds_text.describe(), tfds_text.lines()
+    else:
+        files = expand_patterns(input_files)
+        if check_text:
+            documents.check_corpus(files, pair_mode)
+        source = describe_files(files)
     # Always (the callers that check the text have no tokenizer there): a tokenizer that maps
     # the text to its unknown token is refused, once per process and text, before any work.
-    unknown_tokens.check_unknown_share(describe_files(files),
-                                       documents.read_documents(files, warn=False), tokenizer)
+    unknown_tokens.check_unknown_share(
+        source, tfds_text.documents() if tfds_text is not None
+        else documents.read_documents(files, warn=False), tokenizer)
     mask_batch = make_masker(tokenizer, max_predictions_per_seq, masked_lm_prob, whole_word_mask,
                              ngram)
     signature = _instance_signature(max_seq_length)
@@ -124,7 +144,8 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
                 for k in signature}
 
     def file_instances(path, file_seed):
-        ds = _document_chunks(path, documents_per_chunk).enumerate()
+        lines = text if tfds_text is not None else _file_lines(path)
+        ds = _document_chunks(lines, documents_per_chunk).enumerate()
         ds = ds.map(lambda index, chunk: tokenize_and_pair(file_seed, index, *chunk),
                     num_parallel_calls=2, deterministic=True)
         return ds.unbatch()

@@ -33,10 +33,14 @@ def shard_file_names(output_file, num_output_shards):
 
 def _documents(source, stats):
     if source["tfds_name"]:
-        return documents.read_tfds_documents(source["tfds_name"], source["tfds_split"],
-                                           source["tfds_text_key"], source["tfds_data_dir"], stats)
+        return _tfds_text(source).documents(stats)
     # The parent checked the files up front (and warned once): workers read them quietly.
     return documents.read_documents(source["input_files"], stats, warn=False)
+
+
+def _tfds_text(source):
+    return documents.TfdsText(source["tfds_name"], source["tfds_split"], source["tfds_text_key"],
+                              source["tfds_data_dir"], source["tfds_download"])
 
 
 def _chunks(documents, size):
@@ -195,7 +199,8 @@ def _write_shard_jobs(jobs, config, num_workers):
 
 def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=None,
                                  lower_case=True, tfds_name=None, tfds_split="train",
-                                 tfds_text_key="text", tfds_data_dir=None, max_seq_length=128,
+                                 tfds_text_key="text", tfds_data_dir=None, tfds_download=False,
+                                 max_seq_length=128,
                                  max_predictions_per_seq=20, masked_lm_prob=0.15, dupe_factor=10,
                                  short_seq_prob=0.1, whole_word_mask=False, ngram=1,
                                  pair_mode="nsp", random_seed=12345, num_output_shards=1, num_workers=1,
@@ -204,7 +209,9 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
 
     Args:
       output_file: path; with num_output_shards > 1, `{output_file}-0000k-of-0000n`.
-      input_files: comma-separated globs or a list (text, `.gz` ok); or tfds_name instead.
+      input_files: comma-separated globs or a list (text, `.gz` ok); or tfds_name instead: a
+        TFDS text dataset prepared in tfds_data_dir (`documents.TfdsText`; one not prepared
+        there is refused at once, unless tfds_download).
       vocab_file: defaults to the bundled vocab. Other args as in Google's script, plus
       pair_mode ("nsp", "sop", "none"), ngram (ALBERT's n-gram masking: spans of up to ngram
       words, or WordPieces without whole_word_mask), num_workers (processes; each writes whole
@@ -244,6 +251,7 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
     config = dict(input_files=expand_patterns(input_files) if input_files else None,
                   vocab_file=vocab_file, lower_case=lower_case, tfds_name=tfds_name,
                   tfds_split=tfds_split, tfds_text_key=tfds_text_key, tfds_data_dir=tfds_data_dir,
+                  tfds_download=tfds_download,
                   max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
                   masked_lm_prob=masked_lm_prob, dupe_factor=dupe_factor,
                   short_seq_prob=short_seq_prob, whole_word_mask=whole_word_mask,
@@ -252,6 +260,8 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
                   verbosity=logging.get_verbosity())
     if config["input_files"]:  # bad text fails here, before any output file exists
         documents.check_corpus(config["input_files"], pair_mode)
+    else:  # so does a TFDS dataset that is not prepared, or has too little text
+        documents.check_tfds_corpus(_tfds_text(config), pair_mode)
     # So does a vocab that maps the text to [UNK] (a sample of it is tokenized here).
     unknown_tokens.check_unknown_share(tfds_name or describe_files(config["input_files"]),
                                        _documents(config, documents.DocumentStats()),

@@ -1,0 +1,1 @@
+"""Real TFDS datasets for the tests, built from the bundled files (`builders`)."""
