@@ -73,20 +73,6 @@ def prepared(tmp_path_factory):
     return data_dir
 
 
-@pytest.fixture(scope="module")
-def tiny_checkpoint(tmp_path_factory, minilm_dir):
-    """A random 1-layer encoder with the real MiniLM vocab (as tests/tools/test_finetune_tool)."""
-    import bert_keras as bk
-    from bert_keras.text.tokenizer import BertTokenizer
-
-    tokenizer = BertTokenizer.from_pretrained(minilm_dir)
-    encoder = bk.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=32,
-                             num_heads=2, intermediate_size=64, max_positions=128)
-    path = tmp_path_factory.mktemp("tiny_encoder")
-    encoder.save_pretrained(str(path), tokenizer=tokenizer)
-    return path
-
-
 def run_doc_command(tool, prepared, runs, checkpoint=None, extra=()):
     (command,) = [c for c in doc_commands() if c.startswith(f"python tools/{tool}.py")]
     argv = as_tested(command, prepared, runs, checkpoint)
