@@ -7,6 +7,8 @@ Shape legend: B batch, T tokens, C tags, W words of a text, N words of the batch
 the batch, P pieces of a word.
 """
 
+import collections
+
 import numpy as np
 import tensorflow as tf
 from absl import logging

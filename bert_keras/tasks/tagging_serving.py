@@ -172,8 +172,7 @@ def _range_mean(values, first, last):
     index = tf.range(tf.size(values))
     entity = tf.searchsorted(last[None], index[None], side="left")[0]  # the range ending next
     inside = entity < tf.size(last)
-    entity = tf.where(inside, entity, 0)
-    inside &= tf.gather(first, entity) <= index
+    inside &= tf.gather(tf.concat([first, [0]], 0), entity) <= index  # [0]: no range at all
     return tf.math.unsorted_segment_mean(tf.boolean_mask(values, inside),
                                          tf.boolean_mask(entity, inside), tf.size(last))
 
