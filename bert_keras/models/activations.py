@@ -31,7 +31,7 @@ def get_activation(name):
 def training_activation(name):
     """The activation `name` for a train step, XLA-compiled with its own compiled gradient:
     one pass over memory each way instead of about ten TensorFlow ops, 2-5% of a train
-    step on CPU (BENCHMARKS.md, History). Only these elementwise ops are compiled; the
+    step on CPU. Only these elementwise ops are compiled; the
     matmuls stay on oneDNN (XLA's CPU matmuls are slower). 16-bit inputs are computed in
     float32 (GELU's erf and its gradient run 2x faster in float32 than in bfloat16 on CPU)
     and cast back.
@@ -69,14 +69,14 @@ def _gelu_erf(x):
     """The exact GELU as 0.5 x (1 + erf(x / sqrt(2))), PyTorch's formula. Keras' (TensorFlow's
     `gelu`) is 0.5 x erfc(-x / sqrt(2)), the same function (within 1e-6 absolute in float32),
     but XLA's CPU erfc costs twice its erf: forward + gradient at 4,096 x 3,072 bfloat16 took
-    15.6 ms against 27.7 (BENCHMARKS.md, History)."""
+    15.6 ms against 27.7."""
     return 0.5 * x * (1.0 + tf.math.erf(x * (1.0 / math.sqrt(2.0))))
 
 
 def _gelu_tanh_as_sigmoid(x):
     """Keras' tanh GELU, 0.5 x (1 + tanh(z)), written as the same function x sigmoid(2z):
     compiled by XLA for CPU, its forward and gradient take 23 ms against 58 ms with tanh
-    at 4,096 x 2,048 (BENCHMARKS.md, History)."""
+    at 4,096 x 2,048."""
     z = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
     return x * ops.sigmoid(2.0 * z)
 

@@ -7,7 +7,7 @@ against an exact sum), 2.5% at 640 rows; every Keras `Dense` under mixed_bfloat1
 its bias on that. Here the sum is a matmul with a row of ones, which oneDNN (and every
 GEMM) accumulates in float32: the only error left is the final rounding to bfloat16
 (0.14%). It also runs 1.1-2x faster than `BiasAddGrad` in bfloat16 at the encoder's
-shapes, and about as fast in float32 (BENCHMARKS.md, History).
+shapes, and about as fast in float32.
 """
 
 import keras

@@ -10,7 +10,7 @@ Why not `tf.random`: TensorFlow's Philox kernel is its own pass over memory (abo
 32-bit words per second on 2 cores), and the boolean mask it leads to is written once and
 read forward and backward. Here the mask is a few integer operations per element inside the
 one compiled pass that applies it, forward and again backward: the dropout of a 32 x 8 x
-128 x 128 bfloat16 attention took 2.1 ms instead of 10.3 (BENCHMARKS.md, History). XLA's
+128 x 128 bfloat16 attention took 2.1 ms instead of 10.3. XLA's
 own Philox is slower than TensorFlow's on CPU.
 """
 

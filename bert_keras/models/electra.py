@@ -79,7 +79,7 @@ def tied_masked_lm_head(discriminator, width, name):
 def sample_tokens(logits, seed_generator):
     """One token per row of `logits` (..., V) drawn from softmax(logits), by TensorFlow's
     categorical sampler: one random number per row where Gumbel-max (Google's code) draws V
-    and takes two logs of each, 31 against 86 ms at 640 x 30,522 (BENCHMARKS.md, History);
+    and takes two logs of each, 31 against 86 ms at 640 x 30,522;
     the same distribution."""
     rows = ops.reshape(logits, (-1, ops.shape(logits)[-1]))
     draws = keras.random.categorical(rows, 1, dtype="int32", seed=seed_generator)  # (rows, 1)

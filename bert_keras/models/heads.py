@@ -131,7 +131,7 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.transform_layer_norm.build((None, None, width))
         # In the compute dtype (module docstring): under mixed_bfloat16, a float32 projection
-        # made a pretraining step 3-10% slower (BENCHMARKS.md).
+        # made a pretraining step 3-10% slower.
         self.decoder = _TiedDecoder(self.token_embedding, dtype=self.dtype_policy, name="decoder")
         self.decoder.build((None, None, width))
 

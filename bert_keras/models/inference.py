@@ -67,7 +67,7 @@ def uses_transposed_kernels(dtype, kernel_layout="auto"):
     were before (on AVX512-BF16 the two layouts measured the same). On AVX2-only CPUs
     float32 is 1.1-1.6x faster transposed: ask for "transposed" when the serving CPU is one
     and its server cannot set TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 (with it oneDNN keeps its own
-    layout, and the export's stops mattering; BENCHMARKS.md, History).
+    layout, and the export's stops mattering).
 
     >>> uses_transposed_kernels("float32"), uses_transposed_kernels("bfloat16")
     (False, True)

@@ -29,7 +29,7 @@ def layer_norm(layer, x):
     The same math as calling the layer (its weights, its epsilon) in fewer ops: one pass for
     the mean, one for the variance of the centred values, one scale-and-shift. Under
     mixed_bfloat16 on CPU, where every elementwise op is a full pass over memory, this
-    made the whole encoder ~10% faster than calling the Keras layer (BENCHMARKS.md, Notes).
+    made the whole encoder ~10% faster than calling the Keras layer.
     """
     y, _, _ = normalize(ops.cast(x, "float32"), ops.cast(layer.gamma, "float32"),
                         ops.cast(layer.beta, "float32"), layer.epsilon)

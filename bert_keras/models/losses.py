@@ -22,7 +22,7 @@ def _weighted_cross_entropy_sum(labels, logits, weights):
     (...), with its gradient as two XLA-compiled passes: the forward reads the logits for
     their row log-sum-exp, the gradient writes (softmax - one_hot) * weight in one pass.
     TensorFlow's kernel (or XLA's lowering of it) writes the softmax gradient in the forward
-    and scales it after: 26 against 16 ms for 640 x 30,522 logits (BENCHMARKS.md, History)."""
+    and scales it after: 26 against 16 ms for 640 x 30,522 logits."""
 
     @tf.custom_gradient
     def weighted_sum(logits):

@@ -3,7 +3,7 @@ as two XLA-compiled functions, the forward and its gradient.
 
 TensorFlow runs the dropout, the residual add and the layer norm as about a dozen ops
 forward and twice that backward, each a pass over memory; compiled, each way reads its
-inputs once or twice. 1-3% of a bfloat16 train step on CPU (BENCHMARKS.md, History). The
+inputs once or twice: 1-3% of a bfloat16 train step on CPU. The
 dropout mask is computed inside, from a seed (`dropout_mask`), both ways. XLA's CPU reductions
 are slow (a row mean of 4,096 x 768 float32 took 1.6 ms, a copy 0.5), its dot is not: the
 row means inside are matmuls with a column of ones (`row_mean`; the layer norm forward took

@@ -16,7 +16,7 @@ class TransposedDense(keras.layers.Layer):
     At serving shapes (128 rows per matmul: one sequence) oneDNN's float32 inner product
     runs 1.2-2x faster with its weights in this layout (PyTorch's) than in Keras'
     (input_dim, units) on AVX2-only CPUs, but 1.4-1.5x slower on AVX-512 ones (bfloat16
-    there: no different); no different at batch 32 on AVX2 (BENCHMARKS.md, History). Training keeps
+    there: no different); no different at batch 32 on AVX2. Training keeps
     `dense.Dense` (the layout checkpoints use, and no faster this way); inference
     copies (`cast_for_inference`) pick by `inference.uses_transposed_kernels`. The kernel is
     named `transposed_kernel`, so a checkpoint loader matching names never fills it with an
@@ -38,7 +38,7 @@ class TransposedDense(keras.layers.Layer):
         fuses with an activation that follows). TensorFlow runs that fused MatMul on one
         thread when its operands fit the L2 cache, which at serving shapes catches a square
         kernel in bfloat16 (128 x 512 -> 512: 0.38 against 0.21-0.24 ms here); BatchMatMulV2
-        escapes that rule (BENCHMARKS.md, History)."""
+        escapes that rule."""
         super().__init__(**kwargs)
         self.units = units
         self.kernel_initializer = keras.initializers.get(kernel_initializer)

@@ -26,7 +26,7 @@ Why our own classes instead of `keras.optimizers.AdamW` / `keras.optimizers.Lamb
 * `keras.optimizers.Lamb` has no weight decay in the trust ratio and no exclusions:
   its weight decay is applied outside the layer adaptation.
 * Speed: our AdamW runs TensorFlow's fused Adam kernel, and an update of BERT's weights
-  takes less than half the time of `keras.optimizers.AdamW`'s (BENCHMARKS.md, Notes).
+  takes less than half the time of `keras.optimizers.AdamW`'s (`python -m benchmarks.optimizer`).
 
 Our update rules (t = number of applied updates, 1-based; lr = schedule(t - 1) * multiplier):
 
@@ -118,7 +118,7 @@ class AdamW(_BertOptimizer):
 
     def update_step(self, gradient, variable, learning_rate):
         """The rule above on TensorFlow's fused Adam kernel: one pass over the weights and
-        moments instead of ~15 elementwise ops (`python -m bert_keras_tools.bench.optimizer`).
+        moments instead of ~15 elementwise ops (`python -m benchmarks.optimizer`).
         The kernel's step is lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps'), ours
         with eps' = eps * sqrt(1 - b2^t); the decay does not depend on the Adam term, so it
         is applied first."""

@@ -1,8 +1,8 @@
-"""The report of tools/benchmark.py: ratios to the peers, model TFLOP/s and % of peak, and the
+"""The report of benchmarks/run.py: ratios to the peers, model TFLOP/s and % of peak, and the
 section of BENCHMARKS.md for one CPU kind (its command, machine, Goals and Results tables)."""
 
-from bert_keras_tools.bench import goals, table
-from bert_keras_tools.bench.table import PEERS, is_latency, rate
+from benchmarks import goals, table
+from benchmarks.table import PEERS, is_latency, rate
 
 
 def add_ratios(rows, peak, basis="value"):

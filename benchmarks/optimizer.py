@@ -13,14 +13,14 @@ figure is the best round's median update time. Systems:
   and with fused=True (bench extras).
 
 Command (from the repository root):
-  python -m bert_keras_tools.bench.optimizer --presets=bert_L-4_H-512,bert_base --rounds=3
+  python -m benchmarks.optimizer --presets=bert_L-4_H-512,bert_base --rounds=3
 """
 
 from absl import app, flags
 
-from bert_keras_tools.bench.inputs import VOCAB_SIZE
-from bert_keras_tools.bench.runner import print_interleaved
-from bert_keras_tools.bench.timing import latencies
+from benchmarks.inputs import VOCAB_SIZE
+from benchmarks.runner import print_interleaved
+from benchmarks.timing import latencies
 
 FLAGS = flags.FLAGS
 
@@ -65,7 +65,7 @@ def run_tf_optimizer(spec):
 def run_torch_optimizer(spec):
     import torch
 
-    from bert_keras_tools.bench.encoder import huggingface_model
+    from benchmarks.encoder import huggingface_model
 
     params = [p for p in huggingface_model(spec["preset"], "float32").parameters()]
     generator = torch.Generator().manual_seed(0)
@@ -111,7 +111,7 @@ def main(argv):
 
 
 def run():
-    # Defined here, not on import: tools/benchmark.py imports this module for its workers and
+    # Defined here, not on import: benchmarks/run.py imports this module for its workers and
     # has flags of these names.
     flags.DEFINE_list("presets", ["bert_L-4_H-512", "bert_base"], "Encoder shapes.")
     flags.DEFINE_integer("rounds", 3, "Interleaved rounds per system.")

@@ -1,18 +1,18 @@
-"""The encoder section of tools/benchmark.py: inference of bert_keras, keras-hub and Hugging Face
+"""The encoder section of benchmarks/run.py: inference of bert_keras, keras-hub and Hugging Face
 PyTorch, on the fixed 32 x 128 batch and on real sentences.
 
 Worker functions take the spec and return a dict of measurements; `encoder_rows` (parent side)
-runs them and reads the flags that tools/benchmark.py defines.
+runs them and reads the flags that benchmarks/run.py defines.
 """
 
 import os
 
 from absl import flags
 
-from bert_keras_tools.bench.flops import encoder_flops, preset_shape
-from bert_keras_tools.bench.inputs import VOCAB_SIZE, worker_inputs, write_real_inputs
-from bert_keras_tools.bench.runner import measure_interleaved, wanted
-from bert_keras_tools.bench.timing import configure_tf, time_calls
+from benchmarks.flops import encoder_flops, preset_shape
+from benchmarks.inputs import VOCAB_SIZE, worker_inputs, write_real_inputs
+from benchmarks.runner import measure_interleaved, wanted
+from benchmarks.timing import configure_tf, time_calls
 
 FLAGS = flags.FLAGS
 
@@ -178,7 +178,7 @@ def real_specs(preset, batch, seconds, real_inputs):
         ("bert_keras f32 bucketed", dict(base, worker="bert_keras_encoder", dtype="float32",
                                          jit=False, bucketed=True)),
         # One inter-op thread (a process-wide setting a user can make): faster on these short
-        # batches in most alternated rounds on 2 cores (BENCHMARKS.md, History).
+        # batches in 7 of 9 alternated rounds on 2 cores, so a row of its own, not a default.
         ("bert_keras f32 bucketed, 1 inter-op thread", dict(base, worker="bert_keras_encoder",
                                                             dtype="float32", jit=False,
                                                             bucketed=True, inter_threads=1)),

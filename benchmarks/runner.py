@@ -1,25 +1,24 @@
-"""Parent side of tools/benchmark.py: runs workers in subprocesses, interleaved.
+"""Parent side of benchmarks/run.py: runs workers in subprocesses, interleaved.
 
-Each measurement re-invokes tools/benchmark.py with --worker and a JSON spec, which prints one
+Each measurement re-invokes benchmarks/run.py with --worker and a JSON spec, which prints one
 RESULT line. Also the registry of sections beyond peak and encoder (`section_hook`) and the
---systems filter (reads the flags that tools/benchmark.py defines).
+--systems filter (reads the flags that benchmarks/run.py defines).
 """
 
 import json
 import os
-import pathlib
 import signal
 import subprocess
 import sys
 
 from absl import flags, logging
 
-from bert_keras_tools.bench.inputs import REPO
-from bert_keras_tools.bench.machine import CAP_LEAVES_OUT
+from benchmarks.inputs import REPO
+from benchmarks.machine import CAP_LEAVES_OUT
 
 FLAGS = flags.FLAGS
-# The script a worker subprocess runs: tools/benchmark.py, next to this package.
-BENCHMARK_SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmark.py"
+# The command a worker subprocess runs (from the repository root): benchmarks/run.py.
+WORKER_COMMAND = ("-m", "benchmarks.run")
 
 
 # Section hooks for modules other engineers are writing: each returns rows or a reason.
@@ -37,7 +36,7 @@ def run_worker_subprocess(spec, timeout):
     """One measurement in a fresh process; `spec["env"]`, if any, adds to its environment
     (settings that TensorFlow reads once, at start)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO), **spec.get("env", {}))
-    command = [sys.executable, str(BENCHMARK_SCRIPT), "--worker", json.dumps(spec)]
+    command = [sys.executable, *WORKER_COMMAND, "--worker", json.dumps(spec)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env,
                               cwd=str(REPO))

@@ -9,7 +9,7 @@ r"""Benchmarks the time around the model: exporting a SavedModel and featurizing
 
 Nothing here depends on the model size, so any CPU shows the same ratios between two commits.
 Command (from the repository root; for another commit, put its checkout first on PYTHONPATH):
-  python -m bert_keras_tools.bench.prep
+  python -m benchmarks.prep
 """
 
 import statistics

@@ -1,4 +1,4 @@
-"""Timing, inside a worker of tools/benchmark.py: throughput passes, latencies, TF threads."""
+"""Timing, inside a worker of benchmarks/run.py: throughput passes, latencies, TF threads."""
 
 import time
 

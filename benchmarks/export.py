@@ -1,8 +1,8 @@
-"""The export section of tools/benchmark.py: a bert_keras SavedModel (ids and raw text) against
+"""The export section of benchmarks/run.py: a bert_keras SavedModel (ids and raw text) against
 Hugging Face PyTorch eager, at batch 1 (latency) and batch 32 (throughput).
 
 Worker functions take the spec and return a dict of measurements; `export_rows` (parent side)
-runs them and reads the flags that tools/benchmark.py defines.
+runs them and reads the flags that benchmarks/run.py defines.
 """
 
 import tempfile
@@ -10,12 +10,12 @@ import tempfile
 from absl import flags
 
 from bert_keras.serving.server_environment import SERVER_ENVIRONMENT
-from bert_keras_tools.bench.encoder import huggingface_inputs, huggingface_model
-from bert_keras_tools.bench.flops import encoder_flops
-from bert_keras_tools.bench.inputs import VOCAB_SIZE, fixed_inputs, real_sentences
-from bert_keras_tools.bench.runner import (best_round, measure_rounds, run_worker_subprocess,
+from benchmarks.encoder import huggingface_inputs, huggingface_model
+from benchmarks.flops import encoder_flops
+from benchmarks.inputs import VOCAB_SIZE, fixed_inputs, real_sentences
+from benchmarks.runner import (best_round, measure_rounds, run_worker_subprocess,
                                            section_hook, wanted)
-from bert_keras_tools.bench.timing import configure_tf, latencies, time_calls
+from benchmarks.timing import configure_tf, latencies, time_calls
 
 FLAGS = flags.FLAGS
 FROZEN = "frozen-weights server"  # the rows served with SERVER_ENVIRONMENT

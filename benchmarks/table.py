@@ -1,13 +1,19 @@
-"""The Results table of tools/benchmark.py: measured rows to Markdown and back.
+"""The Results table of benchmarks/run.py: measured rows to Markdown and back.
 
 The parser reads a table this module wrote, so a new run can compare itself with the previous
-run of the same CPU kind (BENCHMARKS.md keeps only the Markdown, not the rows).
+run of the same CPU kind (BENCHMARKS.md keeps only the Markdown, not the rows). A row's
+section and shape are written only where they change (blank: the row above's), which keeps
+the file about a quarter smaller; the parser fills them back in.
 
 >>> rows = [dict(section="encoder", shape="bert_tiny 32x128", system="bert_keras f32",
-...              metric="sequences/s", value=98.31, mean=90.0, cpu=48.6, mfu=0.8)]
->>> back = parse_results(render_results(rows))[0]
->>> back["value"], back["mfu"], back["HF best"]
-(98.3, 0.8, None)
+...              metric="sequences/s", value=98.31, mean=90.0, cpu=48.6, mfu=0.8),
+...         dict(section="encoder", shape="bert_tiny 32x128", system="HF torch f32",
+...              metric="sequences/s", value=90.0)]
+>>> render_results(rows).splitlines()[3][:41]
+'|  |  | HF torch f32 | sequences/s | 90.0'
+>>> back = parse_results(render_results(rows))
+>>> back[0]["value"], back[0]["mfu"], back[0]["HF best"], back[1]["shape"]
+(98.3, 0.8, None, 'bert_tiny 32x128')
 """
 
 import re
@@ -49,12 +55,14 @@ def _number(value, spec, scale):
 
 
 def render_results(rows):
-    """The Markdown table of `rows` (dicts of tools/benchmark.py, after finish_rows)."""
+    """The Markdown table of `rows` (dicts of benchmarks/run.py, after finish_rows)."""
     headers = TEXT_COLUMNS + tuple(header for header, *_ in NUMBER_COLUMNS)
     lines = ["| " + " | ".join(headers) + " |",
              "|" + "---|" * len(TEXT_COLUMNS) + "---:|" * len(NUMBER_COLUMNS)]
+    above = None  # the section and shape of the row above
     for row in rows:
         cells = [_cell(row[key]) for key in TEXT_COLUMNS]
+        cells[:2], above = (["", ""] if cells[:2] == above else cells[:2]), cells[:2]
         for header, key, spec, scale in NUMBER_COLUMNS:
             if key == "value" and not row.get("value"):
                 cells.append(_cell(f"{FAILED}{row.get('error')}"))
@@ -73,7 +81,8 @@ def parse_results(text):
     """The rows of the first Results table in `text` (figures as shown, rounded); [] if none.
 
     Columns are found by their headers, so a table with fewer or reordered peer columns
-    still parses; a `failed: ...` value comes back as value None and the error.
+    still parses; a `failed: ...` value comes back as value None and the error; a blank
+    section or shape is the row above's.
     """
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines)
@@ -90,7 +99,8 @@ def parse_results(text):
         row = {}
         for header, cell in zip(headers, _split_row(line)):
             if header in TEXT_COLUMNS:
-                row[header] = cell
+                row[header] = cell or (rows[-1][header] if header in TEXT_COLUMNS[:2] and rows
+                                       else cell)
             elif header in numbers:
                 key, scale = numbers[header]
                 if key == "value" and cell.startswith(FAILED):

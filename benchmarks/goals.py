@@ -1,5 +1,5 @@
-"""The Goals table of tools/benchmark.py: issue 30's goals (after issue 16's), computed from
-one run's rows.
+"""The Goals table of benchmarks/run.py, computed from one run's rows against the goals that
+benchmarks/goals.json states (the data; this module only computes them).
 
 Each goal is met, missed, or not measured (and what is missing). A system family "at its
 best" is its fastest row in the group (same section, shape and metric): bert_keras, HF and
@@ -16,32 +16,21 @@ measured='1.08x (98.3 vs 90.6 seq/s: bert_keras bf16 vs HF torch bf16 weights)',
 """
 
 import collections
+import json
+import pathlib
 
-from bert_keras_tools.bench.table import is_latency, rate
+from benchmarks.table import is_latency, rate
 
 Goal = collections.namedtuple("Goal", "goal measured status")
 
-BERT_KERAS, HF, KERAS_HUB = "bert_keras", "HF", "keras-hub"
-# Throughput goals: (section, what it measures, only bert_keras rows with this word, the peer,
-# the least ratio bert_keras / peer that meets the goal).
-INFERENCE_GOALS = (
-    ("encoder", "encoder inference", "", HF, 1.0),
-    ("encoder (real sentences)", "encoder on real sentences", "bucketed", HF, 1.0),
-)
-TRAINING_GOALS = (
-    ("pretrain", "pretraining train step", "", KERAS_HUB, 1.25),
-    ("pretrain", "pretraining train step", "", HF, 1.0),
-    ("finetune", "fine-tuning train step", "", KERAS_HUB, 1.25),
-    ("finetune", "fine-tuning train step", "", HF, 1.0),
-)
-BASE_PRESET = "bert_base"
-BASE_PEAK_SHARE = 0.80
-# Train steps: the least share of the matmul peak, at base and at the smaller presets.
-TRAIN_PEAK_SHARES = {BASE_PRESET: 0.80, None: 0.70}
+GOALS_FILE = pathlib.Path(__file__).resolve().with_name("goals.json")
+BERT_KERAS = "bert_keras"
 TRAIN_SECTIONS = (("pretrain", "pretraining train step"), ("finetune", "fine-tuning train step"))
-# Export latency, each dtype against its own kind of PyTorch row: (the dtype word in both).
-EXPORT_DTYPES = ("f32", "bf16")
-FLOAT32_LEAST_RATIO = 0.95
+
+
+def load(path=GOALS_FILE):
+    """The goals of `path` (a dict; goals.json says what each key means)."""
+    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
 
 
 def unit(metric):
@@ -88,7 +77,9 @@ def ratio_goal(goal, group, word, peer, least, basis):
 
 def throughput_goals(rows, specs, basis):
     found = []
-    for section, what, word, peer, least in specs:
+    for spec in specs:
+        section, what, word = spec["section"], spec["what"], spec["rows_with"]
+        peer, least = spec["peer"], spec["least_ratio"]
         for preset in presets(rows):
             ours = f"best {BERT_KERAS} {word}".strip()
             shapes = groups(rows, section, preset) or {preset: []}
@@ -122,42 +113,45 @@ def share_goal(goal, group, rows, share, basis):
     return Goal(goal, measured, "met" if ours["mfu"] >= share else "missed")
 
 
-def peak_share_goal(rows, basis):
-    goal = f"{BASE_PRESET} inference ≥ {BASE_PEAK_SHARE:.0%} of the measured matmul peak"
-    group = sum(groups(rows, "encoder", BASE_PRESET).values(), [])
+def peak_share_goal(rows, spec, basis):
+    preset, least = spec["preset"], spec["least"]
+    goal = f"{preset} inference ≥ {least:.0%} of the measured matmul peak"
+    group = sum(groups(rows, "encoder", preset).values(), [])
     if not group:
-        return Goal(goal, "", f"not measured (no {BASE_PRESET} encoder rows)")
-    return share_goal(goal, group, rows, BASE_PEAK_SHARE, basis)
+        return Goal(goal, "", f"not measured (no {preset} encoder rows)")
+    return share_goal(goal, group, rows, least, basis)
 
 
-def train_peak_goals(rows, basis):
-    """Each train step shape's best bert_keras row against its preset's share of the peak."""
+def train_peak_goals(rows, shares, basis):
+    """Each train step shape's best bert_keras row against its preset's share of the peak
+    (`shares`: {preset: share}, "*" for the other presets)."""
     found = []
     for section, what in TRAIN_SECTIONS:
         for preset in presets(rows):
-            share = TRAIN_PEAK_SHARES.get(preset, TRAIN_PEAK_SHARES[None])
+            share = shares.get(preset, shares["*"])
             for shape, group in groups(rows, section, preset).items():
                 goal = f"{what} {shape}: best {BERT_KERAS} ≥ {share:.0%} of the matmul peak"
                 found.append(share_goal(goal, group, rows, share, basis))
     return found
 
 
-def export_goals(rows):
-    """Batch-1 latency of the exports, each dtype against PyTorch eager of the same dtype:
-    bert_keras's p50 and p99 (of one row) both at most PyTorch's."""
+def export_goals(rows, spec):
+    """Batch-1 latency of the exports, each dtype against the peer (PyTorch eager) of the same
+    dtype: bert_keras's p50 and p99 (of one row) both at most the peer's."""
+    peer = spec["peer"]
     p99 = {(row["shape"], row["system"]): row.get("value") for row in rows
            if row["section"] == "export" and row["metric"] == "latency p99 ms"}
     found = []
     for preset in presets(rows):
-        for dtype in EXPORT_DTYPES:
+        for dtype in spec["dtypes"]:
             shapes = groups(rows, "export", preset, "latency p50 ms", " ids") or {preset: []}
             for shape, group in shapes.items():
                 goal = (f"exported model latency {shape} {dtype}: {BERT_KERAS} p50 and p99 "
-                        f"≤ {HF} {dtype}")
-                ours, theirs = best(group, BERT_KERAS, word=dtype), best(group, HF, word=dtype)
+                        f"≤ {peer} {dtype}")
+                ours, theirs = best(group, BERT_KERAS, word=dtype), best(group, peer, word=dtype)
                 if ours is None or theirs is None:
                     found.append(Goal(goal, "", f"not measured (no {dtype} export latency rows "
-                                                f"of both {BERT_KERAS} and {HF} for {preset})"))
+                                                f"of both {BERT_KERAS} and {peer} for {preset})"))
                     continue
                 theirs99 = p99.get((shape, theirs["system"]))
 
@@ -183,9 +177,11 @@ def _ms(value):
     return "?" if value is None else f"{value:.1f}"
 
 
-def float32_goal(rows, previous, basis):
-    """Every bert_keras float32 throughput row at >= 0.95x the previous run of this CPU kind."""
-    goal = (f"float32 not slower: each {BERT_KERAS} f32 row ≥ {FLOAT32_LEAST_RATIO:.2f}x "
+def float32_goal(rows, previous, spec, basis):
+    """Every bert_keras float32 throughput row at >= the least ratio of the previous run of
+    this CPU kind."""
+    least = spec["least_ratio"]
+    goal = (f"float32 not slower: each {BERT_KERAS} f32 row ≥ {least:.2f}x "
             "the previous run of this CPU kind")
     if not previous:
         return Goal(goal, "", "not measured (no earlier run of this kind)")
@@ -200,15 +196,19 @@ def float32_goal(rows, previous, basis):
     measured = (f"worst {ratio:.2f}x ({rate(row, basis):.1f} vs {before[key(row)]:.1f} "
                 f"{unit(row['metric'])}: {row['section']} {row['shape']} {row['system']}); "
                 f"{len(pairs)} rows compared")
-    return Goal(goal, measured, "met" if ratio >= FLOAT32_LEAST_RATIO else "missed")
+    return Goal(goal, measured, "met" if ratio >= least else "missed")
 
 
-def goals(rows, previous=None, basis="value"):
-    """The goals of one run's rows; `previous`: the rows of the previous run of this CPU kind."""
-    return (throughput_goals(rows, INFERENCE_GOALS, basis) + [peak_share_goal(rows, basis)]
-            + train_peak_goals(rows, basis) + throughput_goals(rows, TRAINING_GOALS, basis)
-            + export_goals(rows)
-            + [float32_goal(rows, previous, basis)])
+def goals(rows, previous=None, basis="value", spec=None):
+    """The goals of one run's rows; `previous`: the rows of the previous run of this CPU kind;
+    `spec`: the goals (a dict like goals.json's; default: goals.json)."""
+    spec = spec or load()
+    return (throughput_goals(rows, spec["inference"], basis)
+            + [peak_share_goal(rows, spec["inference_peak_share"], basis)]
+            + train_peak_goals(rows, spec["train_peak_share"], basis)
+            + throughput_goals(rows, spec["training"], basis)
+            + export_goals(rows, spec["export_latency"])
+            + [float32_goal(rows, previous, spec["float32_not_slower"], basis)])
 
 
 def render_goals(found):

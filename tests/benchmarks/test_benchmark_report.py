@@ -1,9 +1,15 @@
-"""BENCHMARKS.md as tools/benchmark.py writes it: the goals, the Results table parser and the
-per-CPU-kind layout. Pure Python on synthetic rows: nothing is measured, no TensorFlow."""
+"""BENCHMARKS.md as benchmarks/run.py writes it: the goals (benchmarks/goals.json), the Results
+table parser and the per-CPU-kind layout; and the repository's BENCHMARKS.md in that layout.
+Pure Python on synthetic rows: nothing is measured, no TensorFlow."""
 
+import copy
 import doctest
+import pathlib
+import re
 
-from bert_keras_tools.bench import file, goals, machine, report, runner, table
+from benchmarks import file, goals, machine, report, runner, table
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def row(section, shape, system, value, metric="sequences/s", **extra):
@@ -238,7 +244,7 @@ NOTES = ("## Notes\n\nHand-written; mentions\n## CPU kind: AMX\nwithout being a 
 
 
 def section(kind, rows, previous=None, date="2026-11-23"):
-    run = dict(kind=kind, command="python tools/benchmark.py --sections=encoder", rounds=1,
+    run = dict(kind=kind, command="python -m benchmarks.run --sections=encoder", rounds=1,
                basis="value", machine=f"a CPU, 2 CPU cores, CPU kind {kind}", date=date,
                versions="tensorflow 2.21.0")
     return report.render_section(rows, previous, run)
@@ -274,6 +280,67 @@ def test_a_run_replaces_only_its_own_kinds_section():
     assert between.startswith(file.INTRO + amx + new_avx + avx512)
 
 
+def test_hand_written_sections_after_the_kinds_are_kept():
+    span_qa = "## Span QA over windows\n\n| windows | p50 |\n|---|---|\n| 1 | 133.4 |\n\n"
+    amx, avx2 = section("AMX", finished_rows()), section("AVX2", finished_rows())
+    text = file.INTRO + amx + avx2 + span_qa + NOTES
+    intro, sections, rest = file.split(text)
+    assert [kind for kind, _ in sections] == ["AMX", "AVX2"] and rest == span_qa + NOTES
+    new_avx2 = section("AVX2", finished_rows(), date="2026-11-29")
+    assert file.replace_section(text, "AVX2", new_avx2) == (
+        file.INTRO + amx + new_avx2 + span_qa + NOTES)
+    avx512 = section("AVX512", finished_rows())
+    added = file.replace_section(text, "AVX512", avx512, order=machine.KIND_ORDER)
+    assert added == file.INTRO + amx + avx512 + avx2 + span_qa + NOTES
+
+
+def test_results_name_each_section_and_shape_once():
+    rows = finished_rows()
+    lines = table.render_results(rows).splitlines()[2:]
+    assert lines[0].startswith("| peak | 2048x2048 | TF matmul")
+    assert lines[1].startswith("| encoder | bert_tiny 32x128 | bert_keras bf16 |")
+    assert all(line.startswith("|  |  | ") for line in lines[2:])
+    assert [(r["section"], r["shape"]) for r in table.parse_results("\n".join(
+        table.render_results(rows).splitlines()))] == [(r["section"], r["shape"]) for r in rows]
+
+
+def test_goals_come_from_the_goals_file():
+    spec = goals.load()
+    assert spec == goals.load(goals.GOALS_FILE) and "issue" not in goals.GOALS_FILE.read_text()
+    rows = encoder_rows(98.3, 90.6)  # 1.08x the best HF row
+    assert goal_of(goals.goals(rows, spec=spec), "encoder inference").status == "met"
+    stricter = copy.deepcopy(spec)
+    stricter["inference"][0]["least_ratio"] = 1.1
+    goal = goal_of(goals.goals(rows, spec=stricter), "encoder inference")
+    assert goal.goal.endswith("≥ 1.10x best HF") and goal.status == "missed"
+    stricter["float32_not_slower"]["least_ratio"] = 0.99
+    before = [dict(r, value=r["value"] * 1.02) for r in rows]
+    assert goal_of(goals.goals(rows, before, spec=stricter), "float32").status == "missed"
+
+
+def test_the_repository_benchmarks_file_is_in_the_layout_a_run_rewrites():
+    text = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    intro, sections, rest = file.split(text)
+    kinds = [kind for kind, _ in sections]
+    assert kinds == sorted(kinds, key=machine.KIND_ORDER.index) and "AVX2" in kinds
+    for kind, body in sections:
+        rows = table.parse_results(body)
+        assert rows and all(row["section"] and row["shape"] for row in rows), kind
+        assert "### Goals\n" in body and "`python -m benchmarks.run " in body, kind
+    assert "    python -m benchmarks.run --sections=" in intro
+    assert rest.startswith("## Span QA over windows (served, batch 1)\n")
+    assert len(text.encode()) < 100_000  # current results only: the history is in docs/
+
+
+def test_the_product_never_imports_the_benchmarks():
+    importing = re.compile(r"^\s*(from|import)\s+(benchmarks|bert_keras_tools\.bench)\b", re.M)
+    for directory in ("bert_keras", "tools"):
+        for path in (ROOT / directory).rglob("*.py"):
+            assert not importing.search(path.read_text(encoding="utf-8")), path
+    setup = (ROOT / "setup.py").read_text(encoding="utf-8")
+    assert "bert_keras_tools.bench" not in setup and "bert-keras-benchmark" not in setup
+
+
 def test_a_new_file_gets_the_intro_and_empty_notes():
     text = file.replace_section("", "AVX2", section("AVX2", finished_rows()))
     assert text.startswith(file.INTRO + "## CPU kind: AVX2\n")
@@ -285,13 +352,13 @@ def test_a_new_file_gets_the_intro_and_empty_notes():
 
 
 def test_docstring_examples_of_the_report_modules():
-    # tools/ is outside pytest's --doctest-modules paths; these examples are pure Python.
+    # benchmarks/ is outside pytest's --doctest-modules paths; these examples are pure Python.
     for module in (file, goals, machine, table):
         assert doctest.testmod(module).failed == 0, module.__name__
 
 
 def test_best_round_per_measurement():
-    from bert_keras_tools.bench.runner import best_round
+    from benchmarks.runner import best_round
 
     rounds = [dict(p50_ms=14.0, seq_per_s=90.0), dict(error="timed out"),
               dict(p50_ms=12.0, seq_per_s=80.0)]

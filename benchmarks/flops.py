@@ -1,13 +1,13 @@
-"""Model FLOPs of tools/benchmark.py and the peak section (the matmul GFLOP/s they are
+"""Model FLOPs of benchmarks/run.py and the peak section (the matmul GFLOP/s they are
 compared with, for the model TFLOP/s and % of peak of the report)."""
 
 import dataclasses
 
 from absl import app, flags
 
-from bert_keras_tools.bench.inputs import VOCAB_SIZE
-from bert_keras_tools.bench.runner import capped_out, measure_interleaved
-from bert_keras_tools.bench.timing import configure_tf, time_calls
+from benchmarks.inputs import VOCAB_SIZE
+from benchmarks.runner import capped_out, measure_interleaved
+from benchmarks.timing import configure_tf, time_calls
 
 FLAGS = flags.FLAGS
 

@@ -1,15 +1,15 @@
-"""The sections of tools/benchmark.py: the worker functions by name, and running the sections.
+"""The sections of benchmarks/run.py: the worker functions by name, and running the sections.
 
 The parent runs the chosen sections (`run_sections`); each measurement is a subprocess of
-tools/benchmark.py with --worker and a spec that names its function in `WORKERS`. Importing
+benchmarks/run.py with --worker and a spec that names its function in `WORKERS`. Importing
 the section modules registers their hooks (runner.SECTION_HOOKS).
 """
 
 import tempfile
 
-from bert_keras_tools.bench import (encoder, export, flops, optimizer, pipeline, tokenizing,
+from benchmarks import (encoder, export, flops, optimizer, pipeline, tokenizing,
                                     training)
-from bert_keras_tools.bench.runner import SECTION_HOOKS
+from benchmarks.runner import SECTION_HOOKS
 
 SECTIONS = ("peak", "encoder", "pretrain", "finetune", "data", "export")
 
@@ -27,9 +27,9 @@ WORKERS = {
     "bert_keras_encoder": encoder.run_bert_keras_encoder,
     "keras_hub_encoder": encoder.run_keras_hub_encoder,
     "huggingface_encoder": encoder.run_huggingface_encoder,
-    "tf_optimizer": optimizer.run_tf_optimizer,  # python -m bert_keras_tools.bench.optimizer
+    "tf_optimizer": optimizer.run_tf_optimizer,  # python -m benchmarks.optimizer
     "torch_optimizer": optimizer.run_torch_optimizer,
-    "tokenizer": tokenizing.run_tokenizer,  # python -m bert_keras_tools.bench.tokenizing
+    "tokenizer": tokenizing.run_tokenizer,  # python -m benchmarks.tokenizing
 }
 
 

@@ -5,16 +5,16 @@ are interleaved over --rounds rounds, so ratios come from one run on one machine
 figure is the best (fastest) of its rounds, which is the least disturbed by other work on
 the machine.
 
---output (BENCHMARKS.md) holds one section per CPU kind (AMX, AVX512-BF16, AVX2, other: the
-bfloat16 hardware), then hand-written Notes. A run rewrites only the section of this
-machine's kind, or adds it: the exact command, the machine, the date, the versions, a Goals
-table (issue 30's goals, met / missed / not measured, tools/bench/goals.py) and the
-Results table. The other kinds' sections and the Notes are kept byte for byte
-(tools/bench/file.py). The one command that regenerates this machine's section, run from
-the repository root in the benchmark environment (torch, transformers and keras-hub next to
-bert_keras: `pip install -e ".[bench]"`):
+--output (BENCHMARKS.md) holds one section per CPU kind (AMX, AVX512-BF16, AVX512, AVX2,
+other: the bfloat16 hardware and vector width), then hand-written sections. A run rewrites
+only the section of this machine's kind, or adds it: the exact command, the machine, the
+date, the versions, a Goals table (the goals of benchmarks/goals.json: met / missed / not
+measured) and the Results table. Every other byte of the file is kept (benchmarks/file.py).
+The one command that regenerates this machine's section, run from the repository root in the
+benchmark environment (torch, transformers and keras-hub next to bert_keras:
+`pip install -e ".[bench]"`):
 
-  python tools/benchmark.py --sections=peak,encoder,pretrain,finetune,data,export \
+  python -m benchmarks.run --sections=peak,encoder,pretrain,finetune,data,export \
       --train_presets=bert_L-4_H-512,bert_base --rounds=1 --seconds=5
 
 Sections: peak (matmul GFLOP/s), encoder (inference, fixed 32x128 and real sentences),
@@ -29,7 +29,8 @@ measures it as an AVX-512 CPU without bfloat16 instructions (Skylake-SP to Ice L
 writes the AVX512 section, without TensorFlow's XLA rows.
 
 This file is the command (its flags and main); the measurements, the report and the file
-layout are the package tools/bench/ (bert_keras_tools.bench; its docstring lists them).
+layout are the other modules of benchmarks/ (its __init__ lists them). benchmarks/ is not
+installed with bert_keras: run it as a module from the repository root, as above.
 """
 
 import json
@@ -42,8 +43,8 @@ from absl import app, flags
 # inherits, so each TensorFlow system runs the kernels a bert_keras user gets.
 import bert_keras  # noqa: F401
 
-from bert_keras_tools.bench import file, flops, machine, report, sections, table
-from bert_keras_tools.bench.inputs import REPO
+from benchmarks import file, flops, machine, report, sections, table
+from benchmarks.inputs import REPO
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("sections", ["peak", "encoder"], f"Sections to run, from {sections.SECTIONS}.")
@@ -60,8 +61,8 @@ flags.DEFINE_float("seconds", 8.0, "Timed seconds per measurement (after warm-up
 flags.DEFINE_integer("timeout", 900, "Seconds before a system's subprocess is abandoned.")
 flags.DEFINE_string("output", "BENCHMARKS.md", "Markdown file whose section of this CPU kind is "
                     "rewritten (relative to the repository root; '' = print the section only).")
-flags.DEFINE_string("notes", "", "Markdown file whose text becomes the Notes section; "
-                    "default: keep the Notes section already in --output.")
+flags.DEFINE_string("notes", "", "Markdown file whose text, as a Notes section, replaces "
+                    "everything after the CPU kinds' sections; default: keep it as it is.")
 flags.DEFINE_enum("ratio_basis", "value", ["value", "cpu"],
                   "Rate behind the ratios and % of peak: 'value' (wall clock, best pass) on a "
                   "quiet machine; 'cpu' (work per CPU-second of the process) on a shared one.")
@@ -88,7 +89,7 @@ def main(argv):
             raise app.UsageError(f"--sections: {sections.missing(section)}")
     for preset in FLAGS.presets:
         flops.preset_shape(preset)  # an unknown preset fails here, before any run
-    command = " ".join(["python tools/benchmark.py"] + sys.argv[1:])
+    command = " ".join(["python -m benchmarks.run"] + sys.argv[1:])
     # Read before the run, so a wrong path fails now rather than after the measurements.
     notes = "## Notes\n\n" + pathlib.Path(FLAGS.notes).read_text() if FLAGS.notes else None
     if FLAGS.render_from:
@@ -108,7 +109,8 @@ def main(argv):
 
 def write_section(rows, run, notes):
     """Prints this run's section and puts it in --output in place of its kind's old one
-    (`notes`: the new Notes section, or None to keep the file's)."""
+    (`notes`: what replaces the hand-written sections after the kinds, or None to keep
+    them)."""
     path = REPO / (FLAGS.output or "BENCHMARKS.md")
     text = path.read_text() if path.exists() else ""
     old_section = file.section_of(text, run["kind"])
@@ -121,7 +123,7 @@ def write_section(rows, run, notes):
 
 
 def run():
-    """Entry point of the console script bert-keras-benchmark."""
+    """python -m benchmarks.run"""
     app.run(main)
 
 

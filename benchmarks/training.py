@@ -1,18 +1,18 @@
-"""The pretrain and finetune sections of tools/benchmark.py: train steps of bert_keras, keras-hub
+"""The pretrain and finetune sections of benchmarks/run.py: train steps of bert_keras, keras-hub
 and Hugging Face PyTorch on one fixed batch.
 
 Worker functions take the spec and return a dict of measurements; the section rows (parent
-side) run them and read the flags that tools/benchmark.py defines.
+side) run them and read the flags that benchmarks/run.py defines.
 """
 
 from absl import flags
 
-from bert_keras_tools.bench.encoder import (huggingface_config, huggingface_inputs,
+from benchmarks.encoder import (huggingface_config, huggingface_inputs,
                                                keras_hub_backbone)
-from bert_keras_tools.bench.flops import train_flops
-from bert_keras_tools.bench.inputs import VOCAB_SIZE, fixed_inputs
-from bert_keras_tools.bench.runner import measure_interleaved, section_hook, wanted
-from bert_keras_tools.bench.timing import configure_tf, time_calls
+from benchmarks.flops import train_flops
+from benchmarks.inputs import VOCAB_SIZE, fixed_inputs
+from benchmarks.runner import measure_interleaved, section_hook, wanted
+from benchmarks.timing import configure_tf, time_calls
 
 FLAGS = flags.FLAGS
 

@@ -1,17 +1,17 @@
-"""The data section of tools/benchmark.py: examples/s of the pretraining input pipelines
+"""The data section of benchmarks/run.py: examples/s of the pretraining input pipelines
 (bert_keras dynamic and static, keras-hub's masked-LM preprocessor) on the bundled corpus.
 
 Worker functions take the spec and return a dict of measurements; `data_rows` (parent side)
-runs them and reads the flags that tools/benchmark.py defines.
+runs them and reads the flags that benchmarks/run.py defines.
 """
 
 import os
 
 from absl import flags
 
-from bert_keras_tools.bench.inputs import CORPUS
-from bert_keras_tools.bench.runner import measure_interleaved, section_hook, wanted
-from bert_keras_tools.bench.timing import configure_tf, time_calls
+from benchmarks.inputs import CORPUS
+from benchmarks.runner import measure_interleaved, section_hook, wanted
+from benchmarks.timing import configure_tf, time_calls
 
 FLAGS = flags.FLAGS
 

@@ -1,4 +1,4 @@
-"""Inputs shared by all systems of tools/benchmark.py, made inside a worker or by the parent.
+"""Inputs shared by all systems of benchmarks/run.py, made inside a worker or by the parent.
 
 The 32 x 128 random batch, real sentences of the bundled corpus (tokenized once by the parent,
 batched by each worker) and the paths and vocab size they use.
@@ -8,7 +8,7 @@ import gzip
 import os
 import pathlib
 
-REPO = pathlib.Path(__file__).resolve().parents[2]  # tools/bench/ -> the repository root
+REPO = pathlib.Path(__file__).resolve().parents[1]  # benchmarks/ -> the repository root
 CORPUS = REPO / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
 VOCAB_SIZE = 30522
 

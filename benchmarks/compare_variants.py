@@ -21,9 +21,9 @@ reused, so rerunning continues where a run stopped; --fresh starts over):
 Calibration and inference time the machine: run them with nothing else busy.
 
 Example (about 70 minutes on 2 CPU cores):
-  python -m bert_keras_tools.bench.compare_variants
+  python -m benchmarks.compare_variants
 Example (a reduced run for tests, about 2 minutes):
-  python -m bert_keras_tools.bench.compare_variants --reduced --variants=bert,distilbert \
+  python -m benchmarks.compare_variants --reduced --variants=bert,distilbert \
     --tasks=paraphrase --run_dir=/tmp/variants
 """
 
@@ -38,9 +38,9 @@ import time
 
 from absl import app, flags
 
-REPO = pathlib.Path(__file__).resolve().parents[2]  # tools/bench/ -> the repository root
+REPO = pathlib.Path(__file__).resolve().parents[1]  # benchmarks/ -> the repository root
 # The command, as results.json records it.
-COMMAND = "python -m bert_keras_tools.bench.compare_variants"
+COMMAND = "python -m benchmarks.compare_variants"
 ASSETS = "bert_keras/assets"
 
 flags.DEFINE_string("run_dir", "runs/variants", "Where every stage writes its outputs.")

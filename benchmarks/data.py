@@ -13,10 +13,10 @@ package code is not modified.
 Settings: both tools' defaults (dupe_factor 10, max_seq_length 128, 20 predictions, 15%), on
 the bundled corpus and on it concatenated 4 times (where process start-up weighs less).
 
-Command (the numbers in BENCHMARKS.md), in the benchmark environment (`pip install -e
-".[bench]"` installs bert-tensorflow==1.0.4 next to TensorFlow; --google_python defaults to
-this Python when it can import Google's package):
-  python -m bert_keras_tools.bench.data --repeats=2 --markdown=/tmp/benchmark_data.md
+Command (BENCHMARKS.md, "Other measurements"), from the repository root in the benchmark
+environment (`pip install -e ".[bench]"` installs bert-tensorflow==1.0.4 next to TensorFlow;
+--google_python defaults to this Python when it can import Google's package):
+  python -m benchmarks.data --repeats=2 --markdown=/tmp/benchmark_data.md
 """
 
 import gzip
@@ -33,7 +33,7 @@ import time
 
 from absl import app, flags
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]  # tools/bench/ -> the repository root
+ROOT = pathlib.Path(__file__).resolve().parents[1]  # benchmarks/ -> the repository root
 CORPUS = ROOT / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
 VOCAB = ROOT / "bert_keras" / "assets" / "vocab.txt"
 
@@ -186,7 +186,7 @@ def run_benchmark(google_python=None, dupe_factor=10, repeats=2, num_workers=1, 
 
 def markdown(results):
     """The results as a markdown section for BENCHMARKS.md."""
-    lines = ["## Pretraining data (python -m bert_keras_tools.bench.data)", "",
+    lines = ["## Pretraining data (python -m benchmarks.data)", "",
              f"Bundled corpus (World English Bible, 37k lines), bundled 8k vocab, max_seq_length "
              f"128, max_predictions_per_seq 20, masked_lm_prob 0.15, dupe_factor "
              f"{results['dupe_factor']}, short_seq_prob 0.1; ours with --num_workers="
@@ -268,7 +268,7 @@ def main(argv):
 
 
 def run():
-    """Entry point of the console script bert-keras-benchmark-data."""
+    """python -m benchmarks.data"""
     app.run(main)
 
 

@@ -19,7 +19,7 @@ share of lines whose ids equal the reference's (`tokenizers`, or transformers fo
 SentencePiece).
 
 Command (from the repository root; for another commit, put its checkout first on PYTHONPATH):
-  python -m bert_keras_tools.bench.tokenizing --rounds=3
+  python -m benchmarks.tokenizing --rounds=3
 """
 
 import json
@@ -28,9 +28,9 @@ import tempfile
 
 from absl import app, flags
 
-from bert_keras_tools.bench.inputs import CORPUS
-from bert_keras_tools.bench.runner import print_interleaved
-from bert_keras_tools.bench.timing import time_calls
+from benchmarks.inputs import CORPUS
+from benchmarks.runner import print_interleaved
+from benchmarks.timing import time_calls
 
 FLAGS = flags.FLAGS
 
@@ -179,7 +179,7 @@ def main(argv):
 
 
 def run():
-    # Defined here, not on import: tools/benchmark.py imports this module for its worker.
+    # Defined here, not on import: benchmarks/run.py imports this module for its worker.
     flags.DEFINE_list("kinds", list(KINDS), f"Tokenizer kinds, of {KINDS}.")
     flags.DEFINE_integer("lines", 8192, "Corpus lines to tokenize (the first non-empty ones).")
     flags.DEFINE_integer("batch", 256, "Lines per call.")
