@@ -110,7 +110,7 @@ def bert_base_step_rate(steps=3, batch_size=8, seq_length=128):
     import numpy as np
 
     import bert_keras as bk
-    from bert_keras.models.task_models import BertPretrainer
+    from bert_keras.tasks.pretraining import BertPretrainer
 
     vocab_size = sum(1 for _ in open(VOCAB, encoding="utf-8"))
     model = BertPretrainer(bk.BertEncoder.from_preset("bert_base", vocab_size=vocab_size))

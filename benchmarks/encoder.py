@@ -30,8 +30,8 @@ def run_bert_keras_encoder(spec):
     dtype = "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32"
     encoder = BertEncoder.from_preset(spec["preset"], vocab_size=VOCAB_SIZE, dtype=dtype,
                                       **spec.get("overrides", {}))
-    if spec.get("cast"):  # bfloat16 weights too (bert_keras.models.inference.cast_for_inference).
-        from bert_keras.models.inference import cast_for_inference
+    if spec.get("cast"):  # bfloat16 weights too (bert_keras.models.encoder.inference.cast_for_inference).
+        from bert_keras.models.encoder.inference import cast_for_inference
 
         encoder = cast_for_inference(encoder, spec["cast"])
     batches = worker_inputs(spec)

@@ -66,7 +66,7 @@ def batches_of(ids, lengths, batch_size, bucketed):
     mask = (np.arange(ids.shape[1])[None, :] < lengths[:, None]).astype("int32")
     inputs = dict(input_word_ids=ids, input_mask=mask, input_type_ids=np.zeros_like(ids))
     if bucketed:
-        from bert_keras.models.inference import length_bucketed_batches
+        from bert_keras.models.encoder.inference import length_bucketed_batches
 
         return [batch for _, batch in length_bucketed_batches(inputs, batch_size)]
     return [{name: value[start:start + batch_size] for name, value in inputs.items()}

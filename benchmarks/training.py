@@ -36,20 +36,21 @@ def training_inputs(spec):
 
 
 def run_bert_keras_train(spec):
-    from bert_keras.models import task_models as models
     from bert_keras.models.encoder import BertEncoder
+    from bert_keras.tasks.classification import BertClassifier
+    from bert_keras.tasks.pretraining import BertPretrainer
 
     configure_tf(spec)
     dtype = "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32"
     encoder = BertEncoder.from_preset(spec["preset"], vocab_size=VOCAB_SIZE, dtype=dtype)
     data = training_inputs(spec)
     if spec["task"] == "pretrain":
-        model = models.BertPretrainer(encoder)
+        model = BertPretrainer(encoder)
         x = dict(data["x"], masked_lm_positions=data["positions"])
         batch = dict(x=x, y={"masked_lm": data["ids"], "next_sentence": data["labels"]},
                      sample_weight={"masked_lm": data["weights"]})
     else:
-        model = models.BertClassifier(encoder, num_classes=2)
+        model = BertClassifier(encoder, num_classes=2)
         batch = dict(x=data["x"], y=data["labels"])
     if spec.get("jit") is not None:
         model.jit_compile = spec["jit"]

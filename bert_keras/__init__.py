@@ -11,6 +11,7 @@ cpu_kernels.prefer_onednn()
 
 from bert_keras import metrics
 from bert_keras.checkpoints import CheckpointError
+from bert_keras.checkpoints.transformers_writer import save_transformers
 from bert_keras.configs import ConfigError
 from bert_keras.errors import InputError
 from bert_keras.data.finetuning import features as task_features
@@ -22,7 +23,7 @@ from bert_keras.data.finetuning.tfds import load_tfds_task
 from bert_keras.data.pretraining.pipeline import create_pretraining_tfrecords, dynamic_pretraining_dataset
 from bert_keras.data.pretraining.records import GOOGLE_TO_MODEL_NAMES, read_pretraining_tfrecords
 from bert_keras.models.encoder import BertEncoder
-from bert_keras.models.encoder_config import PRESETS, EncoderConfig
+from bert_keras.models.encoder.config import PRESETS, EncoderConfig
 from bert_keras.models.heads import (
     ClassificationHead,
     MaskedLMHead,
@@ -31,13 +32,7 @@ from bert_keras.models.heads import (
     SpanHead,
     TokenClassificationHead,
 )
-from bert_keras.models.distillation import DistillationPretrainer, student_from_teacher
-from bert_keras.models.task_distillation import TaskDistiller
-from bert_keras.models.electra import ElectraPretrainer
-from bert_keras.models.task_models import BertClassifier, BertPretrainer, BertSpanQA, BertTokenClassifier
-from bert_keras.models.embedder import BertEmbedder, MultipleNegativesRankingLoss
-from bert_keras.models.pooling import POOLINGS, SentencePooling
-from bert_keras.models.text_preprocessor import TextPreprocessor
+from bert_keras.models.objectives.task_distillation import TaskDistiller
 from bert_keras.names import IGNORE_LABEL, INPUT_NAMES
 from bert_keras.optimization import AdamW, Lamb, WarmupDecay, create_optimizer
 from bert_keras.serving.export import (
@@ -45,8 +40,16 @@ from bert_keras.serving.export import (
 from bert_keras.serving.export_config import ExportConfig
 from bert_keras.serving.op_audit import OpAuditError, audit_saved_model
 from bert_keras.tasks.base import Task
-from bert_keras.tasks.registry import TASKS, get_task
-from bert_keras.tasks.task_io import load_task, save_task
+from bert_keras.tasks.classification import BertClassifier
+from bert_keras.tasks.embedding import (
+    POOLINGS, BertEmbedder, MultipleNegativesRankingLoss, SentencePooling)
+from bert_keras.tasks.pretraining import (
+    BertPretrainer, DistillationPretrainer, ElectraPretrainer, student_from_teacher)
+from bert_keras.tasks.registry import TASKS, get_task, load_task
+from bert_keras.tasks.span_qa import BertSpanQA
+from bert_keras.tasks.tagging import BertTokenClassifier
+from bert_keras.tasks.task_io import save_task
+from bert_keras.tasks.text_preprocessor import TextPreprocessor
 from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.byte_bpe_tokenizer import ByteBpeTokenizer
 from bert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
@@ -54,6 +57,7 @@ from bert_keras.text.tokenizer import SPECIAL_TOKENS, BertTokenizer, WordPieceTo
 from bert_keras.text.tokenizers import load_tokenizer
 from bert_keras.text.vocab import load_vocab, save_vocab
 from bert_keras.text.vocab_learning import learn_vocab, text_files_dataset
+from bert_keras.text.xlm_roberta_tokenizer import XlmRobertaTokenizer
 from bert_keras.training.finetuning import run_finetuning
 from bert_keras.training.finetuning_config import FinetuneConfig
 from bert_keras.training.loop import TrainingDivergedError, train

@@ -89,9 +89,9 @@ def tiny_pairs_model(tmp_path_factory):
 
     from bert_keras.data.pretraining.stages import default_vocab_file
     from bert_keras.models.encoder import BertEncoder
-    from bert_keras.models.task_models import BertClassifier
     from bert_keras.serving import export
     from bert_keras.tasks import task_io
+    from bert_keras.tasks.classification import BertClassifier
     from bert_keras.text.tokenizer import BertTokenizer
 
     keras.utils.set_random_seed(0)

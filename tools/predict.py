@@ -54,7 +54,7 @@ flags.DEFINE_bool("words", False, "Input lines are pre-split words, separated by
 flags.DEFINE_bool("quiet", False, "No progress line on stderr (shown only when stderr is a "
                   "terminal and the input has more than a few hundred lines).")
 FLAGS = flags.FLAGS
-WORDS_SIGNATURE = "tag_words"  # a tagger's pre-split words (tasks/tagging.py)
+WORDS_SIGNATURE = "tag_words"  # a tagger's pre-split words (tasks/tagging/task.py)
 
 
 def resolve_version_dir(path):

@@ -109,7 +109,8 @@ def save_google_checkpoint(encoder, path, tokenizer=None):
     if arch["activation"] == "gelu":
         raise InputError(
             "Google's TF1 BERT has only the tanh-approximate GELU; this encoder uses the exact "
-            "GELU, so its outputs would change. Keep it in bert_keras or Hugging Face format."
+            "GELU, so its outputs would change. Keep it in bert_keras or Hugging Face format "
+            "(tools/convert_checkpoint.py --output_format=bert_keras or transformers)."
         )
     bert_only = dict(embedding_size=None, num_layer_groups=None, position_offset=0, use_pooler=True)
     other = {k: arch.get(k) for k, v in bert_only.items() if arch.get(k, v) != v}

@@ -61,17 +61,20 @@ def encoder_name_map(arch, tensors, path):
 def classifier_head(path):
     """(hidden_activation, name map builder) of the classification head of checkpoint `path`:
     the builder maps a ClassificationHead named `head` to the file's head tensors."""
-    activation, hidden, output = read_family(path)[0].CLASSIFIER_HEAD
+    family = read_family(path)[0]
+    return family.CLASSIFIER_HEAD.activation, lambda head: classifier_head_names(family, head)
 
-    def name_map(head):
-        names = {f"{head}/logits/kernel": ([f"{output}.weight"], transpose),
-                 f"{head}/logits/bias": ([f"{output}.bias"], identity)}
-        if hidden:
-            names.update({f"{head}/hidden/kernel": ([f"{hidden}.weight"], transpose),
-                          f"{head}/hidden/bias": ([f"{hidden}.bias"], identity)})
-        return names
 
-    return activation, name_map
+def classifier_head_names(family, head):
+    """A ClassificationHead named `head` -> the `*ForSequenceClassification` head tensors of
+    `family` (a family module)."""
+    _, hidden, output = family.CLASSIFIER_HEAD
+    names = {f"{head}/logits/kernel": ([f"{output}.weight"], transpose),
+             f"{head}/logits/bias": ([f"{output}.bias"], identity)}
+    if hidden:
+        names.update({f"{head}/hidden/kernel": ([f"{hidden}.weight"], transpose),
+                      f"{head}/hidden/bias": ([f"{hidden}.bias"], identity)})
+    return names
 
 
 def token_classifier_head_name_map(head):
@@ -151,10 +154,16 @@ def replaced_token_head_name_map(head, path):
         raise CheckpointError(f"Checkpoint {path} has no config.json: a replaced-token detection "
                               "head is read from a transformers directory.")
     family = read_family(path)[0]
-    p = family.REPLACED_TOKEN_HEAD
-    if p is None:
+    if family.REPLACED_TOKEN_HEAD is None:
         raise CheckpointError(f"Checkpoint {path} is a {family.MODEL_TYPE} model, whose family "
                               "has no replaced-token detection head.")
+    return replaced_token_head_names(family, head)
+
+
+def replaced_token_head_names(family, head):
+    """A ReplacedTokenHead named `head` -> the discriminator head tensors of `family` (a family
+    module with a REPLACED_TOKEN_HEAD)."""
+    p = family.REPLACED_TOKEN_HEAD
     return {f"{head}/hidden/kernel": ([f"{p}.dense.weight"], transpose),
             f"{head}/hidden/bias": ([f"{p}.dense.bias"], identity),
             f"{head}/logits/kernel": ([f"{p}.dense_prediction.weight"], transpose),

@@ -1,13 +1,18 @@
 """The model families and their registry: everything one family knows lives in its module, and
 code outside this package asks the registry instead of comparing `model_type` strings.
 
-A family module (`bert`, `roberta`, `albert`, `distilbert`, `electra`) defines:
+A family module (`bert`, `roberta`, `albert`, `distilbert`, `electra`, `xlm_roberta`)
+defines:
 
 - `MODEL_TYPE`: transformers' `model_type` in config.json, the family's key here.
 - `TOKENIZER`, `TOKENIZER_FILES`: its tokenizer class (from `bert_keras.text`; the class
   holds the packing of pairs and the word-start rule) and the files that class reads in a
   transformers directory.
 - `encoder_config(config, path)`: config.json's dict -> BertEncoder arguments.
+- `transformers_config(arch, tokenizer, what)`: the inverse, BertEncoder arguments ->
+  config.json's model keys (an InputError naming `what` for an architecture its transformers
+  model cannot hold); `TRANSFORMERS_PREFIX` ("Bert": BertModel, BertForMaskedLM, ...) and
+  `TRANSFORMERS_TOKENIZER` (tokenizer_config.json's `tokenizer_class`), for the writer.
 - `encoder_name_map(arch, tensors)`: our encoder's variable paths -> its tensor names.
 - `POOLER_TENSORS`: the tensor names whose presence means the file has a pooler (empty: never).
 - `CLASSIFIER_HEAD` (`transformers_names.ClassifierHead`), `MASKED_LM_HEAD`
@@ -25,18 +30,19 @@ Adding a family is its module here and its name in the import and in `_MODULES` 
 Traceback (most recent call last):
 ...
 bert_keras.errors.InputError: ckpt: model_type 'gpt2' is not one of ['albert', 'bert', \
-'distilbert', 'electra', 'roberta'].
+'distilbert', 'electra', 'roberta', 'xlm-roberta'].
 """
 
 from bert_keras.errors import InputError
-from bert_keras.families import albert, bert, distilbert, electra, roberta
+from bert_keras.families import albert, bert, distilbert, electra, roberta, xlm_roberta
 
-_MODULES = (bert, roberta, albert, distilbert, electra)
+_MODULES = (bert, roberta, albert, distilbert, electra, xlm_roberta)
 FAMILIES = {family.MODEL_TYPE: family for family in _MODULES}
 DEFAULT_MODEL_TYPE = bert.MODEL_TYPE  # of a config.json that names none (the oldest BERT files)
 
 # What every family module defines (see above).
 REQUIRED = ("MODEL_TYPE", "TOKENIZER", "TOKENIZER_FILES", "encoder_config", "encoder_name_map",
+            "transformers_config", "TRANSFORMERS_PREFIX", "TRANSFORMERS_TOKENIZER",
             "POOLER_TENSORS", "CLASSIFIER_HEAD", "MASKED_LM_HEAD", "REPLACED_TOKEN_HEAD",
             "HEAD_PREFIXES", "GOOGLE")
 
@@ -81,7 +87,7 @@ def tokenizer_files():
     """Every file name some family's tokenizer reads, sorted (for messages).
 
     >>> tokenizer_files()
-    ['merges.txt', 'spiece.model', 'vocab.json', 'vocab.txt']
+    ['merges.txt', 'sentencepiece.bpe.model', 'spiece.model', 'vocab.json', 'vocab.txt']
     """
     return sorted({name for family in FAMILIES.values() for name in family.TOKENIZER_FILES})
 

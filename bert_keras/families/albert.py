@@ -9,13 +9,15 @@ from bert_keras.families import google_names
 from bert_keras.families.config_arguments import encoder_arguments
 from bert_keras.families.converters import identity, transpose
 from bert_keras.families.transformers_names import (
-    TASK_HEADS, ClassifierHead, MaskedLMHead, bert_style_arguments, block_names,
-    embedding_names, prefix)
+    TASK_HEADS, ClassifierHead, MaskedLMHead, bert_style_arguments, bert_style_config,
+    block_names, embedding_names, prefix, require, require_token_types)
 from bert_keras.text.sentencepiece_tokenizer import MODEL_FILE, SentencePieceTokenizer
 
 MODEL_TYPE = "albert"
 TOKENIZER = SentencePieceTokenizer
 TOKENIZER_FILES = (MODEL_FILE,)
+TRANSFORMERS_PREFIX = "Albert"
+TRANSFORMERS_TOKENIZER = "AlbertTokenizer"
 
 POOLER_TENSORS = ("pooler.weight", "albert.pooler.weight")
 CLASSIFIER_HEAD = ClassifierHead(None, None, "classifier")
@@ -32,6 +34,23 @@ def encoder_config(c, path):
                          "(only 1, as in every published ALBERT).")
     return dict(bert_style_arguments(c, path, default_dropout=0.0),  # ALBERT's dropout: 0
                 embedding_size=c["embedding_size"], num_layer_groups=c.get("num_hidden_groups", 1))
+
+
+def transformers_config(arch, tokenizer, what):
+    """config.json's model keys of an AlbertModel with the encoder architecture `arch`
+    (`encoder_config` inverted: one layer per group, `num_hidden_groups` groups); InputError
+    naming `what` for one AlbertModel cannot hold (its embeddings are always projected)."""
+    require(arch, what, "ALBERT", position_offset=0)
+    require_token_types(arch, what, "ALBERT")
+    if arch["embedding_size"] is None:
+        raise InputError(f"{what}: a transformers ALBERT model always projects its embeddings "
+                         "(embedding_size, embedding_hidden_mapping_in); this encoder has "
+                         "embedding_size=None.")
+    return dict(model_type=MODEL_TYPE, **bert_style_config(arch, what),
+                embedding_size=arch["embedding_size"],
+                num_hidden_groups=arch["num_layer_groups"] or arch["num_layers"],
+                inner_group_num=1, pad_token_id=tokenizer.pad_id,
+                bos_token_id=tokenizer.cls_id, eos_token_id=tokenizer.sep_id)
 
 
 def encoder_name_map(arch, tensors):

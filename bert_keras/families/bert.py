@@ -4,12 +4,15 @@ pooler (absent from some task files), the masked-LM head under `cls.predictions`
 
 from bert_keras.families import google_names
 from bert_keras.families.transformers_names import (
-    TASK_HEADS, ClassifierHead, MaskedLMHead, bert_encoder_name_map, bert_style_arguments)
+    TASK_HEADS, ClassifierHead, MaskedLMHead, bert_encoder_name_map, bert_style_arguments,
+    bert_style_config, require, require_token_types)
 from bert_keras.text.tokenizer import WordPieceTokenizer
 
 MODEL_TYPE = "bert"
 TOKENIZER = WordPieceTokenizer
 TOKENIZER_FILES = ("vocab.txt",)
+TRANSFORMERS_PREFIX = "Bert"  # BertModel, BertForMaskedLM, ...
+TRANSFORMERS_TOKENIZER = "BertTokenizer"
 
 POOLER_TENSORS = ("pooler.dense.weight", "bert.pooler.dense.weight")
 CLASSIFIER_HEAD = ClassifierHead(None, None, "classifier")
@@ -28,6 +31,17 @@ GOOGLE = google_names.GoogleLayout(
 def encoder_config(c, path):
     """The BertEncoder arguments of a BERT config.json dict `c` (`path` for messages)."""
     return bert_style_arguments(c, path)
+
+
+def transformers_config(arch, tokenizer, what):
+    """config.json's model keys of a BertModel with the encoder architecture `arch` (the
+    inverse of `encoder_config`; `tokenizer` gives the pad id); InputError naming `what` for an
+    architecture BertModel cannot hold."""
+    require(arch, what, "BERT", embedding_size=None, position_offset=0,
+            num_layer_groups=(None, arch["num_layers"]))
+    require_token_types(arch, what, "BERT")
+    return dict(model_type=MODEL_TYPE, **bert_style_config(arch, what),
+                pad_token_id=tokenizer.pad_id)
 
 
 def encoder_name_map(arch, tensors):

@@ -27,3 +27,23 @@ def concat_columns(*kernels):
 def transpose_concat(*weights):
     """Separate PyTorch query, key and value weights as our fused qkv kernel."""
     return np.concatenate([np.asarray(w).T for w in weights], axis=-1)
+
+
+def split(combine, value, count):
+    """The `count` source tensors that `combine` made `value` of: the writing direction of a
+    name map (transformers' tensors from our variables), exact (transposes and column splits
+    only).
+
+    >>> [a.tolist() for a in split(transpose_concat, np.arange(6).reshape(1, 6), 3)]
+    [[[0], [1]], [[2], [3]], [[4], [5]]]
+    """
+    value = np.asarray(value)
+    if combine is identity or combine is transpose:
+        if count != 1:
+            raise ValueError(f"{combine.__name__} has one source tensor, not {count}.")
+        return [np.ascontiguousarray(value.T if combine is transpose else value)]
+    if combine is concat_columns:
+        return [np.ascontiguousarray(part) for part in np.split(value, count, axis=-1)]
+    if combine is transpose_concat:
+        return [np.ascontiguousarray(part.T) for part in np.split(value, count, axis=-1)]
+    raise ValueError(f"No inverse of the combine function {combine!r}.")

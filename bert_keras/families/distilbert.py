@@ -4,12 +4,15 @@ sa_layer_norm, ffn.lin1; dim, n_layers), WordPiece (`vocab.txt`), a pre_classifi
 classification head; no Google layout."""
 
 from bert_keras.families.transformers_names import (
-    TASK_HEADS, ClassifierHead, MaskedLMHead, activation, block_names, embedding_names, prefix)
+    TASK_HEADS, ClassifierHead, MaskedLMHead, activation, activation_name, block_names,
+    embedding_names, prefix, require)
 from bert_keras.text.tokenizer import WordPieceTokenizer
 
 MODEL_TYPE = "distilbert"
 TOKENIZER = WordPieceTokenizer
 TOKENIZER_FILES = ("vocab.txt",)
+TRANSFORMERS_PREFIX = "DistilBert"
+TRANSFORMERS_TOKENIZER = "DistilBertTokenizer"
 
 POOLER_TENSORS = ()  # never a pooler
 CLASSIFIER_HEAD = ClassifierHead("relu", "pre_classifier", "classifier")
@@ -33,6 +36,22 @@ def encoder_config(c, path):
         layer_norm_epsilon=1e-12,  # hard-coded in DistilBERT
         initializer_range=c.get("initializer_range", 0.02), use_pooler=False,
     )
+
+
+def transformers_config(arch, tokenizer, what):
+    """config.json's model keys of a DistilBertModel with the encoder architecture `arch`
+    (`encoder_config` inverted); InputError naming `what` for one it cannot hold: token types,
+    a layer norm epsilon other than its fixed 1e-12, factorized or shared layers."""
+    require(arch, what, "DistilBERT", type_vocab_size=0, layer_norm_epsilon=1e-12,
+            embedding_size=None, position_offset=0, num_layer_groups=(None, arch["num_layers"]))
+    return dict(
+        model_type=MODEL_TYPE, vocab_size=arch["vocab_size"], dim=arch["hidden_size"],
+        n_layers=arch["num_layers"], n_heads=arch["num_heads"],
+        hidden_dim=arch["intermediate_size"], activation=activation_name(arch, what),
+        dropout=arch["dropout"], attention_dropout=arch["attention_dropout"],
+        max_position_embeddings=arch["max_positions"],
+        initializer_range=arch["initializer_range"], sinusoidal_pos_embds=False,
+        pad_token_id=tokenizer.pad_id)
 
 
 def encoder_name_map(arch, tensors):

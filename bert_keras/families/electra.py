@@ -17,14 +17,16 @@ from bert_keras.errors import InputError
 from bert_keras.families import google_names
 from bert_keras.families.converters import identity, transpose
 from bert_keras.families.transformers_names import (
-    TASK_HEADS, ClassifierHead, MaskedLMHead, bert_style_arguments, embedding_names,
-    layer_names, prefix)
+    TASK_HEADS, ClassifierHead, MaskedLMHead, bert_style_arguments, bert_style_config,
+    embedding_names, layer_names, prefix, require, require_token_types)
 from bert_keras.files import read_json
 from bert_keras.text.tokenizer import WordPieceTokenizer
 
 MODEL_TYPE = "electra"
 TOKENIZER = WordPieceTokenizer
 TOKENIZER_FILES = ("vocab.txt",)
+TRANSFORMERS_PREFIX = "Electra"
+TRANSFORMERS_TOKENIZER = "BertTokenizer"  # transformers 5 has no ElectraTokenizer
 
 POOLER_TENSORS = ()  # never a pooler
 CLASSIFIER_HEAD = ClassifierHead("gelu", "classifier.dense", "classifier.out_proj")
@@ -45,6 +47,22 @@ def encoder_config(c, path):
     # ELECTRA projects only when the widths differ (electra-small); base/large have none.
     return dict(bert_style_arguments(c, path), use_pooler=False,
                 embedding_size=None if embedding_size == c["hidden_size"] else embedding_size)
+
+
+def transformers_config(arch, tokenizer, what):
+    """config.json's model keys of an ElectraModel with the encoder architecture `arch`
+    (`encoder_config` inverted); InputError naming `what` for one it cannot hold: ELECTRA
+    projects its embeddings exactly when embedding_size differs from hidden_size."""
+    require(arch, what, "ELECTRA", position_offset=0,
+            num_layer_groups=(None, arch["num_layers"]))
+    require_token_types(arch, what, "ELECTRA")
+    if arch["embedding_size"] == arch["hidden_size"]:
+        raise InputError(f"{what}: a transformers ELECTRA model projects its embeddings only "
+                         f"when embedding_size differs from hidden_size; this encoder projects "
+                         f"{arch['embedding_size']} to {arch['hidden_size']}.")
+    return dict(model_type=MODEL_TYPE, **bert_style_config(arch, what),
+                embedding_size=arch["embedding_size"] or arch["hidden_size"],
+                pad_token_id=tokenizer.pad_id)
 
 
 def encoder_name_map(arch, tensors):

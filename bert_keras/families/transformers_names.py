@@ -14,6 +14,9 @@ from bert_keras.families.converters import (
 
 ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_approximate",
                "gelu_pytorch_tanh": "gelu_approximate", "relu": "relu"}
+# Our activation -> the name a written config.json gives it (gelu_new: BERT's and ALBERT's name
+# for the tanh approximation; every family reads it).
+ACTIVATION_NAMES = {"gelu": "gelu", "gelu_approximate": "gelu_new", "relu": "relu"}
 
 # The heads of `*ForTokenClassification` and `*ForQuestionAnswering`, named alike in every
 # family (a Linear each), and so the head tensors every family's task files may carry.
@@ -46,6 +49,64 @@ def bert_style_arguments(c, path, default_dropout=0.1):
         raise InputError(f"{path}: position_embedding_type {c['position_embedding_type']!r} "
                          "is not supported (only 'absolute').")
     return encoder_arguments(c, activation(c, path), default_dropout)
+
+
+def activation_name(arch, what):
+    """config.json's name of the encoder's activation; InputError naming `what` for one no
+    family reads (every activation of ours has one)."""
+    if arch["activation"] not in ACTIVATION_NAMES:
+        raise InputError(f"{what}: its activation {arch['activation']!r} has no transformers "
+                         f"name (only {sorted(ACTIVATION_NAMES)}).")
+    return ACTIVATION_NAMES[arch["activation"]]
+
+
+def require(arch, what, family, **expected):
+    """InputError naming `what` unless each architecture key has a value of `expected`'s (a
+    value, or a tuple of the values allowed): what `family`'s transformers config cannot hold.
+
+    >>> require(dict(position_offset=2), "enc", "BERT", position_offset=0)
+    Traceback (most recent call last):
+    ...
+    bert_keras.errors.InputError: enc: a transformers BERT model cannot hold position_offset=2 \
+(it has only position_offset=0).
+    """
+    for key, allowed in expected.items():
+        values = allowed if isinstance(allowed, tuple) else (allowed,)
+        if arch.get(key) not in values:
+            shown = " or ".join(f"{key}={v!r}" for v in values)
+            raise InputError(f"{what}: a transformers {family} model cannot hold "
+                             f"{key}={arch.get(key)!r} (it has only {shown}).")
+
+
+def require_token_types(arch, what, family):
+    """InputError naming `what` for an encoder without token types (DistilBERT's): the
+    BERT-style transformers models always add a token-type embedding."""
+    if arch["type_vocab_size"] < 1:
+        raise InputError(f"{what}: a transformers {family} model always has token types; "
+                         "this encoder has type_vocab_size=0.")
+
+
+def bert_style_config(arch, what):
+    """config.json's BERT-style keys of an encoder architecture (`bert_style_arguments`
+    inverted; `what` names the model in errors): the position table is always "absolute"."""
+    return dict(
+        vocab_size=arch["vocab_size"], hidden_size=arch["hidden_size"],
+        num_hidden_layers=arch["num_layers"], num_attention_heads=arch["num_heads"],
+        intermediate_size=arch["intermediate_size"], hidden_act=activation_name(arch, what),
+        hidden_dropout_prob=arch["dropout"], attention_probs_dropout_prob=arch["attention_dropout"],
+        max_position_embeddings=arch["max_positions"], type_vocab_size=arch["type_vocab_size"],
+        layer_norm_eps=arch["layer_norm_epsilon"], initializer_range=arch["initializer_range"],
+        position_embedding_type="absolute")
+
+
+def prefixed(model_type):
+    """Stands for the tensors of a task-model file in the name maps' `tensors` argument: the
+    maps then give the "<model_type>."-prefixed names that every task class writes.
+
+    >>> prefix(prefixed("bert"), "bert")
+    'bert.'
+    """
+    return {f"{model_type}.embeddings.word_embeddings.weight"}
 
 
 def prefix(tensors, model_type):

@@ -22,9 +22,9 @@ import numpy as np  # noqa: F401  (the doctests use it)
 import tensorflow as tf
 from keras import ops
 
-from bert_keras.models import layers as bert_layers
-from bert_keras.models.activations import get_activation
-from bert_keras.models.dense import Dense
+from bert_keras.models.layers import transformer as bert_layers
+from bert_keras.models.layers.activations import get_activation
+from bert_keras.models.layers.dense import Dense
 
 # Logit of a padding position in SpanHead: exp() of it underflows to exactly 0 in
 # float32, yet it is finite, so a cross entropy never sees inf - inf.
@@ -53,7 +53,8 @@ class MaskedLMHead(keras.layers.Layer):
             or its table variable (`encoder.token_embedding.embeddings`). None: the head
             owns an untied table of `vocab_size` rows.
         vocab_size: only with `token_embedding=None`.
-        activation: transform activation, a name of `bert_keras.models.activations.get_activation`.
+        activation: transform activation, a name of
+            `bert_keras.models.layers.activations.get_activation`.
         layer_norm_epsilon, initializer_range: as in BertEncoder.
 
     `get_config` stores `vocab_size`, not the shared layer: `from_config` builds a head with

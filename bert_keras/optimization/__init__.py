@@ -10,7 +10,8 @@ runs (which build them with `create_optimizer`).
 'AdamW'
 """
 
-from bert_keras.optimization.optimizers import AdamW, Lamb, create_optimizer
+from bert_keras.optimization.optimizers import AdamW, Lamb, create_optimizer, default_optimizer
 from bert_keras.optimization.schedules import WarmupDecay, layerwise_lr_multiplier
 
-__all__ = ["AdamW", "Lamb", "WarmupDecay", "create_optimizer", "layerwise_lr_multiplier"]
+__all__ = ["AdamW", "Lamb", "WarmupDecay", "create_optimizer", "default_optimizer",
+           "layerwise_lr_multiplier"]

@@ -179,6 +179,12 @@ class Lamb(_BertOptimizer):
         return ratio * update
 
 
+def default_optimizer(learning_rate):
+    """AdamW (weight decay 0.01 except LayerNorm and biases, eps 1e-6, clip norm 1.0): what the
+    task models and pretrainers compile with by default."""
+    return AdamW(learning_rate=learning_rate, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
+
+
 def create_optimizer(
     name="adamw",
     learning_rate=1e-4,

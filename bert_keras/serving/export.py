@@ -39,16 +39,16 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from bert_keras.errors import InputError
 from bert_keras.files import writing
-from bert_keras.models.embedder import BertEmbedder
 from bert_keras.models.encoder import BertEncoder
-from bert_keras.models.inference import cast_for_inference, uses_transposed_kernels
+from bert_keras.models.encoder.inference import cast_for_inference, uses_transposed_kernels
 from bert_keras.serving import op_audit
 from bert_keras.serving import signatures as sigs
 from bert_keras.serving.export_config import DTYPES
 from bert_keras.serving.warmup import warmup_requests, write_warmup
-from bert_keras.errors import InputError
-from bert_keras.tasks import task_io
+from bert_keras.tasks import registry, task_io
+from bert_keras.tasks.embedding.model import BertEmbedder
 from bert_keras.tasks.registry import get_task, task_of_model
 from bert_keras.text.tokenizers import load_tokenizer
 
@@ -326,7 +326,7 @@ def export_task(task_dir, base_dir, model_name=None, **kwargs):
     """Exports a trained task directory (`bert_keras.tasks.task_io.save_task`); see
     `export_saved_model`. model_name defaults to the directory's name (its parent's for
     .../best, .../final)."""
-    model, tokenizer, info = task_io.load_task(task_dir)
+    model, tokenizer, info = registry.load_task(task_dir)
     if model_name is None:
         model_name = default_model_name(task_dir)
     return export_saved_model(model, tokenizer, info, base_dir, model_name, **kwargs)
@@ -339,7 +339,7 @@ def run_export(config):
     check_export_base(config.export_dir_base, config.model_name or default_model_name(source),
                       "--export_dir_base")
     if config.task_dir:
-        model, tokenizer, info = task_io.load_task(config.task_dir)
+        model, tokenizer, info = registry.load_task(config.task_dir)
     else:
         model = BertEncoder.from_pretrained(config.encoder_dir)
         tokenizer = load_tokenizer(config.encoder_dir)

@@ -15,8 +15,8 @@ bert_keras.configs.ConfigError: --pooling='sum' is not one of ('mean', 'cls', 'm
 import dataclasses
 
 from bert_keras.configs import Config, check, option
-from bert_keras.models.inference import KERNEL_LAYOUTS
-from bert_keras.models.pooling import POOLINGS
+from bert_keras.models.encoder.inference import KERNEL_LAYOUTS
+from bert_keras.tasks.embedding.pooling import POOLINGS
 
 # No "auto": an export answers the same whatever machine made it (bfloat16 is an opt-in).
 DTYPES = ("float32", "bfloat16")

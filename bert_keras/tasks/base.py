@@ -4,7 +4,8 @@ A task type owns how its examples are read, featurized and batched, which Keras 
 trains, how it predicts, scores and which trivial baselines it reports, and its serving
 function in the export. Code above this package (training, serving, tools) asks the task
 object (`registry.get_task(name)`) and never switches on a task name. A new task type is one
-new module with a `Task` subclass plus one line in `registry.py`.
+new package `tasks/<name>/` (its task model, featurizer and `Task` subclass) plus one line in
+`registry.py`.
 
 Shape legend (serving functions): B batch, T packed sequence length.
 """
@@ -12,16 +13,8 @@ Shape legend (serving functions): B batch, T packed sequence length.
 import numpy as np
 
 from bert_keras import metrics
-from bert_keras.data.finetuning import batching, readers
+from bert_keras.data.finetuning import batching
 from bert_keras.data.finetuning.label_map import LabelMap
-
-
-def _problem_type(config):
-    """config.json's problem_type, with transformers' default: one label is a regression."""
-    if config.get("problem_type"):
-        return config["problem_type"]
-    num_labels = len(config.get("id2label") or (0, 1))  # transformers' default: 2 labels
-    return "regression" if num_labels == 1 else None
 
 
 class Task:
@@ -40,7 +33,7 @@ class Task:
     serves_pairs = False  # its export may take two texts (text_a, text_b) per example
     token_outputs = ()  # per-token model outputs, trimmed per feature by batching.predict
     # Task distillation (--teacher_dir): how the student's logits are compared with the
-    # teacher's, one of models.task_distillation.SOFT_TARGETS; None: not distillable.
+    # teacher's, one of models.objectives.task_distillation.SOFT_TARGETS; None: not distillable.
     soft_targets = None
 
     # -- data ---------------------------------------------------------------------------------
@@ -60,6 +53,11 @@ class Task:
         """The serving_default input names for models trained on these examples."""
         return ["text"]
 
+    def resolve_config(self, config, train):
+        """The fine-tuning run's config (FinetuneConfig) with the options this task type
+        decides from its training examples filled in (unchanged by default)."""
+        return config
+
     def featurize(self, examples, tokenizer, label_map, *, max_seq_length, doc_stride=128,
                   max_query_length=64):
         raise NotImplementedError
@@ -72,17 +70,14 @@ class Task:
     # -- fine-tuned transformers checkpoints ----------------------------------------------------
 
     # The class-name suffix of the transformers heads this task type exports and keeps
-    # (e.g. "ForTokenClassification"), and `problem_types`: config.json's problem_type
-    # values it takes (None: transformers' default for the head).
+    # (e.g. "ForTokenClassification").
     transformers_head = None
-    transformers_problem_types = (None,)
 
     def reads_transformers(self, architecture, config):
         """Whether a transformers checkpoint of `architecture` with config.json `config` is a
-        model of this task type."""
+        model of this task type (by default: its head is ours)."""
         return (self.transformers_head is not None and bool(architecture)
-                and architecture.endswith(self.transformers_head)
-                and _problem_type(config) in self.transformers_problem_types)
+                and architecture.endswith(self.transformers_head))
 
     def transformers_label_map(self, labels):
         """The LabelMap of a transformers checkpoint's id2label names (None: not needed)."""
@@ -226,18 +221,3 @@ def class_labels(model, labels):
         raise ValueError(f"task.json has {len(labels)} labels {labels} for a model with "
                          f"{num} classes.")
     return labels
-
-
-def read_classification_files(paths, file_format, label_type, labeled=True, header=False,
-                              text_a_column=1, text_b_column=None, label_column=0,
-                              text_a_field="text", text_b_field=None, label_field="label",
-                              label_delimiter=","):
-    """ClassificationExamples from TSV/CSV/JSONL files (columns / fields as in `readers`)."""
-    if file_format in ("tsv", "csv"):
-        reader = readers.read_tsv if file_format == "tsv" else readers.read_csv
-        return reader(paths, header=header, text_a_column=text_a_column,
-                      text_b_column=text_b_column, label_column=label_column if labeled else None,
-                      label_type=label_type, label_delimiter=label_delimiter)
-    return readers.read_jsonl(paths, text_a_field=text_a_field, text_b_field=text_b_field,
-                              label_field=label_field if labeled else None,
-                              label_type=label_type, label_delimiter=label_delimiter)

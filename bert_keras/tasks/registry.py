@@ -1,7 +1,9 @@
-"""The one registry of task types: task name (--task, task.json "task") -> Task class.
+"""The one registry of task types: task name (--task, task.json "task") -> Task class; and
+what asks every task type: which one a model is (`task_of_model`), and which one a fine-tuned
+transformers checkpoint is (`load_task`, `load_transformers_task`).
 
-Adding a task type: write `bert_keras/tasks/<name>.py` with a `Task` subclass and add its
-class to TASK_TYPES below (see docs/architecture.md).
+Adding a task type: write the package `bert_keras/tasks/<name>/` with a `Task` subclass and add
+its class to TASK_TYPES below (see docs/architecture.md).
 
 >>> sorted(FINETUNING_TASKS)
 ['classification', 'multi_label', 'regression', 'span_qa', 'tagging']
@@ -9,14 +11,19 @@ class to TASK_TYPES below (see docs/architecture.md).
 ('start_positions', 'end_positions')
 """
 
-from bert_keras.tasks.classification import Classification
+import os
+
+from bert_keras.checkpoints import huggingface
+from bert_keras.errors import InputError
+from bert_keras.models.encoder import BertEncoder
+from bert_keras.tasks import task_io
+from bert_keras.tasks.classification import Classification, MultiLabel, Regression
 from bert_keras.tasks.embedding import Embedding
 from bert_keras.tasks.encoder import Encoder
-from bert_keras.tasks.multi_label import MultiLabel
 from bert_keras.tasks.pretraining import Pretraining
-from bert_keras.tasks.regression import Regression
 from bert_keras.tasks.span_qa import SpanQA
 from bert_keras.tasks.tagging import Tagging
+from bert_keras.text.tokenizers import load_tokenizer
 
 TASK_TYPES = {cls.name: cls for cls in (
     Classification, MultiLabel, Regression, Tagging, SpanQA, Pretraining, Encoder, Embedding)}
@@ -37,3 +44,45 @@ def get_task(name):
     if name not in TASK_TYPES:
         raise ValueError(f"Unknown task {name!r}; expected one of {TASKS}.")
     return TASK_TYPES[name]()
+
+
+def load_task(directory):
+    """(model, tokenizer, info) from a directory written by `task_io.save_task`, or from a
+    fine-tuned transformers checkpoint (`load_transformers_task`)."""
+    if (not task_io.is_task_directory(directory)
+            and huggingface.is_layout(os.listdir(directory) if os.path.isdir(directory) else ())):
+        return load_transformers_task(directory)
+    return task_io.load_task_directory(directory)
+
+
+def load_transformers_task(directory, seq_length=128):
+    """(model, tokenizer, info) of a fine-tuned transformers checkpoint (config.json,
+    model.safetensors, the family's tokenizer files): the task type whose head config.json's
+    `architectures` names (`Task.reads_transformers`: *ForSequenceClassification by
+    problem_type, *ForTokenClassification, *ForQuestionAnswering), the label names from
+    `id2label`, the encoder and head weights exactly as in the file.
+
+    >>> model, tokenizer, info = load_transformers_task("roberta-ner/")  # doctest: +SKIP
+    >>> info["task"], info["labels"][:2]  # doctest: +SKIP
+    ('tagging', ['O', 'B-PER'])
+    """
+    architecture = huggingface.head_architecture(directory)
+    config = huggingface.read_config(directory)[1]
+    tasks = [get_task(name) for name in TASKS]
+    task = next((t for t in tasks if t.reads_transformers(architecture, config)), None)
+    if task is None:
+        head_names = sorted({t.transformers_head for t in tasks if t.transformers_head})
+        raise InputError(f"{directory}: config.json's architectures {architecture!r} (problem_type "
+                         f"{config.get('problem_type')!r}) is not a fine-tuned head that can be "
+                         f"exported (*{', *'.join(head_names)}); export an encoder with --encoder_dir.")
+    labels = huggingface.label_names(config) if task.needs_label_map else None
+    tokenizer = load_tokenizer(directory)
+    encoder_of = BertEncoder.from_pretrained(directory)
+    encoder_of.check_tokenizer(tokenizer, directory)
+    model = task.build_model(encoder_of, task.transformers_label_map(labels), dropout=0.0,
+                             checkpoint=directory)  # the family's head, as trained
+    task.load_transformers_head(model, directory)  # strict: a head that does not fit is an error
+    info = dict(task=task.name, labels=labels,
+                seq_length=min(seq_length, encoder_of.max_sequence_length),
+                lower_case=tokenizer.lower_case, text_fields=task.text_fields([]))
+    return model, tokenizer, info

@@ -1,13 +1,16 @@
-"""A trained task directory: the one hand-off between training tools and export.
+"""A trained task directory: the one hand-off between training tools and export, written
+and read here.
 
     DIR/task.json    {"task": ..., "labels": [...] | null, "seq_length": int,
                       "lower_case": bool, "text_fields": [...], "metrics": {...},
                       "decoding": {...} (span_qa: doc_stride, max_query_length, ...)}
     DIR/model.keras  the Keras task model (BertClassifier, BertTokenClassifier, BertSpanQA,
-                     BertPretrainer or a bare BertEncoder)
-    DIR/vocab.txt    the WordPiece vocabulary
+                     BertPretrainer, BertEmbedder or a bare BertEncoder)
+    DIR/vocab.txt    the tokenizer's files (WordPiece: vocab.txt)
 
-`tools/finetune.py` and `tools/pretrain.py` write it; `tools/export.py` reads it.
+`tools/finetune.py` and `tools/pretrain.py` write it; `tools/export.py` reads it
+(`registry.load_task`, which reads a fine-tuned transformers checkpoint too). Below the task
+types, so that the task models' `from_pretrained` can start from one.
 
 Example:
 >>> import bert_keras as bk  # doctest: +SKIP
@@ -17,18 +20,55 @@ Example:
 """
 
 import os
+import warnings
+import zipfile
 
-from bert_keras.checkpoints import huggingface
+import keras
+
 from bert_keras.errors import InputError
-from bert_keras.files import write_directory, write_json
-
-# Imported for their side effect of registering the Keras classes that model.keras names.
-from bert_keras.models import encoder, heads, task_models  # noqa: F401
-from bert_keras.models.task_directory import (  # noqa: F401  (read_task_info: task_io's API)
-    is_task_directory, load_task_directory, read_task_info)
+from bert_keras.files import read_json, write_directory, write_json
 from bert_keras.models.encoder import BertEncoder
-from bert_keras.tasks.registry import TASKS, get_task
 from bert_keras.text.tokenizers import load_tokenizer
+
+TASK_INFO = "task.json"
+
+def is_task_directory(path):
+    return os.path.isfile(os.path.join(path, TASK_INFO))
+
+
+def read_task_info(directory):
+    """The task.json dict of a directory written by `save_task` (FileNotFoundError without
+    one, InputError for a corrupt one)."""
+    info_path = os.path.join(directory, TASK_INFO)
+    if not os.path.exists(info_path):
+        raise FileNotFoundError(
+            f"{directory} is not a trained task directory: no task.json (written last by "
+            "tools/finetune.py and tools/pretrain.py, so the run may not have finished)."
+        )
+    info = read_json(info_path)
+    missing = [key for key in ("task", "lower_case") if key not in info]
+    if missing:
+        raise InputError(f"{info_path} is corrupt (no {missing}); rerun the fine-tuning or "
+                         "pretraining that wrote it.")
+    return info
+
+
+def load_task_directory(directory):
+    """(model, tokenizer, info) of a directory written by `save_task` (the Keras classes that
+    model.keras names are registered by `import bert_keras`)."""
+    info = read_task_info(directory)
+    model_path = os.path.join(directory, "model.keras")
+    if not zipfile.is_zipfile(model_path):  # Keras says "File not found" for a truncated one
+        raise InputError(f"{model_path} is missing or corrupt (not a complete .keras archive); "
+                         "rerun the fine-tuning or pretraining that wrote it.")
+    with warnings.catch_warnings():  # the optimizer state is not needed to predict or export
+        warnings.filterwarnings("ignore", message=".*Skipping variable loading for optimizer")
+        model = keras.saving.load_model(model_path, compile=False)
+    tokenizer = load_tokenizer(directory, lower_case=info["lower_case"])
+    encoder_of = getattr(model, "encoder", model if isinstance(model, BertEncoder) else None)
+    if encoder_of is not None:
+        encoder_of.check_tokenizer(tokenizer, directory)
+    return model, tokenizer, info
 
 
 def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_fields=("text",),
@@ -38,8 +78,8 @@ def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_f
     kill or a full disk leaves the previous complete directory, and a re-save drops old files.
     `decoding`: the run's options its predictions depend on (`Task.decoding_options`), which
     the export answers with."""
-    if task not in TASKS:
-        raise ValueError(f"Unknown task {task!r}; expected one of {TASKS}.")
+    if not isinstance(task, str) or not task:
+        raise ValueError(f"task must be the name of a task type, got {task!r}.")
     info = dict(task=task, labels=None if labels is None else [str(l) for l in labels],
                 seq_length=int(seq_length), lower_case=bool(tokenizer.lower_case),
                 text_fields=list(text_fields), metrics=metrics or {})
@@ -62,45 +102,3 @@ def find_task_directory(path, run_subdir):
         if os.path.isfile(os.path.join(candidate, "task.json")):
             return candidate
     return None
-
-
-def load_task(directory):
-    """(model, tokenizer, info) from a directory written by `save_task`, or from a fine-tuned
-    transformers checkpoint (`load_transformers_task`)."""
-    if (not is_task_directory(directory)
-            and huggingface.is_layout(os.listdir(directory) if os.path.isdir(directory) else ())):
-        return load_transformers_task(directory)
-    return load_task_directory(directory)
-
-
-def load_transformers_task(directory, seq_length=128):
-    """(model, tokenizer, info) of a fine-tuned transformers checkpoint (config.json,
-    model.safetensors, the family's tokenizer files): the task type whose head config.json's
-    `architectures` names (`Task.reads_transformers`: *ForSequenceClassification by
-    problem_type, *ForTokenClassification, *ForQuestionAnswering), the label names from
-    `id2label`, the encoder and head weights exactly as in the file.
-
-    >>> model, tokenizer, info = load_transformers_task("roberta-ner/")  # doctest: +SKIP
-    >>> info["task"], info["labels"][:2]  # doctest: +SKIP
-    ('tagging', ['O', 'B-PER'])
-    """
-    architecture = huggingface.head_architecture(directory)
-    config = huggingface.read_config(directory)[1]
-    tasks = [get_task(name) for name in TASKS]
-    task = next((t for t in tasks if t.reads_transformers(architecture, config)), None)
-    if task is None:
-        head_names = sorted({t.transformers_head for t in tasks if t.transformers_head})
-        raise InputError(f"{directory}: config.json's architectures {architecture!r} (problem_type "
-                         f"{config.get('problem_type')!r}) is not a fine-tuned head that can be "
-                         f"exported (*{', *'.join(head_names)}); export an encoder with --encoder_dir.")
-    labels = huggingface.label_names(config) if task.needs_label_map else None
-    tokenizer = load_tokenizer(directory)
-    encoder_of = BertEncoder.from_pretrained(directory)
-    encoder_of.check_tokenizer(tokenizer, directory)
-    model = task.build_model(encoder_of, task.transformers_label_map(labels), dropout=0.0,
-                             checkpoint=directory)  # the family's head, as trained
-    task.load_transformers_head(model, directory)  # strict: a head that does not fit is an error
-    info = dict(task=task.name, labels=labels,
-                seq_length=min(seq_length, encoder_of.max_sequence_length),
-                lower_case=tokenizer.lower_case, text_fields=task.text_fields([]))
-    return model, tokenizer, info

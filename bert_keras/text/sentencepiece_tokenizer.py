@@ -17,7 +17,12 @@ than transformers' (see `_order_ties`). Offsets of a text that starts with a cha
 charsmap deletes (U+0007, ...) are those of the text: transformers shifts all of that text's
 offsets by the number of such characters (its Precompiled normalizer drops a deletion at the
 start when it aligns), which we do not copy. Cased models: a letter + combining mark that the
-charsmap composes spans both characters here, the letter alone in transformers.
+charsmap composes spans the letter alone, as in transformers (`_composed_marks`: by NFKC of
+the pair, not of a longer run of marks).
+
+`XlmRobertaTokenizer` (xlm_roberta_tokenizer.py) is this class with fairseq's ids (the hooks
+`_vocab_of`, `_set_special_ids`, `_ids_of_pieces`, `_pieces_of_ids`) and without ALBERT's quote
+replacement (`pair_quotes`).
 
 Speed (4,000 corpus lines in one tf.function batch, 2-core machine): `tokenize_with_offsets`
 runs at about half the rate of `tokenize` (per-character normalization of the distinct
@@ -89,9 +94,24 @@ class SentencePieceTokenizer(tf.Module):
             model = f.read()
         self.lower_case = bool(lower_case)
         self.pair_type_ids = bool(pair_type_ids)
-        self._sp, self.vocab_size = load_model(model, self.vocab_file)
-        self._vocab = Tokens(t.decode("utf-8") for t in
-                             self._sp.id_to_string(tf.range(self.vocab_size)).numpy().tolist())
+        self._sp, num_pieces = load_model(model, self.vocab_file)
+        pieces = [t.decode("utf-8") for t in
+                  self._sp.id_to_string(tf.range(num_pieces)).numpy().tolist()]
+        self._vocab = Tokens(self._vocab_of(pieces))
+        self.vocab_size = len(self._vocab)
+        self._set_special_ids(pieces)
+        # Indexed by the model's piece ids (`_ids_of_pieces` maps them to ours afterwards).
+        self._starts_word = tf.constant([t.startswith(self.word_start_marker) for t in pieces])
+        self._tie_codes, self._tie_base, self._tie_limit = _tie_codes(pieces,
+                                                                      self.word_start_marker)
+        self._tie_codes_np = None if self._tie_codes is None else self._tie_codes.numpy()
+
+    def _vocab_of(self, pieces):
+        """Our vocabulary (id -> token) from the model's pieces: the same list here."""
+        return pieces
+
+    def _set_special_ids(self, pieces):
+        """The special-token ids, from the pieces; InputError naming the file if one lacks."""
         index = self._vocab.first_id
         missing = [t for t in ("[CLS]", "[SEP]", "[MASK]", "<pad>", "<unk>") if t not in index]
         if missing:
@@ -99,10 +119,14 @@ class SentencePieceTokenizer(tf.Module):
                              f"tokens {missing}.")
         self.cls_id, self.sep_id, self.mask_id = index["[CLS]"], index["[SEP]"], index["[MASK]"]
         self.pad_id, self.unk_id = index["<pad>"], index["<unk>"]
-        self._starts_word = tf.constant([t.startswith(self.word_start_marker) for t in self._vocab])
-        self._tie_codes, self._tie_base, self._tie_limit = _tie_codes(self._vocab,
-                                                                      self.word_start_marker)
-        self._tie_codes_np = None if self._tie_codes is None else self._tie_codes.numpy()
+
+    def _ids_of_pieces(self, piece_ids):
+        """The model's piece ids (ragged) -> our ids: the same here."""
+        return piece_ids
+
+    def _pieces_of_ids(self, ids):
+        """Our ids without special tokens (ragged int32) -> the model's piece ids."""
+        return ids
 
     @property
     def vocab(self):
@@ -136,6 +160,7 @@ class SentencePieceTokenizer(tf.Module):
 
     separators_between = 1  # [CLS] A [SEP] B [SEP]
     word_start_marker = "\u2581"  # "▁the": pieces that start a word (whole-word masking)
+    pair_quotes = True  # `` and '' -> " first (ALBERT's normalizer, not in the model file)
 
     def save(self, directory):
         """Writes spiece.model, the casing and the type ids of pairs (tokenizer_config.json,
@@ -146,11 +171,17 @@ class SentencePieceTokenizer(tf.Module):
             json.dump({"do_lower_case": self.lower_case, "model_input_names": inputs}, f)
 
     def normalize(self, texts):
+        if not self.lower_case:
+            # Bytes that are not UTF-8 -> U+FFFD, one per maximal bad sequence (Python's
+            # decode(errors="replace"), as `_pieces_with_offsets` splits them); in uncased
+            # models the NFKD of `_fold` does it.
+            texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
         # Some string ops read C strings, where a NUL ends the text. A private-use character
         # is, like NUL, one unknown piece to SentencePiece.
         texts = tf.strings.regex_replace(texts, r"\x{0}", "\uE000")
         texts = tf.strings.strip(tf.strings.regex_replace(texts, _SPACES, " "))
-        texts = tf.strings.regex_replace(texts, _PAIR_QUOTES, '"')
+        if self.pair_quotes:
+            texts = tf.strings.regex_replace(texts, _PAIR_QUOTES, '"')
         return self._fold(texts)
 
     def _fold(self, texts):
@@ -166,7 +197,8 @@ class SentencePieceTokenizer(tf.Module):
         stripped: SentencePiece collapses the spaces of the joined text as `normalize` does)."""
         chars = tf.strings.regex_replace(chars, r"\x{0}", "\uE000")
         chars = tf.strings.regex_replace(chars, _SPACES, " ")
-        chars = tf.strings.regex_replace(chars, r"\x{1}", "")  # _PAIR_QUOTE_MARK's first char
+        if self.pair_quotes:
+            chars = tf.strings.regex_replace(chars, r"\x{1}", "")  # _PAIR_QUOTE_MARK's first
         if not self.lower_case:
             # The model's charsmap (NFKC) expands characters ("ﬁ" -> "fi", "ǌ" -> "nj"); done
             # here, a piece that ends inside one still maps back to it. Marks are left to the
@@ -248,7 +280,7 @@ class SentencePieceTokenizer(tf.Module):
         texts = tf.convert_to_tensor(texts, tf.string)
         if texts.shape.rank == 0:
             return self.tokenize(tf.reshape(texts, [1]))[0]
-        return self._order_ties(self._sp.tokenize(self.normalize(texts)))
+        return self._ids_of_pieces(self._order_ties(self._sp.tokenize(self.normalize(texts))))
 
     def _pieces_with_offsets(self, texts):
         """texts [B] -> ids, starts, ends, is_start: ragged [B, (pieces)]; `tokenize`'s ids,
@@ -262,7 +294,8 @@ class SentencePieceTokenizer(tf.Module):
         a piece starting with "▁" starts at its word's first content character, and a lone "▁"
         gets that character's span (transformers aligns the "▁" it prepends to that character).
         """
-        marked = tf.strings.regex_replace(texts, _PAIR_QUOTES, _PAIR_QUOTE_MARK)
+        marked = (tf.strings.regex_replace(texts, _PAIR_QUOTES, _PAIR_QUOTE_MARK)
+                  if self.pair_quotes else texts)
         chars, char_starts = tf.strings.unicode_split_with_offsets(
             marked, "UTF-8", errors="replace", replacement_char=0xFFFD)
         flat_starts = char_starts.flat_values  # (C,) int64: each character's first byte
@@ -280,7 +313,12 @@ class SentencePieceTokenizer(tf.Module):
         norm_bytes = tf.strings.length(norm)
         normalized = tf.strings.reduce_join(chars.with_flat_values(norm), axis=-1)
         char_of_byte = tf.repeat(tf.range(tf.size(norm_bytes)), norm_bytes)
-        content_bytes = tf.where(tf.repeat(tf.gather(unique_content, index), norm_bytes))[:, 0]
+        content = tf.gather(unique_content, index)  # (C,)
+        if not self.lower_case:  # (uncased models drop every mark before the model's charsmap)
+            is_first = tf.range(tf.size(flat_starts, out_type=tf.int64)) == tf.gather(
+                chars.row_starts(), char_row)
+            content &= ~_composed_marks(chars.flat_values, is_first)
+        content_bytes = tf.where(tf.repeat(content, norm_bytes))[:, 0]
         row_bytes = tf.cast(tf.strings.length(normalized), tf.int64)
         row_base = tf.cumsum(row_bytes, exclusive=True)
 
@@ -300,6 +338,7 @@ class SentencePieceTokenizer(tf.Module):
         starts = tf.gather(flat_starts, tf.gather(char_of_byte, first))
         ends = tf.gather(flat_ends, tf.gather(char_of_byte, last))
         is_start = tf.gather(self._starts_word, ids.flat_values)
+        ids = self._ids_of_pieces(ids)
         return (ids, ids.with_flat_values(tf.cast(starts, tf.int32)),
                 ids.with_flat_values(tf.cast(ends, tf.int32)), ids.with_flat_values(is_start))
 
@@ -323,7 +362,7 @@ class SentencePieceTokenizer(tf.Module):
     def detokenize(self, ids):
         """Ids [B, (pieces)] -> text [B] (special tokens dropped)."""
         ids = without_ids(ids, (self.pad_id, self.cls_id, self.sep_id, self.mask_id))
-        return self._sp.detokenize(ids)
+        return self._sp.detokenize(self._pieces_of_ids(ids))
 
     def __call__(self, texts):
         return self.tokenize(texts)
@@ -335,6 +374,21 @@ def _as_batch(texts):
     if texts.shape.rank == 0:
         return tf.reshape(texts, [1]), True
     return texts, False
+
+
+def _composed_marks(chars, is_first):
+    """chars [C] (one character each), is_first [C] (the first of its text) -> bool [C]: the
+    combining marks that NFKC composes with the character before ("e" + U+0301 -> "é"). The
+    model's charsmap composes them too, and transformers aligns the composed character with the
+    first one only: such a mark is no "content" of a piece's span."""
+    prev = tf.concat([tf.constant([""]), chars[:-1]], 0)
+    candidate = tf.strings.regex_full_match(chars, _MARKS) & ~is_first
+    position = tf.where(candidate)  # (M, 1)
+    mark, before = tf.gather_nd(chars, position), tf.gather_nd(prev, position)
+    size = lambda t: tf.strings.length(tf_text.normalize_utf8(t, "NFKC"),  # noqa: E731
+                                       unit="UTF8_CHAR")
+    composed = size(tf.strings.join([before, mark])) < size(before) + size(mark)
+    return tf.scatter_nd(position, composed, tf.shape(chars, out_type=tf.int64))
 
 
 def _root(piece):

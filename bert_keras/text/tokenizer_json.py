@@ -10,7 +10,12 @@ no `vocab.txt` (WordPiece) and no `vocab.json` + `merges.txt` (byte-level BPE).
 - BPE with the ByteLevel pre-tokenizer (RoBERTa, GPT-2): `vocab.json` and `merges.txt`
   (`#version: 0.2`, then one "a b" a line; `tokenizer.json` stores a merge as "a b" or, from
   tokenizers 0.20 on, as a pair [a, b]).
-- Unigram (ALBERT) is not converted: its `spiece.model` must be in the directory.
+- Unigram in fairseq's layout (XLM-RoBERTa: `<s> <pad> </s> <unk>` first, `<mask>` last;
+  transformers 5 saves no `sentencepiece.bpe.model`): `sentencepiece.bpe.model`, a
+  SentencePiece model rebuilt from the pieces and scores and the normalizer's precompiled
+  charsmap (what transformers 5's `XLMRobertaTokenizer` itself takes from tokenizer.json).
+- Other Unigram models (ALBERT) are not converted: their `spiece.model` must be in the
+  directory.
 
 The tokenizers keep the paths of their files (exports copy their `asset_files`), so the
 files are not temporary: they live in `<tempdir>/bert_keras_tokenizers/<sha256>/`, keyed by
@@ -20,10 +25,12 @@ same files reuses it. A file that cannot be converted raises `errors.InputError`
 the problem.
 """
 
+import base64
 import hashlib
 import json
 import os
 import shutil
+import struct
 import tempfile
 
 import tensorflow as tf
@@ -33,6 +40,11 @@ from bert_keras.files import parse_json, writing
 
 TOKENIZER_JSON, TOKENIZER_CONFIG = "tokenizer.json", "tokenizer_config.json"
 SPIECE_MODEL = "spiece.model"
+XLM_ROBERTA_MODEL = "sentencepiece.bpe.model"
+# XLM-R's fairseq ids 0-3 and last id; the SentencePiece pieces 0-2 they stand for.
+_FAIRSEQ_SPECIALS, _FAIRSEQ_MASK = ["<s>", "<pad>", "</s>", "<unk>"], "<mask>"
+_SPM_SPECIALS = (("<unk>", 2), ("<s>", 3), ("</s>", 3))  # (piece, type: UNKNOWN, CONTROL)
+_SPM_NORMAL = 1
 CACHE_NAME = "bert_keras_tokenizers"
 _MANIFEST = "converted.json"  # written last into every cache directory: the files it holds
 _VERSION = b"bert_keras tokenizer.json conversion 1\n"  # change when the written files change
@@ -49,7 +61,8 @@ def cache_root():
 
 def convert(directory):
     """The cache directory holding the classic files of `directory`'s `tokenizer.json`
-    (vocab.txt + tokenizer_config.json, or vocab.json + merges.txt), built if absent.
+    (vocab.txt + tokenizer_config.json, vocab.json + merges.txt, or XLM-R's
+    sentencepiece.bpe.model), built if absent.
 
     >>> import pathlib
     >>> fixture = pathlib.Path(__file__).parents[2] / "tests" / "fixtures" / "families"
@@ -74,7 +87,8 @@ def convert(directory):
 
 def classic_files(data, source="tokenizer.json", config_data=None,
                   config_file="tokenizer_config.json", directory="."):
-    """{file name: text} of the classic files for the bytes `data` of `tokenizer.json`
+    """{file name: text (bytes for a binary file)} of the classic files for the bytes `data` of
+    `tokenizer.json`
     (`source` names it in errors) and of `tokenizer_config.json` (`config_data`, or None).
 
     >>> files = classic_files(json.dumps({"model": {
@@ -91,6 +105,8 @@ def classic_files(data, source="tokenizer.json", config_data=None,
         return _wordpiece_files(spec, model, source, _config(config_data, config_file))
     if kind == "BPE":
         return _byte_bpe_files(spec, model, source)
+    if kind == "Unigram" and _fairseq_layout(model):
+        return _xlm_roberta_files(spec, model, source, _config(config_data, config_file))
     if kind == "Unigram":
         raise InputError(
             f"{directory} has no {SPIECE_MODEL}: its {TOKENIZER_JSON} holds a Unigram "
@@ -237,6 +253,85 @@ def _byte_bpe_files(spec, model, source):
             "merges.txt": "#version: 0.2\n" + "".join(lines)}
 
 
+def _fairseq_layout(model):
+    """Whether a Unigram model.vocab is in fairseq's (XLM-R's) layout."""
+    vocab = model.get("vocab")
+    if not isinstance(vocab, list) or len(vocab) < 6:
+        return False
+    tokens = [entry[0] if isinstance(entry, list) and entry else None for entry in vocab]
+    return (tokens[:4] == _FAIRSEQ_SPECIALS and tokens[-1] == _FAIRSEQ_MASK
+            and model.get("unk_id") == 3)
+
+
+def _xlm_roberta_files(spec, model, source, config):
+    """sentencepiece.bpe.model from an XLM-R tokenizer.json: SentencePiece's <unk> <s> </s>
+    and the pieces between fairseq's specials and <mask>, with their scores; the normalizer's
+    precompiled charsmap (none: no normalization); a dummy prefix, extra whitespace removed,
+    whitespace escaped (transformers 5's XLMRobertaTokenizer builds that pipeline whatever
+    tokenizer.json says; a tokenizer_config.json without the prefix space is refused)."""
+    if model.get("byte_fallback"):
+        raise InputError(f"{source}: a Unigram model with byte_fallback; XLM-RoBERTa's has none.")
+    if config.get("add_prefix_space", True) is False:
+        raise InputError(f"{source}: tokenizer_config.json says add_prefix_space=false; "
+                         "XLM-RoBERTa's tokenizer reads only the prefix space ('▁' before the "
+                         "first word).")
+    pieces = []
+    for number, entry in enumerate(model["vocab"][4:-1], 4):
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)
+                and entry[0] and isinstance(entry[1], (int, float))
+                and not isinstance(entry[1], bool)):
+            raise InputError(f"{source}: model.vocab[{number}] is {str(entry)[:80]}, not a "
+                             "[piece, score] pair.")
+        pieces.append((entry[0], float(entry[1]), _SPM_NORMAL))
+    charsmap = _precompiled_charsmap(spec.get("normalizer"), source)
+    return {XLM_ROBERTA_MODEL: _sentencepiece_model(
+        [(piece, 0.0, kind) for piece, kind in _SPM_SPECIALS] + pieces, charsmap)}
+
+
+def _precompiled_charsmap(normalizer, source):
+    """The bytes of the first Precompiled normalizer's charsmap (alone or in a Sequence), as
+    transformers takes it; b"" for none."""
+    if not isinstance(normalizer, dict):
+        return b""
+    found = (normalizer.get("normalizers") or [] if normalizer.get("type") == "Sequence"
+             else [normalizer])
+    for entry in found:
+        if isinstance(entry, dict) and entry.get("type") == "Precompiled":
+            try:
+                return base64.b64decode(entry.get("precompiled_charsmap") or "", validate=True)
+            except (ValueError, TypeError):
+                raise InputError(f"{source}: the Precompiled normalizer's precompiled_charsmap "
+                                 "is not base64.") from None
+    return b""
+
+
+def _sentencepiece_model(pieces, charsmap):
+    """A serialized SentencePiece ModelProto of Unigram `pieces` [(piece, score, type)]:
+    pieces (field 1), a trainer spec (2: model_type UNIGRAM, vocab_size; unk 0, <s> 1, </s> 2
+    are its defaults) and a normalizer spec (3: the precompiled charsmap, add_dummy_prefix,
+    remove_extra_whitespaces, escape_whitespaces)."""
+    def varint(value):
+        out = bytearray()
+        while True:
+            byte, value = value & 0x7F, value >> 7
+            out.append(byte | (0x80 if value else 0))
+            if not value:
+                return bytes(out)
+
+    def field(number, value):
+        if isinstance(value, bytes):
+            return varint(number << 3 | 2) + varint(len(value)) + value
+        if isinstance(value, float):
+            return varint(number << 3 | 5) + struct.pack("<f", value)
+        return varint(number << 3) + varint(value)
+
+    out = [field(1, field(1, piece.encode("utf-8")) + field(2, score) + field(3, kind))
+           for piece, score, kind in pieces]
+    out.append(field(2, field(3, 1) + field(4, len(pieces))))
+    out.append(field(3, field(2, charsmap) + field(3, 1) + field(4, 1) + field(5, 1)))
+    return b"".join(out)
+
+
 def _complete(target):
     """Whether the cache directory `target` holds every file its manifest names."""
     try:
@@ -257,7 +352,9 @@ def _publish(target, files, source):
         tmp = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=root)
         try:
             for file_name, text in files.items():
-                with open(os.path.join(tmp, file_name), "w", encoding="utf-8") as f:
+                binary = isinstance(text, bytes)
+                with open(os.path.join(tmp, file_name), "wb" if binary else "w",
+                          encoding=None if binary else "utf-8") as f:
                     f.write(text)
             with open(os.path.join(tmp, _MANIFEST), "w", encoding="utf-8") as f:
                 json.dump({"source": source, "files": sorted(files)}, f)

@@ -30,11 +30,12 @@ import tensorflow as tf
 from bert_keras import families
 from bert_keras.errors import InputError
 from bert_keras.files import read_json
-from bert_keras.text import tokenizer_json
+from bert_keras.text import tokenizer_json, xlm_roberta_tokenizer
 from bert_keras.text.byte_bpe_tokenizer import MERGES_FILE, VOCAB_FILE, ByteBpeTokenizer
 from bert_keras.text.sentencepiece_tokenizer import (
     MODEL_FILE, SentencePieceTokenizer, find_model_file)
 from bert_keras.text.tokenizer import WordPieceTokenizer
+from bert_keras.text.xlm_roberta_tokenizer import XlmRobertaTokenizer
 
 CONFIG_FILE = "config.json"  # transformers' model config: its model_type names the family
 
@@ -45,14 +46,16 @@ def load_tokenizer(path, lower_case=None):
 
     With a transformers `config.json`: its family's tokenizer (an InputError naming the
     directory, the model_type and the files found vs expected when only another family's
-    tokenizer files are there). Without: SentencePieceTokenizer (spiece.model or Google's
-    *.model, ALBERT), WordPieceTokenizer (vocab.txt) or ByteBpeTokenizer (vocab.json + merges.txt,
-    RoBERTa), in that order. Either way a directory with none of them but a `tokenizer.json`
-    (WordPiece or byte-level BPE) is converted to them first (`tokenizer_json.convert`,
-    cached)."""
+    tokenizer files are there). Without: XlmRobertaTokenizer (sentencepiece.bpe.model),
+    SentencePieceTokenizer (spiece.model or Google's *.model, ALBERT), WordPieceTokenizer
+    (vocab.txt) or ByteBpeTokenizer (vocab.json + merges.txt, RoBERTa), in that order. Either
+    way a directory with none of them but a `tokenizer.json` (WordPiece or byte-level BPE) is
+    converted to them first (`tokenizer_json.convert`, cached)."""
     path = os.fspath(path)
     if tf.io.gfile.exists(os.path.join(path, CONFIG_FILE)):
         return _family_tokenizer(path, _family(path), lower_case)
+    if _has(path, xlm_roberta_tokenizer.MODEL_FILE):
+        return _load(XlmRobertaTokenizer, path, lower_case)
     if find_model_file(path):
         return _load(SentencePieceTokenizer, path, lower_case)
     if _has(path, "vocab.txt"):
@@ -62,7 +65,8 @@ def load_tokenizer(path, lower_case=None):
     if _has(path, tokenizer_json.TOKENIZER_JSON):
         return _converted(path, lambda converted: load_tokenizer(converted, lower_case))
     raise FileNotFoundError(f"{path} has no tokenizer: expected vocab.txt (WordPiece), "
-                            f"{MODEL_FILE} (SentencePiece), {VOCAB_FILE} + {MERGES_FILE} "
+                            f"{MODEL_FILE} or {xlm_roberta_tokenizer.MODEL_FILE} "
+                            f"(SentencePiece), {VOCAB_FILE} + {MERGES_FILE} "
                             f"(byte-level BPE) or {tokenizer_json.TOKENIZER_JSON}.")
 
 

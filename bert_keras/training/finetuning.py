@@ -44,16 +44,16 @@ from absl import logging
 from bert_keras.data.finetuning import batching, sanity, tfds
 from bert_keras.files import recover_directory, write_json, write_jsonl
 from bert_keras.models.encoder import BertEncoder
-from bert_keras.models.inference import cast_for_inference
+from bert_keras.models.encoder.inference import cast_for_inference
+from bert_keras.optimization import create_optimizer
 from bert_keras.tasks import task_io
 from bert_keras.tasks.registry import get_task
 from bert_keras.text.tokenizers import load_tokenizer
 from bert_keras.training import callbacks as callbacks_lib
 from bert_keras.training import finetuning_state as state_lib
-from bert_keras.training.finetuning_teacher import Teacher
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.finetuning_config import TIMED_CHECKPOINT_SECONDS, FinetuneConfig
-from bert_keras.optimization import create_optimizer
+from bert_keras.training.finetuning_teacher import Teacher
 from bert_keras.training.precision import dtype_policy, resolve_dtype
 
 
@@ -123,10 +123,7 @@ class _Run:
         self.train_features = self.featurize(train)
         self.eval_features = self.featurize(evaluation) if evaluation else None
         self.test_features = self.featurize(test) if test else None
-        if config.task == "span_qa" and config.version_2_with_negative is None:
-            # The resolved value is what the run records and what prediction reads.
-            self.config = config = config.replace(
-                version_2_with_negative=any(ex.is_impossible for ex in train))
+        self.config = config = self.task.resolve_config(config, train)
         self.glue_task = config.glue_task()
         self.main_metric = config.main_metric_for(self.glue_task)
         self.record = {"task": config.task, "main_metric": self.main_metric, "epochs": [],

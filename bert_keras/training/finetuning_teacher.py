@@ -3,10 +3,10 @@ against the run, and its logits on the training data as a second target.
 
 `run_finetuning` with a teacher trains the student (the usual model over `--init_checkpoint`)
 on alpha x the soft-target loss against the teacher's logits + (1 - alpha) x the task's own
-loss (`models.task_distillation.TaskDistiller`). The student must read the teacher's inputs:
-same task type, the same vocabulary (the teacher reads the student's token ids), and the
-student's labels among the teacher's (the student then takes the teacher's label list, so
-their logits line up); anything else is an `InputError` naming both sides.
+loss (`models.objectives.task_distillation.TaskDistiller`). The student must read the
+teacher's inputs: same task type, the same vocabulary (the teacher reads the student's token
+ids), and the student's labels among the teacher's (the student then takes the teacher's
+label list, so their logits line up); anything else is an `InputError` naming both sides.
 
 Why the teacher's logits are computed once per example, before the student is built, and not
 by a frozen teacher inside every training step: the teacher runs with training=False, so its
@@ -35,8 +35,8 @@ import numpy as np
 from bert_keras.data.finetuning import batching
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.errors import InputError
-from bert_keras.models.task_distillation import TEACHER_LOGITS, TaskDistiller
-from bert_keras.tasks import task_io
+from bert_keras.models.objectives.task_distillation import TEACHER_LOGITS, TaskDistiller
+from bert_keras.tasks import registry, task_io
 from bert_keras.text.tokenizers import load_tokenizer, tokenizer_difference
 
 
@@ -111,7 +111,7 @@ class Teacher:
         (N, C) or one (T_i, C) row per feature), sets `run.teacher_predicted` (its predictions
         on the eval data, for the eval agreement) and records the teacher's eval scores."""
         config, task = run.config, run.task
-        model, _, _ = task_io.load_task(self.directory)
+        model, _, _ = registry.load_task(self.directory)
         positions = model.encoder.max_positions
         if config.max_seq_length > positions:
             raise InputError(f"--max_seq_length={config.max_seq_length} exceeds the "

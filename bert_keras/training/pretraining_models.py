@@ -5,16 +5,16 @@ NSP / SOP / none), `ElectraPretrainer` (replaced-token detection) or `Distillati
 
 from absl import logging
 
+from bert_keras import optimization
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
-from bert_keras.models.distillation import DistillationPretrainer, student_from_teacher
-from bert_keras.models.electra import ElectraPretrainer, with_masked_lm_inputs
 from bert_keras.models.encoder import BertEncoder
-from bert_keras.models.task_models import BertPretrainer
-from bert_keras.tasks import task_io
+from bert_keras.tasks import registry, task_io
+from bert_keras.tasks.pretraining import BertPretrainer
+from bert_keras.tasks.pretraining.distillation import DistillationPretrainer, student_from_teacher
+from bert_keras.tasks.pretraining.electra import ElectraPretrainer, with_masked_lm_inputs
 from bert_keras.text.tokenizers import load_tokenizer, tokenizer_difference
-from bert_keras import optimization
 from bert_keras.training import callbacks
 
 def stuck_discriminator_advice(config):
@@ -35,7 +35,7 @@ def load_teacher(path):
     or final/), or a Hugging Face *ForMaskedLM / *ForPreTraining or Google BERT directory."""
     task_dir = task_io.find_task_directory(path, "final")
     if task_dir:
-        model, _, _ = task_io.load_task(task_dir)
+        model, _, _ = registry.load_task(task_dir)
         if not isinstance(model, BertPretrainer):
             raise InputError(f"--teacher_checkpoint={path!r} holds a {type(model).__name__}, not "
                              "a masked LM (a pretraining run's final/).")

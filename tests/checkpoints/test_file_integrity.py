@@ -17,7 +17,7 @@ import tensorflow as tf
 from bert_keras import checkpoints
 from bert_keras.checkpoints.safetensors import read_safetensors, write_safetensors
 from bert_keras.errors import InputError
-from bert_keras.models.task_directory import read_task_info
+from bert_keras.tasks.task_io import read_task_info
 from bert_keras.text.sentencepiece_model import next_field
 from bert_keras.text.tokenizers import load_tokenizer
 
@@ -381,7 +381,7 @@ def _minilm_dir():
 
 
 @pytest.mark.parametrize("name", ["albert", "bert_qa", "distilbert", "electra_discriminator",
-                                  "roberta", "minilm"])
+                                  "roberta", "xlm_roberta", "minilm"])
 def test_real_checkpoints_still_load(name):
     directory = _minilm_dir() if name == "minilm" else FAMILIES / name
     fmt, tensors = checkpoints.read_tensors(str(directory))

@@ -5,9 +5,9 @@ import unicodedata
 import numpy as np
 import pytest
 
+import bert_keras as bk
 from bert_keras.data.finetuning import batching
 from bert_keras.data.finetuning import spans
-import bert_keras as bk
 from bert_keras.data.finetuning import readers as fd
 from bert_keras.data.finetuning import features as tfe
 from bert_keras.data.finetuning.label_map import LabelMap
@@ -54,11 +54,11 @@ def test_single_sentences_multilabel_regression_and_unseen_label(tokenizer):
     ex = [fd.ClassificationExample("a cat", None, ["x", "y"], source="f:1"),
           fd.ClassificationExample("a dog barks", None, ["y"], source="f:2")]
     m = LabelMap.from_examples(ex)
-    feats = tfe.classification_features(ex, tokenizer, 16, label_map=m, task="multi_label")
+    feats = tfe.classification_features(ex, tokenizer, 16, label_map=m, label_type="multi")
     assert feats["labels"].tolist() == [[1.0, 1.0], [0.0, 1.0]]
     assert all((t == 0).all() for t in feats["input_type_ids"])
     reg = [fd.ClassificationExample("a", None, 0.5), fd.ClassificationExample("b", None, 4.0)]
-    assert tfe.classification_features(reg, tokenizer, 8, task="regression")["labels"].tolist() == [0.5, 4.0]
+    assert tfe.classification_features(reg, tokenizer, 8, label_type="regression")["labels"].tolist() == [0.5, 4.0]
     train = [fd.ClassificationExample("a", None, "pos"), fd.ClassificationExample("b", None, "neg")]
     bad = [fd.ClassificationExample("c", None, "neutral", source="dev.tsv:7")]
     with pytest.raises(ValueError, match=r"'neutral' in dev.tsv:7"):

@@ -1,7 +1,8 @@
 """BERT-family checkpoints in the Hugging Face layout import exactly: DistilBERT, ELECTRA
-(discriminator and generator), RoBERTa and ALBERT, against transformers' outputs on the same
-small checkpoints (tests/fixtures/make_family_references.py made them and the references; no torch
-needed here). Tokenizer parity: WordPiece (DistilBERT, ELECTRA), SentencePiece (ALBERT) and
+(discriminator and generator), RoBERTa, ALBERT and XLM-RoBERTa, against transformers' outputs
+on the same small checkpoints (tests/fixtures/make_family_references.py and
+make_xlm_roberta_references.py made them and the references; no torch needed here). Tokenizer
+parity: WordPiece (DistilBERT, ELECTRA), SentencePiece (ALBERT; XLM-R's with fairseq's ids) and
 byte-level BPE (RoBERTa); packing of texts and pairs as the family's tokenizer packs them."""
 
 import json
@@ -18,8 +19,10 @@ from bert_keras.text.tokenizers import load_tokenizer
 import tool_runner  # tests/support: tools forked without their imports
 
 FAMILIES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "families"
-CASES = ["distilbert", "electra_discriminator", "electra_generator", "albert", "roberta"]
-TOKENIZER_CLASSES = {"albert": "SentencePieceTokenizer", "roberta": "ByteBpeTokenizer"}
+CASES = ["distilbert", "electra_discriminator", "electra_generator", "albert", "roberta",
+         "xlm_roberta"]
+TOKENIZER_CLASSES = {"albert": "SentencePieceTokenizer", "roberta": "ByteBpeTokenizer",
+                     "xlm_roberta": "XlmRobertaTokenizer"}
 SAMPLES = json.loads((FAMILIES / "texts.json").read_text(encoding="utf-8"))
 TEXTS = SAMPLES["texts"]
 
@@ -162,7 +165,7 @@ def test_byte_bpe_pre_tokenization_emulates_the_lookahead():
                       [b"I", b"'", b"M", b" here", b"'s"]]
 
 
-@pytest.mark.parametrize("name", ["albert", "distilbert", "roberta"])
+@pytest.mark.parametrize("name", ["albert", "distilbert", "roberta", "xlm_roberta"])
 def test_export_of_a_family_encoder_takes_raw_text(tmp_path, name):
     path = export.run_export(bk.ExportConfig(encoder_dir=str(FAMILIES / name), model_name=name,
                                              export_dir_base=str(tmp_path), seq_length=32,
@@ -179,8 +182,8 @@ def test_export_of_a_family_encoder_takes_raw_text(tmp_path, name):
     mask = inputs["input_mask"].astype(bool)
     np.testing.assert_allclose(out["sequence_output"].numpy()[mask],
                                ref["pairs_sequence_output"][mask], atol=1e-4)
-    assets = {"albert": ["spiece.model"], "roberta": ["vocab.json", "merges.txt"]}.get(
-        name, ["vocab.txt"])
+    assets = {"albert": ["spiece.model"], "roberta": ["vocab.json", "merges.txt"],
+              "xlm_roberta": ["sentencepiece.bpe.model"]}.get(name, ["vocab.txt"])
     assert all((pathlib.Path(path) / "assets" / asset).exists() for asset in assets)
 
 
@@ -254,12 +257,12 @@ def test_presets_are_the_published_configs(preset):
 
 @pytest.mark.slow
 def test_family_exports_serve_in_a_process_without_this_project(tmp_path):
-    """The SavedModels of RoBERTa, ALBERT and DistilBERT encoders, loaded (TF1 and TF2 loaders)
-    in `python -I -S` with only TensorFlow and tensorflow-text: `preprocess` gives the family
-    tokenizer's ids and `encode` the reference outputs."""
+    """The SavedModels of RoBERTa, ALBERT, DistilBERT and XLM-R encoders, loaded (TF1 and TF2
+    loaders) in `python -I -S` with only TensorFlow and tensorflow-text: `preprocess` gives the
+    family tokenizer's ids and `encode` the reference outputs."""
     from export_harness import _enc, _outputs, run_client
 
-    names = ["roberta", "albert", "distilbert"]
+    names = ["roberta", "albert", "distilbert", "xlm_roberta"]
     paths = {name: export.run_export(bk.ExportConfig(
         encoder_dir=str(FAMILIES / name), model_name=name, export_dir_base=str(tmp_path / "saved"),
         seq_length=32, dtype="float32")) for name in names}
@@ -282,7 +285,7 @@ def test_family_exports_serve_in_a_process_without_this_project(tmp_path):
                                    err_msg=name)
 
 
-@pytest.mark.parametrize("name", ["roberta", "distilbert", "electra", "albert"])
+@pytest.mark.parametrize("name", ["roberta", "distilbert", "electra", "albert", "xlm_roberta"])
 def test_family_classifier_checkpoint_loads_with_its_head(name):
     """A `*ForSequenceClassification` checkpoint: encoder + the family's own head give
     transformers' logits (RoBERTa dense-tanh-dense on <s>, ELECTRA dense-gelu-dense,
@@ -304,7 +307,8 @@ def test_family_classifier_checkpoint_loads_with_its_head(name):
                                    err_msg=f"{name} {batch}")
 
 
-@pytest.mark.parametrize("name", ["distilbert", "roberta", "albert", "electra_generator"])
+@pytest.mark.parametrize("name", ["distilbert", "roberta", "albert", "electra_generator",
+                                  "xlm_roberta"])
 def test_family_masked_lm_head_matches_transformers(name):
     """A `*ForMaskedLM` checkpoint: encoder + the family's MLM head (DistilBERT vocab_transform,
     RoBERTa lm_head with the exact GELU, ALBERT predictions H -> E, ELECTRA's generator
@@ -359,7 +363,7 @@ def test_fine_tuning_builds_the_family_head_and_loads_a_fitting_one():
     assert two.hidden_activation == "tanh" and two.num_classes == 2
 
 
-@pytest.mark.parametrize("name", ["distilbert", "albert", "roberta"])
+@pytest.mark.parametrize("name", ["distilbert", "albert", "roberta", "xlm_roberta"])
 def test_whole_word_masking_finds_the_family_word_starts(name):
     """Pretraining data marks a word's first piece: "##" continues a WordPiece word; "▁"
     (SentencePiece) and "Ġ" (byte-level BPE) start a word."""

@@ -60,7 +60,7 @@ def test_an_unknown_model_type_names_the_path_and_the_type():
 
 
 @pytest.mark.parametrize("name", ["roberta", "albert", "distilbert", "electra_discriminator",
-                                  "bert_tagger"])
+                                  "bert_tagger", "xlm_roberta", "xlm_roberta_qa"])
 def test_a_transformers_directory_gets_its_family_tokenizer(name):
     config = json.loads((FIXTURES / name / "config.json").read_text(encoding="utf-8"))
     family = families.family_of_config(config, name)
@@ -115,6 +115,8 @@ def test_another_familys_vocab_beside_the_familys_own_files_is_ignored(tmp_path)
     ("albert", ("spiece.model",), [FIXTURES / "roberta" / "vocab.json",
                                    FIXTURES / "roberta" / "merges.txt"],
      "spiece.model", "merges.txt + vocab.json"),
+    ("xlm_roberta", ("sentencepiece.bpe.model",), [FIXTURES / "albert" / "spiece.model"],
+     "sentencepiece.bpe.model", "spiece.model"),
 ])
 def test_only_another_familys_tokenizer_files_are_refused_by_name(tmp_path, name, drop, add,
                                                                     expected, found):
@@ -122,7 +124,8 @@ def test_only_another_familys_tokenizer_files_are_refused_by_name(tmp_path, name
     with pytest.raises(InputError) as error:
         load_tokenizer(str(directory))
     message = str(error.value)
-    for needle in (str(directory), f"model_type {name!r}", f"reads {expected}",
+    model_type = json.loads((directory / "config.json").read_text())["model_type"]
+    for needle in (str(directory), f"model_type {model_type!r}", f"reads {expected}",
                    f"found are {found}"):
         assert needle in message, message
     assert "\n" not in message

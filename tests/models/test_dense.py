@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 import bert_keras as bk
-from bert_keras.models.dense import Dense
+from bert_keras.models.layers.dense import Dense
 
 
 def _gradients(layer, x, upstream):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras.models import dropout_mask, layers
+from bert_keras.models.layers import dropout_mask, transformer as layers
 
 MASK64 = 2**64 - 1
 

@@ -108,7 +108,7 @@ def test_training_activation_matches_the_activation_and_its_gradient(activation)
     """Train steps run the activation XLA-compiled: same values and gradients as Keras'."""
     import tensorflow as tf
 
-    from bert_keras.models.activations import get_activation, training_activation
+    from bert_keras.models.layers.activations import get_activation, training_activation
 
     x = tf.constant(np.random.default_rng(0).normal(0, 2, (64, 48)), tf.float32)
 
@@ -156,7 +156,7 @@ def test_an_encoders_dtype_reaches_its_policy_config_heads_and_inference_copies(
     answering in bfloat16."""
     import keras
 
-    from bert_keras.models.inference import cast_for_inference
+    from bert_keras.models.encoder.inference import cast_for_inference
 
     assert keras.config.dtype_policy().name == "float32"
     encoder = tiny_encoder(dtype="mixed_bfloat16")

@@ -1,10 +1,10 @@
-"""models.inference: length-bucketed batching gives the same outputs as padding everything to T."""
+"""models.encoder.inference: length-bucketed batching gives the same outputs as padding everything to T."""
 
 import numpy as np
 import pytest
 
-from bert_keras.models import transposed_dense
-from bert_keras.models.inference import cast_for_inference, encode, inference_function, length_bucketed_batches
+from bert_keras.models.encoder.inference import cast_for_inference, encode, inference_function, length_bucketed_batches
+from bert_keras.models.layers import transposed_dense
 
 
 def ragged_inputs(lengths, max_length=24, vocab=50, seed=0):

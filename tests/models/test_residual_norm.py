@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras.models import layers
-from bert_keras.models.dropout_mask import keep_mask
-from bert_keras.models.residual_norm import residual_dropout_norm
+from bert_keras.models.layers import transformer as layers
+from bert_keras.models.layers.dropout_mask import keep_mask
+from bert_keras.models.layers.residual_norm import residual_dropout_norm
 
 ROWS, WIDTH, EPSILON = 64, 32, 1e-12
 

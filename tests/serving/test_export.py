@@ -12,8 +12,9 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_keras.models import task_models as models
 from bert_keras.serving import export, op_audit, warmup
+from bert_keras.tasks.classification import BertClassifier
+from bert_keras.tasks.span_qa import BertSpanQA
 from bert_keras.text import packing
 
 from export_harness import (  # noqa: F401  (fixtures too)
@@ -143,7 +144,7 @@ BAD_REQUESTS = {
 @pytest.fixture(scope="module")
 def classifier_export(tmp_path_factory, tokenizer, encoder):
     keras.utils.set_random_seed(1)
-    model = models.BertClassifier(encoder, num_classes=3)
+    model = BertClassifier(encoder, num_classes=3)
     base = tmp_path_factory.mktemp("saved_models")
     info = _info("classification", labels=["neg", "neu", "pos"], text_fields=["text_a", "text_b"])
     path = export.export_saved_model(model, tokenizer, info, base, "pairs")
@@ -266,7 +267,7 @@ def test_tools_export_then_predict(tmp_path, tokenizer, encoder):
     from bert_keras.tasks.task_io import save_task
 
     keras.utils.set_random_seed(3)
-    model = models.BertSpanQA(encoder)
+    model = BertSpanQA(encoder)
     task_dir = tmp_path / "runs" / "qa" / "best"
     save_task(str(task_dir), model, tokenizer, task="span_qa", seq_length=SEQ,
               text_fields=["question", "context"])

@@ -7,10 +7,13 @@ import tensorflow as tf
 
 from bert_keras.data.finetuning import batching, features, spans
 from bert_keras.data.finetuning.examples import SpanExample, TaggingExample
-from bert_keras.models import answer_inputs
-from bert_keras.models import task_models as models
 from bert_keras.serving import export
+from bert_keras.tasks.classification import BertClassifier
+from bert_keras.tasks.pretraining import BertPretrainer
 from bert_keras.tasks.registry import get_task
+from bert_keras.tasks.span_qa import answer_inputs
+from bert_keras.tasks.span_qa import BertSpanQA
+from bert_keras.tasks.tagging import BertTokenClassifier
 from bert_keras.text.preprocessor import BertPreprocessor
 
 from export_harness import (  # noqa: F401  (fixtures too)
@@ -24,13 +27,13 @@ def test_every_model_type_served_without_project(tmp_path, tokenizer, encoder):
     keras.utils.set_random_seed(2)
     tags = ["O", "B-X", "I-X"]
     cases = {
-        "tagging": (models.BertTokenClassifier(encoder, num_classes=3), _info("tagging", labels=tags)),
-        "span_qa": (models.BertSpanQA(encoder), _info("span_qa", text_fields=["question", "context"])),
-        "pretraining": (models.BertPretrainer(encoder), _info("pretraining")),
+        "tagging": (BertTokenClassifier(encoder, num_classes=3), _info("tagging", labels=tags)),
+        "span_qa": (BertSpanQA(encoder), _info("span_qa", text_fields=["question", "context"])),
+        "pretraining": (BertPretrainer(encoder), _info("pretraining")),
         "encoder": (encoder, _info("encoder")),
-        "multi_label": (models.BertClassifier(encoder, num_classes=2, problem_type="multi_label"),
+        "multi_label": (BertClassifier(encoder, num_classes=2, problem_type="multi_label"),
                         _info("multi_label", labels=["x", "y"])),
-        "regression": (models.BertClassifier(encoder, num_classes=1, problem_type="regression"),
+        "regression": (BertClassifier(encoder, num_classes=1, problem_type="regression"),
                        _info("regression")),
     }
     base = tmp_path / "saved_models"

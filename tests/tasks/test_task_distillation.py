@@ -17,7 +17,7 @@ import bert_keras as bk
 from bert_keras.configs import ConfigError
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.errors import InputError
-from bert_keras.models.task_distillation import TaskDistiller, soft_target_loss
+from bert_keras.models.objectives.task_distillation import TaskDistiller, soft_target_loss
 from bert_keras.tasks.task_io import save_task
 from bert_keras.training.finetuning_config import FinetuneConfig
 from bert_keras.training.finetuning_teacher import Teacher

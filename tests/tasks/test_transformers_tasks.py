@@ -1,11 +1,11 @@
-"""Fine-tuned transformers checkpoints of the five families reach TF Serving: a
+"""Fine-tuned transformers checkpoints of the six families reach TF Serving: a
 `*ForSequenceClassification`, `*ForTokenClassification` or `*ForQuestionAnswering` directory
 exports with `tools/export.py --task_dir=DIR` and default flags, and answers what
 transformers makes of the same checkpoint: tagging words, char offsets, tags and tag
 probabilities, QA spans and scores, class probabilities (fixtures and answers:
-tests/fixtures/make_family_references.py tasks / classifiers). All 14 checkpoints through the
-export's serving function in this process; one per task type and tokenizer kind as
-SavedModels loaded in a process without this project."""
+tests/fixtures/make_family_references.py tasks / classifiers, make_xlm_roberta_references.py).
+All 17 checkpoints through the export's serving function in this process; one per task type
+and tokenizer kind as SavedModels loaded in a process without this project."""
 
 import gzip
 import json
@@ -17,15 +17,16 @@ import pytest
 
 import bert_keras as bk
 from bert_keras.serving import export
-from bert_keras.tasks import task_io
+from bert_keras.tasks import registry
 from export_harness import _enc, _outputs, run_client
 
 import tool_runner  # tests/support: tools forked without their imports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FAMILIES = ROOT / "tests" / "fixtures" / "families"
-NAMES = ["bert", "roberta", "albert", "distilbert", "electra"]
-CLASSIFIERS = ["roberta", "albert", "distilbert", "electra"]  # BERT's: test_checkpoints
+NAMES = ["bert", "roberta", "albert", "distilbert", "electra", "xlm_roberta"]
+# BERT's classifier: test_checkpoints
+CLASSIFIERS = ["roberta", "albert", "distilbert", "electra", "xlm_roberta"]
 SINGLES = json.loads((FAMILIES / "texts.json").read_text(encoding="utf-8"))["singles"]
 
 
@@ -36,7 +37,7 @@ def answers(name):
 @pytest.mark.parametrize("name,task", [("roberta_tagger", "tagging"), ("albert_qa", "span_qa"),
                                        ("electra_classifier", "classification")])
 def test_the_task_type_comes_from_the_checkpoint(name, task):
-    model, tokenizer, info = task_io.load_task(str(FAMILIES / name))
+    model, tokenizer, info = registry.load_task(str(FAMILIES / name))
     assert info["task"] == task
     if task == "tagging":
         assert info["labels"] == ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
@@ -54,7 +55,7 @@ def test_fine_tuning_keeps_a_fine_tuned_head_only_when_the_tags_agree():
                             LabelMap(["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]), checkpoint=path)
     other = task.build_model(bk.BertEncoder.from_pretrained(path),
                              LabelMap(["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]), checkpoint=path)
-    model, _, _ = task_io.load_task(path)
+    model, _, _ = registry.load_task(path)
     want = model.token_classification_head.get_weights()
     for got, expected in zip(same.token_classification_head.get_weights(), want):
         np.testing.assert_array_equal(got, expected)
@@ -116,12 +117,12 @@ def assert_answers_as_transformers(name, out):
 
 @pytest.mark.slow
 def test_every_fine_tuned_checkpoint_answers_as_transformers():
-    """14 checkpoints (5 families x tagger / QA, 4 classifiers), loaded as tools/export.py
+    """17 checkpoints (6 families x tagger / QA, 5 classifiers), loaded as tools/export.py
     loads them: the export's serving_default computation (float32), run in this process."""
     import tensorflow as tf
 
     for name in TASK_CHECKPOINTS:
-        model, tokenizer, info = task_io.load_task(str(FAMILIES / name))
+        model, tokenizer, info = registry.load_task(str(FAMILIES / name))
         info = dict(info, seq_length=64)  # the fixtures' position table
         functions = export.serving_functions(model, tokenizer, info)
         inputs = request(name)
@@ -219,10 +220,11 @@ def test_seq_length_is_refused_not_clamped(tmp_path, seq_length, words):
     assert not any((tmp_path / "saved").rglob("saved_model.pb"))
 
 
-@pytest.mark.parametrize("name", ["albert_classifier", "roberta_classifier"])
+@pytest.mark.parametrize("name", ["albert_classifier", "roberta_classifier",
+                                  "xlm_roberta_classifier"])
 def test_a_pair_classifier_exports_with_pairs(tmp_path, name):
-    """--pairs: text_a + text_b in, transformers' pair probabilities out (ALBERT and RoBERTa
-    packed without token types, as transformers 5's tokenizers send none)."""
+    """--pairs: text_a + text_b in, transformers' pair probabilities out (ALBERT, RoBERTa and
+    XLM-R packed without token types, as transformers 5's tokenizers send none)."""
     import tensorflow as tf
 
     path = export.run_export(bk.ExportConfig(task_dir=str(FAMILIES / name), seq_length=64,

@@ -1,7 +1,8 @@
 """Every tokenizer gives offsets and words in the graph, as transformers' fast tokenizers do:
 ids, character offsets (`offset_mapping`) and words (`word_ids()`) of WordPiece, byte-level
-BPE and SentencePiece against tests/fixtures/families/offsets.json (made by
-tests/fixtures/make_family_references.py offsets) on text with accents, CJK, emoji, runs of spaces and
+BPE and SentencePiece (ALBERT's and XLM-R's) against tests/fixtures/families/offsets.json (made
+by tests/fixtures/make_family_references.py offsets, XLM-R's rows by
+make_xlm_roberta_references.py) on text with accents, CJK, emoji, runs of spaces and
 punctuation. The tokenizer's offsets are UTF-8 byte offsets into the text; the test converts
 them to characters."""
 
@@ -27,7 +28,7 @@ def char_of_byte(text):
     return np.array(table + [len(text)])
 
 
-@pytest.mark.parametrize("name", ["distilbert", "roberta", "albert"])
+@pytest.mark.parametrize("name", ["distilbert", "roberta", "albert", "xlm_roberta"])
 def test_offsets_and_words_equal_transformers(name):
     tokenizer = load_tokenizer(str(FAMILIES / name))
     ids, starts, ends = tokenizer.tokenize_words_with_offsets(tf.constant(TEXTS))  # (B,(W),(P))
@@ -44,7 +45,7 @@ def test_offsets_and_words_equal_transformers(name):
         assert words == ref["words"], repr(text)
 
 
-@pytest.mark.parametrize("name", ["roberta", "albert"])
+@pytest.mark.parametrize("name", ["roberta", "albert", "xlm_roberta"])
 def test_offsets_run_in_a_tf_function(name):
     tokenizer = load_tokenizer(str(FAMILIES / name))
     eager = tokenizer.tokenize_with_offsets(tf.constant(TEXTS[:4]))

@@ -58,8 +58,8 @@ def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
     from bert_keras.data.finetuning import batching
     from bert_keras.data.finetuning import readers as fd
     from bert_keras.data.finetuning import features as tfe
-    from bert_keras.tasks import task_io
     from bert_keras.data.finetuning.label_map import LabelMap
+    from bert_keras.tasks import registry
     import tensorflow as tf
     from bert_keras.serving.export import export_task
 
@@ -77,7 +77,7 @@ def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
     assert metrics["baselines"]["majority_accuracy"] > 0
     assert len(read_jsonl(out / "test_predictions.jsonl")) == 24
     # best/ loads for export and reproduces the best epoch's eval predictions.
-    model, tokenizer, info = task_io.load_task(str(out / "best"))
+    model, tokenizer, info = registry.load_task(str(out / "best"))
     assert info["text_fields"] == ["text_a", "text_b"]
     examples = fd.load_bundled_task("bible_paraphrase", "dev")[:24]
     feats = tfe.classification_features(examples, tokenizer, 64, LabelMap(info["labels"]))
@@ -102,8 +102,8 @@ def test_run_finetuning_from_python(tiny_checkpoint, tmp_path):
     import bert_keras as bk
     from bert_keras.data.finetuning import batching
     from bert_keras.data.finetuning import readers as fd
-    from bert_keras.tasks import task_io
     from bert_keras.data.finetuning.label_map import LabelMap
+    from bert_keras.tasks import registry
 
     all_train = fd.load_bundled_task("wordnet_topics", "train")
     train, dev = all_train[:64], fd.load_bundled_task("wordnet_topics", "dev")[:16]
@@ -121,7 +121,7 @@ def test_run_finetuning_from_python(tiny_checkpoint, tmp_path):
     assert 0.0 <= metrics["eval"]["accuracy"] <= 1.0 and "f1" not in metrics["eval"]  # not binary
     assert metrics["baselines"]["majority_label"] in labels
     # best/ holds the best epoch's model: it reproduces that epoch's eval accuracy.
-    model, tokenizer, info = task_io.load_task(str(out / "best"))
+    model, tokenizer, info = registry.load_task(str(out / "best"))
     assert info["text_fields"] == ["text"] and info["metrics"] == metrics["eval"]
     feats = bk.task_features.classification_features(dev, tokenizer, 64, label_map)
     predicted = np.stack(batching.predict(model, feats, batch_size=8)).argmax(-1)

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 import bert_keras as bk
-from bert_keras.models.inference import cast_for_inference
+from bert_keras.models.encoder.inference import cast_for_inference
 
 FIXTURE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures",
                        "minilm_reference.npz")

@@ -307,7 +307,7 @@ def test_kill_9_mid_epoch_then_the_same_command_resumes_with_the_same_results(
 @pytest.mark.slow
 def test_kill_9_during_the_best_save_keeps_a_complete_best_and_resumes(
         tiny_checkpoint, uninterrupted, tmp_path):
-    from bert_keras.tasks import task_io
+    from bert_keras.tasks import registry
 
     out = tmp_path / "run"
     args = tool_args(tiny_checkpoint, out)
@@ -317,13 +317,13 @@ def test_kill_9_during_the_best_save_keeps_a_complete_best_and_resumes(
     assert [p for p in os.listdir(out) if p.startswith(".best.")], "not killed during the save"
     assert saved_position(out) == (1, 0)  # the checkpoint precedes the best/ save
     if (out / "best").exists():  # a previous save, complete
-        task_io.load_task(str(out / "best"))
+        registry.load_task(str(out / "best"))
 
     rerun = run_tool(args)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "epoch 1 of 3 done" in rerun.stdout, rerun.stdout
     assert_same_results(out, uninterrupted)
-    model, _, info = task_io.load_task(str(out / "best"))
+    model, _, info = registry.load_task(str(out / "best"))
     assert info["metrics"] == metrics_of(out)["eval"]
 
 
@@ -357,7 +357,7 @@ def test_kill_9_after_a_checkpoint_inside_an_epoch_resumes_there_with_the_same_r
     killed in the write of step 75: the latest is step 50, 10 steps into epoch 2, after epoch 1's
     eval and best/ save. The next rerun skips those 10 batches and ends with the figures and
     weights of the uninterrupted run, which checkpointed at epoch ends only."""
-    from bert_keras.tasks import task_io
+    from bert_keras.tasks import registry
 
     out = tmp_path / "run"
     run_options = dict(cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
@@ -379,7 +379,7 @@ def test_kill_9_after_a_checkpoint_inside_an_epoch_resumes_there_with_the_same_r
     assert resume_line(last.stdout).endswith(
         "epoch 1 of 3 done and 10 of 40 steps of epoch 2, training from its step 11.")
     assert_same_results(out, uninterrupted)
-    resumed, reference = (task_io.load_task(str(run / "best"))[0] for run in (out, uninterrupted))
+    resumed, reference = (registry.load_task(str(run / "best"))[0] for run in (out, uninterrupted))
     for got, want in zip(resumed.get_weights(), reference.get_weights(), strict=True):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
 

@@ -41,6 +41,7 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
+from bert_keras.data.finetuning.classification_readers import LABEL_TYPES
 from bert_keras.data.finetuning.examples import ClassificationExample, TaggingExample
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.names import IGNORE_LABEL
@@ -50,7 +51,6 @@ from bert_keras.text.preprocessor import BertPreprocessor
 INPUT_KEYS = ("input_word_ids", "input_type_ids")
 TOKEN_LEVEL_KEYS = ("input_word_ids", "input_type_ids", "labels", "word_index", "token_offsets",
                     "token_is_max_context")
-CLASSIFICATION_TASKS = ("classification", "multi_label", "regression")
 TOKENIZE_CHUNK = 1024  # texts tokenized per eager call
 
 
@@ -77,36 +77,39 @@ def ragged_rows(ragged) -> list[np.ndarray]:
 # Classification.
 
 
-def classification_labels(examples: Sequence[ClassificationExample], task: str,
+def classification_labels(examples: Sequence[ClassificationExample], label_type: str,
                           label_map: LabelMap | None) -> np.ndarray | None:
     """Targets of classification examples, or None when every example is unlabeled.
 
-    classification -> int32 [N]; multi_label -> float32 [N, C]; regression -> float32 [N].
-    Unseen labels raise ValueError naming the label and the file:line it came from.
+    By `label_type` (the readers' label_type, which the classification task types'
+    `ProblemType` names): single -> int32 [N]; multi -> float32 [N, C]; regression ->
+    float32 [N]. Unseen labels raise ValueError naming the label and the file:line it came
+    from.
     """
-    if task not in CLASSIFICATION_TASKS:
-        raise ValueError(f"task must be one of {CLASSIFICATION_TASKS}, got {task!r}")
+    if label_type not in LABEL_TYPES:
+        raise ValueError(f"label_type must be one of {LABEL_TYPES}, got {label_type!r}")
     unlabeled = [ex for ex in examples if ex.label is None]
     if len(unlabeled) == len(examples):
         return None
     if unlabeled:
         raise ValueError(f"{len(unlabeled)} of {len(examples)} examples have no label, e.g. the "
                          f"one from {unlabeled[0].source}: label all or none of them")
-    if task == "regression":
+    if label_type == "regression":
         bad = [ex for ex in examples if not isinstance(ex.label, (int, float))]
         if bad:
             raise ValueError(f"regression needs numeric labels; {bad[0].source} has {bad[0].label!r}")
         return np.array([ex.label for ex in examples], np.float32)
     if label_map is None:
-        raise ValueError(f"task {task!r} needs a label_map (LabelMap.from_examples(train))")
-    if label_map.multi_label != (task == "multi_label"):
-        raise ValueError(f"task {task!r} needs a LabelMap with multi_label={task == 'multi_label'}, "
-                         f"got {label_map!r}")
+        raise ValueError(f"label_type {label_type!r} needs a label_map "
+                         "(LabelMap.from_examples(train))")
+    if label_map.multi_label != (label_type == "multi"):
+        raise ValueError(f"label_type {label_type!r} needs a LabelMap with "
+                         f"multi_label={label_type == 'multi'}, got {label_map!r}")
     return label_map.encode(examples)
 
 
 def classification_features(examples: Sequence[ClassificationExample], tokenizer, seq_length: int,
-                            label_map: LabelMap | None = None, task: str = "classification") -> dict:
+                            label_map: LabelMap | None = None, label_type: str = "single") -> dict:
     """Classification examples -> features packed by `BertPreprocessor` (round-robin truncation).
 
     Returns {"input_word_ids", "input_type_ids"}: lists of N unpadded int32 [T] rows, and
@@ -119,7 +122,7 @@ def classification_features(examples: Sequence[ClassificationExample], tokenizer
     if len(pairs) > 1:
         raise ValueError("examples mix single sentences and pairs (text_b None in some rows only)")
     is_pair = pairs.pop()
-    labels = classification_labels(examples, task, label_map)
+    labels = classification_labels(examples, label_type, label_map)
     packer = BertPreprocessor(tokenizer, seq_length=seq_length, pad_to_longest=True)
     word_ids, type_ids = [], []
     for i in range(0, len(examples), TOKENIZE_CHUNK):

@@ -1,0 +1,115 @@
+"""EncoderConfig: the architecture of a BertEncoder (what its weights' shapes and math depend
+on), and the published sizes as presets.
+
+>>> PRESETS["bert_base"].num_layers, PRESETS["bert_base"].hidden_size
+(12, 768)
+>>> PRESETS["albert_base_v2"].embedding_size, PRESETS["albert_base_v2"].num_layer_groups
+(128, 1)
+>>> EncoderConfig(hidden_size=100, num_heads=12)
+Traceback (most recent call last):
+...
+bert_keras.configs.ConfigError: BertEncoder: hidden_size=100 is not divisible by num_heads=12.
+"""
+
+import dataclasses
+
+from bert_keras.configs import Config, check, option
+from bert_keras.models.layers.activations import ACTIVATIONS
+
+# The standard English WordPiece vocabularies (uncased and cased are within a few hundred).
+DEFAULT_VOCAB_SIZE = 30522
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderConfig(Config):
+    """The constructor arguments of `BertEncoder` that define its weights and math."""
+
+    vocab_size: int = option(DEFAULT_VOCAB_SIZE, "Rows of the token embedding (the vocab size).")
+    num_layers: int = option(12, "Transformer blocks.")
+    hidden_size: int = option(768, "Width of the embeddings and every block.")
+    num_heads: int = option(12, "Attention heads (hidden_size must divide by it).")
+    intermediate_size: int = option(3072, "Width of the feed-forward layer of a block.")
+    activation: str = option("gelu", "Feed-forward activation.", choices=ACTIVATIONS)
+    dropout: float = option(0.1, "Dropout of the embeddings and block outputs.")
+    attention_dropout: float = option(0.1, "Dropout of the attention probabilities.")
+    max_positions: int = option(512, "Rows of the learned position embedding (position_offset "
+                                "included).")
+    type_vocab_size: int = option(2, "Segment ids (0 = A, 1 = B); 0: no segment embedding "
+                                  "(DistilBERT).")
+    layer_norm_epsilon: float = option(1e-12, "Layer norm epsilon.")
+    initializer_range: float = option(0.02, "Stddev of the truncated-normal initializers.")
+    embedding_size: int = option(None, "Width of factorized embeddings (ALBERT, ELECTRA-small): "
+                                 "a dense projection to hidden_size follows their layer norm; "
+                                 "None: hidden_size wide, no projection (BERT).")
+    num_layer_groups: int = option(None, "Blocks with their own weights; layer i uses block "
+                                   "i * groups // num_layers (ALBERT shares one: 1); None: "
+                                   "num_layers (BERT).")
+    position_offset: int = option(0, "Row of the position embedding of the first token "
+                                  "(RoBERTa: padding_idx + 1 = 2).")
+    use_pooler: bool = option(True, "A dense-tanh pooler on the first token; False: "
+                              "pooled_output is the first token's hidden state (DistilBERT).")
+
+    def validate(self):
+        for name in ("vocab_size", "num_layers", "hidden_size", "num_heads", "intermediate_size",
+                     "max_positions", "type_vocab_size", "embedding_size", "num_layer_groups",
+                     "position_offset"):
+            value, least = getattr(self, name), 0 if name in ("type_vocab_size",
+                                                              "position_offset") else 1
+            if value is None and name in ("embedding_size", "num_layer_groups"):
+                continue
+            check(isinstance(value, int) and not isinstance(value, bool) and value >= least,
+                  f"BertEncoder: {name} must be an integer >= {least}, got {value!r}.")
+        check(self.num_layer_groups is None or self.num_layer_groups <= self.num_layers,
+              f"BertEncoder: num_layer_groups={self.num_layer_groups} exceeds "
+              f"num_layers={self.num_layers}.")
+        check(self.position_offset < self.max_positions,
+              f"BertEncoder: position_offset={self.position_offset} leaves no position of "
+              f"max_positions={self.max_positions}.")
+        check(self.hidden_size % self.num_heads == 0,
+              f"BertEncoder: hidden_size={self.hidden_size} is not divisible by "
+              f"num_heads={self.num_heads}.")
+        check(self.activation in ACTIVATIONS,
+              f"BertEncoder: activation {self.activation!r} is not one of {ACTIVATIONS}.")
+        for name in ("dropout", "attention_dropout"):
+            value = getattr(self, name)
+            check(0.0 <= value < 1.0, f"BertEncoder: {name} must be in [0, 1), got {value!r}.")
+
+
+def _presets():
+    # Google's 24 small BERTs (Turc et al., 2019): L layers x H hidden, H/64 heads, 4H feed-forward.
+    presets = {
+        f"bert_L-{layers}_H-{hidden}": EncoderConfig(
+            num_layers=layers, hidden_size=hidden, num_heads=hidden // 64,
+            intermediate_size=4 * hidden)
+        for layers in (2, 4, 6, 8, 10, 12) for hidden in (128, 256, 512, 768)
+    }
+    presets.update(
+        bert_tiny=presets["bert_L-2_H-128"],
+        bert_mini=presets["bert_L-4_H-256"],
+        bert_small=presets["bert_L-4_H-512"],
+        bert_medium=presets["bert_L-8_H-512"],
+        bert_base=presets["bert_L-12_H-768"],
+        bert_large=EncoderConfig(num_layers=24, hidden_size=1024, num_heads=16,
+                                 intermediate_size=4096),
+    )
+    # The published sizes of the other families (their Hugging Face config.json files).
+    base, large = presets["bert_base"], presets["bert_large"]
+    roberta = dict(vocab_size=50265, max_positions=514, type_vocab_size=1, position_offset=2,
+                   layer_norm_epsilon=1e-5, use_pooler=False)
+    albert = dict(vocab_size=30000, embedding_size=128, num_layer_groups=1,
+                  activation="gelu_approximate", dropout=0.0, attention_dropout=0.0)
+    presets.update(
+        roberta_base=base.replace(**roberta),
+        roberta_large=large.replace(**roberta),
+        albert_base_v2=base.replace(**albert),
+        albert_large_v2=large.replace(**albert),
+        distilbert_base=base.replace(num_layers=6, type_vocab_size=0, use_pooler=False),
+        electra_small=EncoderConfig(num_layers=12, hidden_size=256, num_heads=4,
+                                    intermediate_size=1024, embedding_size=128, use_pooler=False),
+        electra_base=base.replace(use_pooler=False),
+        electra_large=large.replace(use_pooler=False),
+    )
+    return presets
+
+
+PRESETS = _presets()

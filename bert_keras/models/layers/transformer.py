@@ -1,0 +1,335 @@
+"""Keras 3 layers of the BERT encoder: position embedding, self-attention, transformer block.
+
+Shape legend: B batch, T sequence length, H hidden size, N attention heads, D = H / N head size,
+I intermediate (feed-forward) size.
+
+Every layer follows the Keras layer contract: each constructor argument is stored under its
+own name and returned by `get_config()`, `**kwargs` go to `super()`, sizes are inferred in
+`build()`.
+"""
+
+import math
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from bert_keras.models.layers import dropout_mask
+from bert_keras.models.layers.activations import get_activation, training_activation
+from bert_keras.models.layers.residual_norm import normalize, residual_dropout_norm
+from bert_keras.models.layers.transposed_dense import dense
+
+def dense_initializer(initializer_range):
+    return keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+
+def layer_norm(layer, x):
+    """Applies the `keras.layers.LayerNormalization` `layer` (last axis) to `x`, in float32.
+
+    The same math as calling the layer (its weights, its epsilon) in fewer ops: one pass for
+    the mean, one for the variance of the centred values, one scale-and-shift. Under
+    mixed_bfloat16 on CPU, where every elementwise op is a full pass over memory, this
+    made the whole encoder ~10% faster than calling the Keras layer.
+    """
+    y, _, _ = normalize(ops.cast(x, "float32"), ops.cast(layer.gamma, "float32"),
+                        ops.cast(layer.beta, "float32"), layer.epsilon)
+    return ops.cast(y, layer.compute_dtype)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class LayerNorm(keras.layers.LayerNormalization):
+    """`keras.layers.LayerNormalization` over the last axis, computed by `layer_norm`.
+
+    Same weights (`gamma`, `beta`), config and outputs; faster on CPU under mixed precision.
+    Other axes or options fall back to the Keras implementation.
+
+    Example:
+    >>> import numpy as np
+    >>> layer = LayerNorm(epsilon=1e-12)
+    >>> y = layer(np.array([[1.0, 2.0, 3.0]], "float32"))
+    >>> [round(float(v), 4) for v in y[0]]
+    [-1.2247, 0.0, 1.2247]
+    """
+
+    def call(self, inputs):
+        last_axis = self.axis in ([-1], [len(inputs.shape) - 1])
+        if last_axis and self.center and self.scale and not self.rms_scaling:
+            return layer_norm(self, inputs)
+        return super().call(inputs)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class Dropout(keras.layers.Dropout):
+    """`keras.layers.Dropout` whose mask comes from a counter-based hash inside one
+    XLA-compiled pass, forward and backward (`dropout_mask`), instead of TensorFlow's Philox
+    kernel and a boolean mask written and read. An element is dropped with probability
+    `rate` to within 2^-32.
+
+    Example:
+    >>> import numpy as np
+    >>> y = np.asarray(Dropout(0.1, seed=1)(np.ones((1000, 100), "float32"), training=True))
+    >>> round(float((y == 0).mean()), 2), float(y.max())
+    (0.1, 1.1111111640930176)
+    """
+
+    def call(self, inputs, training=False):
+        if not training or not 0.0 < self.rate < 1.0 or self.noise_shape is not None:
+            return super().call(inputs, training=training)
+        return dropout_mask.dropout(ops.convert_to_tensor(inputs), self.next_seed(), self.rate)
+
+    def next_seed(self):
+        """A new (2,) int64 seed of a mask (`dropout_mask.keep_mask`)."""
+        return tf.cast(self.seed_generator.next(), tf.int64)
+
+
+def _mask_bias(input_mask, dtype):
+    """(B, T) mask (1 = real token) -> (B, 1, 1, T) additive bias: 0 or a large negative."""
+    large_negative = -6e4 if dtype == "float16" else -1e9  # float16 has no -1e9.
+    bias = (1.0 - ops.cast(input_mask, dtype)) * ops.cast(large_negative, dtype)
+    return bias[:, None, None, :]
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class PositionEmbedding(keras.layers.Layer):
+    """Learned absolute position embeddings, sliced to the input's length.
+
+    Example:
+    >>> import numpy as np
+    >>> layer = PositionEmbedding(max_positions=16)
+    >>> tuple(layer(np.zeros((2, 5, 8), "float32")).shape)
+    (5, 8)
+    """
+
+    def __init__(self, max_positions, initializer_range=0.02, offset=0, **kwargs):
+        super().__init__(**kwargs)
+        self.max_positions = max_positions
+        self.initializer_range = initializer_range
+        self.offset = offset  # row of the first position (RoBERTa: 2)
+
+    def build(self, input_shape):
+        self.embeddings = self.add_weight(
+            name="embeddings",
+            shape=(self.max_positions, input_shape[-1]),
+            initializer=dense_initializer(self.initializer_range),
+        )
+
+    def call(self, inputs):
+        # inputs: (B, T, H) token embeddings; returns (T, H), broadcast by the caller.
+        length = ops.shape(inputs)[1]
+        if isinstance(length, int) and length > self.max_positions - self.offset:
+            raise ValueError(
+                f"Sequence length {length} exceeds max_positions={self.max_positions} "
+                f"(minus position offset {self.offset}) of this encoder; truncate the input "
+                "(e.g. BertPreprocessor(seq_length=...))."
+            )
+        return ops.cast(self.embeddings[self.offset:self.offset + length], self.compute_dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(max_positions=self.max_positions, initializer_range=self.initializer_range,
+                      offset=self.offset)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class SelfAttention(keras.layers.Layer):
+    """Multi-head self-attention with one fused query/key/value projection.
+
+    The fused (H, 3H) kernel does one large matmul instead of three; checkpoint import
+    concatenates the query, key and value kernels (in that order) into it.
+
+    Example:
+    >>> import numpy as np
+    >>> attention = SelfAttention(num_heads=2)
+    >>> x = np.random.rand(1, 4, 8).astype("float32")
+    >>> tuple(attention(x, np.ones((1, 4), "int32")).shape)
+    (1, 4, 8)
+    """
+
+    def __init__(self, num_heads, dropout=0.0, initializer_range=0.02, transposed_kernels=False,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+        self.transposed_kernels = transposed_kernels
+
+    def build(self, input_shape):
+        hidden_size = input_shape[-1]
+        if hidden_size % self.num_heads:
+            raise ValueError(
+                f"hidden_size={hidden_size} is not divisible by num_heads={self.num_heads}."
+            )
+        self.head_size = hidden_size // self.num_heads
+        init = dense_initializer(self.initializer_range)
+        self.qkv = dense(3 * hidden_size, self.transposed_kernels, kernel_initializer=init,
+                         dtype=self.dtype_policy, name="qkv")
+        self.qkv.build(input_shape)
+        # Square, so in the inference layout, bfloat16, batch 1, TensorFlow's fused MatMul
+        # would run it on one thread (TransposedDense).
+        self.output_dense = dense(hidden_size, self.transposed_kernels, batch_matmul=True,
+                                  kernel_initializer=init, dtype=self.dtype_policy, name="output")
+        self.output_dense.build(input_shape)
+        self.attention_dropout = Dropout(self.dropout, dtype=self.dtype_policy)
+
+    def call(self, inputs, input_mask, training=None, query_positions=None):
+        """inputs (B, T, H) -> (B, T, H); with `query_positions` (B, Q) int, only those
+        rows attend (to every key): (B, Q, H)."""
+        # The dense layers run on (B*T, H): oneDNN fuses a rank-2 matmul with its bias
+        # add, but not the tensordot Keras uses on rank 3.
+        batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        hidden_size = self.num_heads * self.head_size
+        qkv = self.qkv(ops.reshape(inputs, (-1, hidden_size)))  # (B*T, 3H)
+        qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_size))
+        qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # (3, B, N, T, D)
+        # unstack, not qkv[0], qkv[1], qkv[2]: the gradient of a slice writes a zero-filled
+        # full-size tensor per slice (11% of a training step), the gradient of unstack one stack.
+        query, key, value = ops.unstack(qkv, 3, axis=0)  # 3 x (B, N, T, D)
+        if query_positions is not None:
+            query = tf.gather(query, query_positions, axis=2, batch_dims=1)  # (B, N, Q, D)
+            length = ops.shape(query_positions)[1]
+        # Scores and softmax stay in the compute dtype except float16: bfloat16 has
+        # float32's range, and oneDNN's bfloat16 softmax accumulates in float32 (same
+        # outputs as a float32 softmax, measured; the casts cost ~10% of the encoder).
+        softmax_dtype = "float32" if self.compute_dtype == "float16" else self.compute_dtype
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (B, N, Q, T)
+        scores = ops.cast(scores, softmax_dtype) * ops.cast(
+            1.0 / math.sqrt(self.head_size), softmax_dtype)
+        scores = scores + _mask_bias(input_mask, softmax_dtype)  # Padded keys -> -1e9.
+        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        probs = self.attention_dropout(probs, training=training)
+        context = ops.matmul(probs, value)  # (B, N, Q, D)
+        context = ops.transpose(context, (0, 2, 1, 3))  # (B, Q, N, D)
+        context = ops.reshape(context, (-1, hidden_size))  # (B*Q, H)
+        return ops.reshape(self.output_dense(context), (batch, length, hidden_size))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            dropout=self.dropout,
+            initializer_range=self.initializer_range,
+            transposed_kernels=self.transposed_kernels,
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class TransformerBlock(keras.layers.Layer):
+    """A post-layer-norm transformer block, as in BERT.
+
+    x = LayerNorm(x + Dropout(SelfAttention(x)));  x = LayerNorm(x + Dropout(FFN(x))).
+
+    Example:
+    >>> import numpy as np
+    >>> block = TransformerBlock(num_heads=2, intermediate_size=16)
+    >>> x = np.random.rand(1, 4, 8).astype("float32")
+    >>> tuple(block(x, np.ones((1, 4), "int32")).shape)
+    (1, 4, 8)
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        intermediate_size,
+        activation="gelu",
+        dropout=0.1,
+        attention_dropout=0.1,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        transposed_kernels=False,
+        **kwargs,
+    ):
+        """`transposed_kernels`: the four dense kernels in the inference layout
+        (`TransposedDense`); False (Keras' layout) for training and checkpoints."""
+        super().__init__(**kwargs)
+        get_activation(activation)  # Fail early on an unknown name.
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.activation = activation
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+        self.transposed_kernels = transposed_kernels
+
+    def build(self, input_shape):
+        hidden_size = input_shape[-1]
+        init = dense_initializer(self.initializer_range)
+        policy = self.dtype_policy
+        self.attention = SelfAttention(
+            self.num_heads,
+            dropout=self.attention_dropout,
+            initializer_range=self.initializer_range,
+            transposed_kernels=self.transposed_kernels,
+            dtype=policy,
+            name="attention",
+        )
+        self.attention.build(input_shape)
+        self.attention_layer_norm = LayerNorm(
+            epsilon=self.layer_norm_epsilon, dtype=policy, name="attention_layer_norm"
+        )
+        self.attention_layer_norm.build(input_shape)
+        self.intermediate = dense(  # The activation is applied in call().
+            self.intermediate_size, self.transposed_kernels, kernel_initializer=init,
+            dtype=policy, name="intermediate")
+        self.intermediate.build(input_shape)
+        self.output_dense = dense(hidden_size, self.transposed_kernels, kernel_initializer=init,
+                                  dtype=policy, name="output")
+        self.output_dense.build(tuple(input_shape[:-1]) + (self.intermediate_size,))
+        self.output_layer_norm = LayerNorm(
+            epsilon=self.layer_norm_epsilon, dtype=policy, name="output_layer_norm"
+        )
+        self.output_layer_norm.build(input_shape)
+        self.dropout_layer = Dropout(self.dropout, dtype=policy)
+
+    def call(self, inputs, input_mask, training=None, query_positions=None):
+        """inputs (B, T, H) -> (B, T, H); with `query_positions` (B, Q) int, the block's
+        output at those rows only, (B, Q, H), for a fraction of the work: keys and values
+        still come from every row, but the rest of the block runs on Q rows."""
+        batch, length, hidden_size = ops.shape(inputs)[0], ops.shape(inputs)[1], inputs.shape[-1]
+        attended = self.attention(inputs, input_mask, training=training,
+                                  query_positions=query_positions)  # (B, T or Q, H)
+        if query_positions is not None:
+            inputs = tf.gather(inputs, query_positions, batch_dims=1)  # (B, Q, H)
+            length = ops.shape(query_positions)[1]
+        # Rank 2 (B*T, H) from here, so the feed-forward matmuls fuse bias and GELU.
+        x = ops.reshape(inputs, (-1, hidden_size))
+        x = self._add_and_norm(x, ops.reshape(attended, (-1, hidden_size)),
+                               self.attention_layer_norm, training)
+        hidden = self._activate(self.intermediate(x), training)  # (B*T, I)
+        hidden = self.output_dense(hidden)  # (B*T, H)
+        x = self._add_and_norm(x, hidden, self.output_layer_norm, training)
+        return ops.reshape(x, (batch, length, hidden_size))  # (B, T, H)
+
+    def _add_and_norm(self, x, hidden, norm, training):
+        """norm(x + dropout(hidden)); train steps run it XLA-compiled (residual_norm.py)."""
+        dropout = self.dropout_layer
+        if not training or dropout.rate >= 1.0:
+            # Inference (no dropout): oneDNN can fuse the add into the matmul before it.
+            return norm(x + dropout(hidden, training=training))
+        seed = dropout.next_seed() if dropout.rate > 0 else None
+        return residual_dropout_norm(x, hidden, seed, dropout.rate,
+                                     tf.convert_to_tensor(norm.gamma),
+                                     tf.convert_to_tensor(norm.beta), norm.epsilon)
+
+    def _activate(self, hidden, training):
+        if not training:
+            # Inference: oneDNN fuses matmul + bias + activation into one kernel.
+            return get_activation(self.activation)(hidden)
+        # Training: that fusion is off (the gradient needs the pre-activation).
+        return training_activation(self.activation)(hidden)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            intermediate_size=self.intermediate_size,
+            activation=self.activation,
+            dropout=self.dropout,
+            attention_dropout=self.attention_dropout,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            initializer_range=self.initializer_range,
+            transposed_kernels=self.transposed_kernels,
+        )
+        return config

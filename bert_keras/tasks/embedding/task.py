@@ -1,0 +1,30 @@
+"""Sentence embeddings in an export: text in, one pooled (and normalized) vector out."""
+
+import tensorflow as tf
+
+from bert_keras.tasks.base import Task
+from bert_keras.tasks.embedding.model import BertEmbedder
+
+
+class Embedding(Task):
+    """Serves `text` -> embeddings float32 [B, H]: `BertEmbedder`'s pooling (mean, cls or
+    max over the real tokens, L2-normalized with normalize), computed in the graph.
+
+    >>> from bert_keras.tasks.registry import get_task
+    >>> get_task("embedding").finetunable
+    False
+    """
+
+    name = "embedding"
+    finetunable = False  # trained in user code: BertEmbedder.fit((anchors, positives))
+    needs_label_map = False
+
+    def builds(self, model):
+        return isinstance(model, BertEmbedder)
+
+    def export_metadata(self, fns):
+        return {"pooling": fns.model.pooling, "normalize": fns.model.normalize}
+
+    def serve(self, fns, texts):
+        inputs, _ = self.preprocess(fns, texts)
+        return {"embeddings": tf.cast(fns.run(inputs), tf.float32)}  # (B, H)

@@ -1,0 +1,372 @@
+"""ELECTRA pretraining (Clark et al. 2020): replaced-token detection.
+
+A small generator (a masked LM sharing the discriminator's token, segment and position
+embeddings) fills the masked positions with tokens sampled from its own output distribution
+(no gradient through the sample); the discriminator (the encoder that is kept and
+fine-tuned) predicts for every token whether it was replaced. Loss = generator MLM loss +
+`rtd_weight` (50 in the paper) x the discriminator's sigmoid loss over the non-padding tokens.
+A sampled token that equals the original counts as original, as in the paper.
+
+Four departures from the paper, all off by default in this class; tools/pretrain.py's
+defaults turn on the first two and weight the detection loss 1 instead of 50, the recipe that
+fine-tuned as well as masked LM at small scale where the paper's did no better than a random
+encoder (docs/variants.md): an easy start, sampling at `start_temperature` annealed to
+`temperature` (a small discriminator cannot tell temperature-1 samples of a generator at the
+masked-LM plateau from the originals, and collapses to "nothing replaced"); a masked LM on the
+discriminator (`discriminator_mlm_share` of the masked positions reach it still masked, and it
+predicts their tokens: the contextual signal replaced-token detection alone does not give a
+small discriminator); DeBERTa-v3's gradient-disentangled embedding sharing
+(`disentangled_embeddings`); and COCO-LM's corrective LM (`corrective_weight`).
+
+Shape legend: B batch, T sequence length, P masked positions, V vocabulary.
+"""
+
+import keras
+from keras import ops
+
+from bert_keras.models import heads
+from bert_keras.models.encoder import BertEncoder
+from bert_keras.models.encoder.config import EncoderConfig
+from bert_keras.models.objectives.losses import Ratio, TokenAccuracy, TokenCrossEntropy
+from bert_keras.models.objectives.objective_model import ObjectiveModel
+from bert_keras.names import INPUT_NAMES
+from bert_keras.optimization import default_optimizer
+
+MASKED_LM_INPUTS = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+
+
+def generator_config(discriminator, size, layers=1.0):
+    """The EncoderConfig of the generator for a discriminator `BertEncoder`: `size` (0, 1] of
+    its hidden and feed-forward widths (ELECTRA: 1/4 to 1/3), heads of the discriminator's
+    head width, `layers` (0, 1] of its depth (at least one layer; ELECTRA: all), embeddings of
+    the discriminator's width (projected when the widths differ).
+
+    >>> import bert_keras as bk
+    >>> d = bk.BertEncoder.from_preset("electra_small", vocab_size=100)
+    >>> g = generator_config(d, 0.25)
+    >>> (g.hidden_size, g.num_heads, g.intermediate_size, g.embedding_size)
+    (64, 1, 256, 128)
+    """
+    if not 0.0 < size <= 1.0:
+        raise ValueError(f"generator_size must be in (0, 1], got {size}.")
+    if not 0.0 < layers <= 1.0:
+        raise ValueError(f"generator_layers must be in (0, 1], got {layers}.")
+    arch = discriminator.architecture
+    head_width = arch["hidden_size"] // arch["num_heads"]
+    hidden = max(head_width, int(round(arch["hidden_size"] * size / head_width)) * head_width)
+    width = arch["embedding_size"] or arch["hidden_size"]
+    return EncoderConfig(**{
+        **arch, "hidden_size": hidden, "num_heads": hidden // head_width,
+        "intermediate_size": max(1, int(round(arch["intermediate_size"] * size))),
+        "embedding_size": None if width == hidden else width, "num_layer_groups": None,
+        "num_layers": max(1, int(round(arch["num_layers"] * layers))),
+        "use_pooler": False,
+    })
+
+
+def tied_masked_lm_head(discriminator, width, name):
+    """A `MaskedLMHead` over inputs `width` wide, projecting onto the discriminator's token
+    embeddings, built (so an optimizer can be built for every variable before the first step)."""
+    head = heads.MaskedLMHead(
+        discriminator.token_embedding, activation=discriminator.activation,
+        layer_norm_epsilon=discriminator.layer_norm_epsilon,
+        initializer_range=discriminator.initializer_range,
+        dtype=discriminator.head_dtype_policy, name=name)
+    head.build((None, None, width))
+    return head
+
+
+def sample_tokens(logits, seed_generator):
+    """One token per row of `logits` (..., V) drawn from softmax(logits), by TensorFlow's
+    categorical sampler: one random number per row where Gumbel-max (Google's code) draws V
+    and takes two logs of each, 31 against 86 ms at 640 x 30,522;
+    the same distribution."""
+    rows = ops.reshape(logits, (-1, ops.shape(logits)[-1]))
+    draws = keras.random.categorical(rows, 1, dtype="int32", seed=seed_generator)  # (rows, 1)
+    return ops.reshape(draws, ops.shape(logits)[:-1])
+
+
+def scatter_positions(ids, positions, values, weights):
+    """`ids` (B, T) with `values` (B, P) written at `positions` (B, P) where `weights` > 0
+    (padding slots of the masked positions, weight 0, write nothing); a position listed
+    twice gets the larger of its values, never their sum (ids are >= 0)."""
+    length = ops.shape(ids)[1]
+    hits = ops.one_hot(positions, length, dtype="int32") * ops.cast(
+        weights > 0, "int32")[:, :, None]  # (B, P, T)
+    written = ops.sum(hits, axis=1) > 0  # (B, T)
+    value = ops.max(hits * ops.cast(values, "int32")[:, :, None], axis=1)  # (B, T)
+    return ops.where(written, value, ids)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class ElectraPretrainer(ObjectiveModel):
+    """ELECTRA's replaced-token detection over a discriminator `BertEncoder`.
+
+    Inputs (a dict): the encoder inputs (input_word_ids with the masked positions already
+    masked, as the pretraining data makes them) + `masked_lm_positions`, `masked_lm_ids`
+    (the original tokens), `masked_lm_weights` (B, P). Outputs: {"generator_logits" (B, P, V),
+    "discriminator_logits" (B, T), "replaced" (B, T) 0/1, "detected" (B, T) 0/1 (the tokens
+    the detection loss scores: not padding, not left masked), "left_masked" (B, P) 0/1,
+    "corrupted_ids" (B, T)}. The loss is computed from these (`loss_terms`, see
+    `ObjectiveModel`); `fit` needs no y.
+
+    Args:
+        discriminator: the `BertEncoder` to pretrain (`.encoder`; saved and fine-tuned).
+        generator_size: the generator's width as a fraction of the discriminator's.
+        generator_layers: the generator's depth as a fraction of the discriminator's (paper: 1).
+        rtd_weight: lambda, the weight of the discriminator loss (paper: 50).
+        temperature: of the generator's sampling distribution (paper: 1).
+        seed: of the sampling (its state is a variable, so checkpoints resume it).
+        start_temperature: the sampling temperature at the first training step (higher:
+            flatter, so rarer and easier to detect replacements), annealed linearly to
+            `temperature` over `curriculum_steps` (None, the paper: `temperature` throughout).
+        curriculum_steps: optimizer steps of that easy start (0: none). Outside training
+            (`model(x)`, evaluate) the replacements are sampled at `temperature`.
+        disentangled_embeddings: DeBERTa-v3's gradient-disentangled embedding sharing: the
+            discriminator reads the shared embeddings as stop_gradient(shared) + a delta of
+            its own (zeros at first), so only the generator's loss trains the shared tables
+            and only the discriminator's trains the deltas (paper: False, both train them).
+            `fold_embedding_deltas` gives `.encoder` the discriminator's own embeddings.
+        corrective_weight: the weight of COCO-LM's corrective LM (Meng et al. 2021, without its
+            copy mechanism): the discriminator also predicts the original tokens at the masked
+            positions of the corrupted text, through its own head tied to the shared embeddings
+            (paper: 0, none; docs/variants.md measures it). With `discriminator_mlm_share` it
+            scores only the positions the generator filled.
+        discriminator_mlm_share: the share of the masked positions (each drawn independently)
+            that the discriminator sees as the data masked them, not filled by the generator;
+            it predicts their original tokens (a masked LM weighted 1, like the generator's,
+            through its own head tied to the shared embeddings) and they leave the detection
+            loss (paper: 0, every masked position is filled).
+
+    Example:
+    >>> import numpy as np
+    >>> import bert_keras as bk
+    >>> model = ElectraPretrainer(bk.BertEncoder.from_preset("bert_tiny", vocab_size=50), seed=1)
+    >>> x = {"input_word_ids": np.array([[2, 4, 4, 9, 3]], "int32"),
+    ...      "input_mask": np.ones((1, 5), "int32"), "input_type_ids": np.zeros((1, 5), "int32"),
+    ...      "masked_lm_positions": np.array([[1, 2]], "int32"),
+    ...      "masked_lm_ids": np.array([[7, 8]], "int32"),
+    ...      "masked_lm_weights": np.ones((1, 2), "float32")}
+    >>> model(x)["discriminator_logits"].shape
+    TensorShape([1, 5])
+    """
+
+    default_learning_rate = 5e-4  # ELECTRA-Small's
+    loss_term_names = ("generator_loss", "discriminator_loss")
+
+    def __init__(self, discriminator, generator_size=0.25, rtd_weight=50.0, temperature=1.0,
+                 seed=None, start_temperature=None, curriculum_steps=0,
+                 disentangled_embeddings=False, generator_layers=1.0, corrective_weight=0.0,
+                 discriminator_mlm_share=0.0, **kwargs):
+        # Its own variable reads (the embedding deltas) stay float32 under mixed precision.
+        super().__init__(autocast=False, **kwargs)
+        self.encoder = discriminator
+        self.generator = BertEncoder(
+            **generator_config(discriminator, generator_size, generator_layers).to_dict(),
+            embeddings_of=discriminator, dtype=discriminator.dtype_policy, name="generator")
+        self.generator_head = tied_masked_lm_head(discriminator, self.generator.hidden_size,
+                                                  "generator_head")
+        self.discriminator_head = heads.ReplacedTokenHead(
+            activation=discriminator.activation, initializer_range=discriminator.initializer_range,
+            dtype=discriminator.head_dtype_policy, name="discriminator_head")
+        # Built now, so an optimizer can be built for every variable before the first step.
+        self.discriminator_head.build((None, None, discriminator.hidden_size))
+        self.corrective_weight = corrective_weight
+        self.discriminator_mlm_share = discriminator_mlm_share
+        if corrective_weight or discriminator_mlm_share:
+            self.discriminator_lm_head = tied_masked_lm_head(
+                discriminator, discriminator.hidden_size, "discriminator_lm_head")
+        if corrective_weight:
+            self.trackers["corrective_loss"] = keras.metrics.Mean(name="corrective_loss")
+            self.corrective_accuracy = TokenAccuracy(name="corrective_accuracy")
+        if discriminator_mlm_share:
+            self.trackers["discriminator_mlm_loss"] = keras.metrics.Mean(
+                name="discriminator_mlm_loss")
+            self.discriminator_mlm_accuracy = TokenAccuracy(name="discriminator_mlm_accuracy")
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        self.generator_size, self.rtd_weight, self.temperature = generator_size, rtd_weight, temperature
+        self.seed = seed
+        self.start_temperature, self.curriculum_steps = start_temperature, curriculum_steps
+        self.disentangled_embeddings = disentangled_embeddings
+        self.generator_layers = generator_layers
+        self.embedding_deltas = self._embedding_deltas() if disentangled_embeddings else []
+        self._masked_lm_loss = TokenCrossEntropy(epsilon=1e-5)
+        self.generator_accuracy = TokenAccuracy(name="generator_accuracy")
+        self.ratios = {name: Ratio(name=name) for name in (
+            "discriminator_accuracy", "all_original_accuracy", "replaced_fraction",
+            "replaced_precision", "replaced_recall")}
+        # The discriminator loss of the best constant guess (the binary entropy of the batch's
+        # replaced share): a discriminator loss below it is learned from context, even while
+        # no token is yet confidently called replaced (accuracy = all-original).
+        self.base_rate_loss = keras.metrics.Mean(name="base_rate_loss")
+        self.built = True
+        self.compile(optimizer=default_optimizer(self.default_learning_rate))
+
+    def call(self, inputs, training=False):
+        encoder_inputs = {name: inputs[name] for name in INPUT_NAMES}
+        positions = inputs["masked_lm_positions"]
+        weights = inputs["masked_lm_weights"]
+        # The generator's last block runs on the masked rows only (BertEncoder's shortcut).
+        generated = self.generator(encoder_inputs, training=training,
+                                   output_positions=positions)["sequence_output"]  # (B, P, G)
+        generator_logits = self.generator_head(generated)  # (B, P, V) float32
+        sampled = self.replacements(generator_logits, training)  # (B, P)
+        word_ids = encoder_inputs["input_word_ids"]
+        left_masked = self.left_masked(weights)  # (B, P) 0/1
+        original = scatter_positions(word_ids, positions, inputs["masked_lm_ids"], weights)
+        corrupted = scatter_positions(word_ids, positions, sampled, weights * (1 - left_masked))
+        mask = encoder_inputs["input_mask"]
+        replaced = ops.cast(ops.not_equal(corrupted, original), "int32") * mask
+        detected = mask * (1 - scatter_positions(ops.zeros_like(word_ids), positions,
+                                                 ops.ones_like(positions), left_masked))
+        discriminated = self.discriminate({**encoder_inputs, "input_word_ids": corrupted},
+                                          training)["sequence_output"]
+        outputs = {"generator_logits": generator_logits,
+                   "discriminator_logits": self.discriminator_head(discriminated),
+                   "replaced": replaced, "detected": detected, "left_masked": left_masked,
+                   "corrupted_ids": corrupted}
+        if self.corrective_weight or self.discriminator_mlm_share:
+            outputs["discriminator_lm_logits"] = self.discriminator_lm_head(discriminated, positions)
+        return outputs
+
+    def left_masked(self, weights):
+        """1 at the masked positions (B, P) the discriminator sees masked (a random
+        `discriminator_mlm_share` of them), 0 elsewhere."""
+        if not self.discriminator_mlm_share:
+            return ops.zeros_like(weights)
+        draw = keras.random.uniform(ops.shape(weights), seed=self.seed_generator)
+        return ops.cast(draw < self.discriminator_mlm_share, weights.dtype) * ops.cast(
+            weights > 0, weights.dtype)
+
+    def idle_layers(self):
+        return [self.encoder.pooler]  # the discriminator's heads read the sequence output
+
+    def shared_embeddings(self):
+        """The discriminator's variables that the generator uses too."""
+        generator_variables = {id(v) for v in self.generator.variables}
+        return [v for v in self.encoder.variables if id(v) in generator_variables]
+
+    def _embedding_deltas(self):
+        return [self.add_weight(shape=v.shape, initializer="zeros", dtype=v.dtype,
+                                name=v.path.replace("/", "_") + "_delta")
+                for v in self.shared_embeddings()]
+
+    def discriminate(self, inputs, training):
+        """The discriminator's outputs; with disentangled embeddings it reads each shared
+        variable as stop_gradient(shared) + its delta."""
+        if not self.disentangled_embeddings:
+            return self.encoder(inputs, training=training)
+        mapping = [(v, ops.stop_gradient(ops.convert_to_tensor(v)) + delta)
+                   for v, delta in zip(self.shared_embeddings(), self.embedding_deltas)]
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            outputs = self.encoder(inputs, training=training)
+        for v in self.encoder.non_trainable_variables:  # dropout's seeds advance as usual
+            value = scope.get_current_value(v)
+            if value is not None:
+                v.assign(value)
+        return outputs
+
+    def fold_embedding_deltas(self):
+        """Adds the deltas into the shared embeddings and zeroes them: `.encoder` alone is then
+        the trained discriminator (as saved). Call it after training: the generator sees the
+        discriminator's embeddings from then on."""
+        for v, delta in zip(self.shared_embeddings(), self.embedding_deltas):
+            v.assign(v + delta)
+            delta.assign(ops.zeros_like(delta))
+
+    def replacements(self, generator_logits, training):
+        """The tokens (B, P) that replace the masked ones: the generator's samples (no gradient
+        through them) at the temperature of this step."""
+        temperature = self.sampling_temperature(training)
+        return sample_tokens(ops.stop_gradient(generator_logits) / temperature, self.seed_generator)
+
+    def sampling_temperature(self, training):
+        """`start_temperature` at the first training step, annealed linearly to `temperature`
+        at `curriculum_steps`; `temperature` outside training."""
+        if self.start_temperature is None or not training:
+            return self.temperature
+        progress = self.curriculum_progress()
+        return self.start_temperature + (self.temperature - self.start_temperature) * progress
+
+    def curriculum_progress(self):
+        """0 at the first optimizer step, 1 from `curriculum_steps` on (the optimizer's step
+        count, so a resumed run continues the schedule)."""
+        if not self.curriculum_steps or self.optimizer is None:
+            return 1.0
+        step = ops.cast(self.optimizer.iterations, "float32")
+        return ops.minimum(step / float(self.curriculum_steps), 1.0)
+
+    def loss_terms(self, x, y_pred):
+        """{"generator_loss", "discriminator_loss", "loss"} of one batch (not yet divided by
+        the number of replicas)."""
+        generator_loss = self._masked_lm_loss.unscaled(
+            x["masked_lm_ids"], y_pred["generator_logits"], x["masked_lm_weights"])
+        detected = ops.cast(y_pred["detected"], "float32")
+        per_token = ops.binary_crossentropy(  # (B, T)
+            ops.cast(y_pred["replaced"], "float32"), y_pred["discriminator_logits"],
+            from_logits=True)
+        discriminator_loss = ops.sum(per_token * detected) / (ops.sum(detected) + 1e-6)
+        terms = {"generator_loss": generator_loss, "discriminator_loss": discriminator_loss,
+                 "loss": generator_loss + self.rtd_weight * discriminator_loss}
+        weights, left_masked = x["masked_lm_weights"], y_pred["left_masked"]
+        if self.corrective_weight:
+            terms["corrective_loss"] = self._masked_lm_loss.unscaled(
+                x["masked_lm_ids"], y_pred["discriminator_lm_logits"], weights * (1 - left_masked))
+            terms["loss"] += self.corrective_weight * terms["corrective_loss"]
+        if self.discriminator_mlm_share:
+            terms["discriminator_mlm_loss"] = self._masked_lm_loss.unscaled(
+                x["masked_lm_ids"], y_pred["discriminator_lm_logits"], weights * left_masked)
+            terms["loss"] += terms["discriminator_mlm_loss"]
+        return terms
+
+    def update_metrics(self, x, y_pred):
+        self.generator_accuracy.update_state(x["masked_lm_ids"], y_pred["generator_logits"],
+                                             x["masked_lm_weights"])
+        weights, left_masked = x["masked_lm_weights"], y_pred["left_masked"]
+        if self.corrective_weight:
+            self.corrective_accuracy.update_state(
+                x["masked_lm_ids"], y_pred["discriminator_lm_logits"], weights * (1 - left_masked))
+        if self.discriminator_mlm_share:
+            self.discriminator_mlm_accuracy.update_state(
+                x["masked_lm_ids"], y_pred["discriminator_lm_logits"], weights * left_masked)
+        mask = ops.cast(y_pred["detected"], "float32")
+        replaced = ops.cast(y_pred["replaced"], "float32")
+        predicted = ops.cast(y_pred["discriminator_logits"] > 0, "float32") * mask
+        correct = ops.sum(ops.cast(ops.equal(predicted, replaced), "float32") * mask)
+        self.ratios["discriminator_accuracy"].update_state(correct, ops.sum(mask))
+        self.ratios["all_original_accuracy"].update_state(ops.sum((1 - replaced) * mask),
+                                                          ops.sum(mask))
+        self.ratios["replaced_fraction"].update_state(ops.sum(replaced * mask), ops.sum(mask))
+        share = ops.clip(ops.sum(replaced * mask) / ops.sum(mask), 1e-7, 1 - 1e-7)
+        self.base_rate_loss.update_state(
+            -(share * ops.log(share) + (1 - share) * ops.log(1 - share)))
+        true_positives = ops.sum(predicted * replaced)
+        self.ratios["replaced_precision"].update_state(true_positives, ops.sum(predicted))
+        self.ratios["replaced_recall"].update_state(true_positives, ops.sum(replaced))
+
+    def get_config(self):
+        return dict(name=self.name, discriminator=keras.saving.serialize_keras_object(self.encoder),
+                    generator_size=self.generator_size, rtd_weight=self.rtd_weight,
+                    temperature=self.temperature, seed=self.seed,
+                    start_temperature=self.start_temperature,
+                    curriculum_steps=self.curriculum_steps,
+                    disentangled_embeddings=self.disentangled_embeddings,
+                    generator_layers=self.generator_layers,
+                    corrective_weight=self.corrective_weight,
+                    discriminator_mlm_share=self.discriminator_mlm_share)
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["discriminator"] = keras.saving.deserialize_keras_object(config["discriminator"])
+        return cls(**config)
+
+
+def with_masked_lm_inputs(x, y, sample_weight):
+    """The pretraining data's (x, y, sample_weight) as ElectraPretrainer's inputs."""
+    return ({**x, "masked_lm_ids": y["masked_lm"],
+             "masked_lm_weights": sample_weight["masked_lm"]},)
+
+
+__all__ = ["ElectraPretrainer", "generator_config", "sample_tokens", "scatter_positions",
+           "with_masked_lm_inputs"]

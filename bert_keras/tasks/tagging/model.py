@@ -1,0 +1,138 @@
+"""`BertTokenClassifier`: a tag per token (NER, POS) on the sequence output.
+
+Shape legend: B batch, T sequence length, C classes (tags).
+
+x: the encoder inputs (int32 (B, T) each); y: labels (B, T) int, `IGNORE_LABEL` (-1, any
+negative) where not scored. Or, with the model's tokenizer (`from_pretrained`), pre-split
+words and one tag per word (`word_inputs`), the rows `tools/finetune.py --task=tagging`
+trains on. The loss averages over the scored tokens of the batch.
+"""
+
+import keras
+
+from bert_keras.models import head_checkpoints, heads
+from bert_keras.models.objectives.losses import TokenAccuracy, TokenCrossEntropy
+from bert_keras.tasks import targets
+from bert_keras.tasks.tagging import word_inputs
+from bert_keras.tasks.task_model import BertTaskModel, class_count, encoder_inputs, label_names
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class BertTokenClassifier(BertTaskModel):
+    """Token tagging (e.g. NER): float32 logits (B, T, num_classes) on the sequence output.
+
+    Labels (B, T) int; positions labelled `IGNORE_LABEL` (-1; any negative) are not scored:
+    special tokens, padding and the non-first WordPieces of a word. Default compile: AdamW
+    at 5e-5, `TokenCrossEntropy(epsilon=0, ignore_negative_labels=True)` (the mean over
+    scored tokens of the batch), `TokenAccuracy`.
+
+    Example:
+    >>> import numpy as np
+    >>> import bert_keras as bk
+    >>> tagger = BertTokenClassifier(bk.BertEncoder.from_preset("bert_tiny", vocab_size=100), num_classes=5)
+    >>> x = {"input_word_ids": np.ones((2, 6), "int32"), "input_mask": np.ones((2, 6), "int32"),
+    ...      "input_type_ids": np.zeros((2, 6), "int32")}
+    >>> labels = np.array([[-1, 1, 2, -1, 0, -1], [-1, 4, 4, 3, -1, -1]])
+    >>> history = tagger.fit(x, labels, verbose=0)
+    >>> tagger.predict(x, verbose=0).shape
+    (2, 6, 5)
+
+    From a checkpoint directory it also takes pre-split words, one tag per word (class ids
+    or label names; each goes on its word's first piece, `word_inputs`), and predicts each
+    word's logits:
+    >>> tagger = BertTokenClassifier.from_pretrained("tests/fixtures/families/bert_tagger")
+    >>> history = tagger.fit([["Jesus", "wept", "."]], [["B-PER", "O", "O"]], verbose=0)
+    >>> tagger.predict([["Jesus", "wept", "."], ["Amen"]]).shape
+    TensorShape([2, None, 5])
+    """
+
+    head_name = "token_classification_head"
+    transformers_head = "ForTokenClassification"
+    load_transformers_head = staticmethod(head_checkpoints.load_token_classification_head)
+
+    def __init__(self, encoder, num_classes, dropout=0.1, labels=None, preprocessor=None,
+                 **kwargs):
+        head = heads.TokenClassificationHead(
+            num_classes, dropout=dropout, initializer_range=encoder.initializer_range,
+            dtype=encoder.head_dtype_policy, name="token_classification_head",
+        )
+        inputs = encoder_inputs()
+        logits = head(encoder(inputs)["sequence_output"])  # (B, T, C)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.labels = label_names(labels, num_classes)
+        self.token_classification_head = head
+        self._finish_init(encoder, preprocessor=preprocessor)
+
+    @classmethod
+    def _pretrained_arguments(cls, path, trained, labels, kwargs):
+        if kwargs.get("num_classes") is None:
+            kwargs["num_classes"] = class_count(path, labels)
+        if labels is not None and len(labels) == kwargs["num_classes"]:
+            kwargs.setdefault("labels", labels)
+        return kwargs
+
+    def reads_pooled_output(self):
+        return False  # the head reads the sequence output
+
+    def _checked_targets(self, y):
+        return targets.check_class_ids(y, self.num_classes, type(self).__name__, per_token=True)
+
+    # --- words and their tags (`word_inputs`) ------------------------------------------
+    def _takes_text(self, x):
+        return super()._takes_text(x) or word_inputs.is_words(x)
+
+    def _check_words_go_in(self, sample_weight):
+        owner = type(self).__name__
+        if self.preprocessor is None:
+            raise ValueError(f"{owner}: words need the model's tokenizer; build it with "
+                             f"{owner}.from_pretrained(path), or pass preprocessor=.")
+        if sample_weight is not None:
+            raise ValueError(f"{owner}: sample_weight does not go with words; leave a "
+                             "sentence out, or give ids and per-token labels instead.")
+
+    def _word_rows(self, words, tags=None, sample_weight=None):
+        self._check_words_go_in(sample_weight)
+        names = self.labels or [str(i) for i in range(self.num_classes)]
+        return word_inputs.word_features(self.preprocessor, words, tags, names,
+                                         type(self).__name__)
+
+    def _split_off(self, x, y, sample_weight, fraction):
+        if not word_inputs.is_words(x):
+            return super()._split_off(x, y, sample_weight, fraction)
+        self._check_words_go_in(sample_weight)
+        (x, y), split = word_inputs.split_off(x, y, fraction)
+        return (x, y, None), split
+
+    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        if word_inputs.is_words(x):
+            rows = self._word_rows(x, y, sample_weight)
+            return word_inputs.word_dataset(rows, batch_size, shuffle), None, None, None
+        # Per-token labels are positions of the packed tokens, which raw texts do not have
+        # yet: a y of another length was an op error, and one of the same length trained on
+        # misplaced tags.
+        if y is not None and self._takes_text(x):
+            raise ValueError(
+                f"{type(self).__name__}: labels cannot go with raw texts (their tokens are not "
+                "known yet); give each sentence's words and one tag per word instead: "
+                "fit([['Jesus', 'wept', '.'], ...], [['B-PER', 'O', 'O'], ...]). predict "
+                "takes raw texts too.")
+        return super()._text(x, y, sample_weight, batch_size, shuffle)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """Keras `predict`; raw text as in `fit`, or words: then a float32 tf.RaggedTensor
+        (sentences, (words), num_classes) of each word's logits at its first piece (a long
+        sentence goes on in rows of its own; NaN only for a word without pieces)."""
+        if word_inputs.is_words(x):
+            return word_inputs.word_logits(self, self._word_rows(x), batch_size)
+        return super().predict(x, batch_size=batch_size, **kwargs)
+
+    def _default_loss(self):
+        return TokenCrossEntropy(epsilon=0.0, ignore_negative_labels=True)
+
+    def _default_weighted_metrics(self):
+        return [TokenAccuracy(name="accuracy")]
+
+    def _task_config(self):
+        return dict(num_classes=self.num_classes, dropout=self.dropout, labels=self.labels)

@@ -1,0 +1,111 @@
+"""Keras user code with keras-hub habits: task models `from_pretrained` on any checkpoint
+directory, raw strings (and pairs) in fit / evaluate / predict, `.keras` round trips with no
+custom_objects, and `bk.export_model` answering what `predict` answers."""
+
+import pathlib
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import bert_keras as bk
+from bert_keras.tasks import registry
+from export_harness import _enc, _outputs, run_client
+
+FAMILIES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "families"
+TEXTS = ["In the beginning God created the heaven and the earth.", "Jesus wept.",
+         "The LORD is my shepherd; I shall not want.", "And the earth was without form."]
+
+
+def softmax(logits):
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("family", ["bert_qa", "roberta", "albert", "distilbert",
+                                    "electra_discriminator", "xlm_roberta"])
+def test_every_family_fits_strings_and_round_trips_through_a_keras_file(family, tmp_path):
+    model = bk.BertClassifier.from_pretrained(str(FAMILIES / family), num_classes=3,
+                                              seq_length=32)
+    model.fit(TEXTS, np.array([0, 1, 2, 1]), batch_size=2, epochs=1, verbose=0)
+    before = model.predict(TEXTS, verbose=0)
+    model.save(tmp_path / "model.keras")
+    again = keras.models.load_model(tmp_path / "model.keras")
+    np.testing.assert_allclose(again.predict(TEXTS, verbose=0), before, atol=1e-6)
+    assert again.preprocessor.tokenizer.vocab == model.preprocessor.tokenizer.vocab
+
+
+@pytest.mark.parametrize("family", ["roberta", "albert"])
+def test_pairs_fit_and_predict_and_each_batch_is_padded_to_its_own_longest_row(family):
+    model = bk.BertClassifier.from_pretrained(str(FAMILIES / family), num_classes=2)
+    pairs = (TEXTS, TEXTS[::-1])
+    history = model.fit(pairs, np.array([0, 1, 1, 0]), batch_size=4, epochs=2, verbose=0)
+    assert len(history.history["loss"]) == 2
+    assert model.predict(pairs, verbose=0).shape == (4, 2)
+    packed = model.preprocessor(pairs)["input_word_ids"]
+    assert 10 < packed.shape[1] < 128  # the batch's longest pair, not seq_length
+    dataset = tf.data.Dataset.from_tensor_slices((pairs, [0, 1, 1, 0])).batch(2)
+    assert set(model.evaluate(dataset, return_dict=True, verbose=0)) == {"loss", "accuracy"}
+    assert model.preprocessor.text_fields == ("text_a", "text_b")
+    # fit, predict and evaluate traced the tokenizer once between them (about a second each)
+    assert model.preprocessor.batch_function().experimental_get_tracing_count() == 1
+
+
+def test_labels_are_checked_before_a_step_and_the_model_still_fits_after_a_refusal():
+    model = bk.BertClassifier.from_pretrained(str(FAMILIES / "bert_qa"), num_classes=3,
+                                              seq_length=16)
+    for labels, message in (([0, 1, 5, 1], r"y\[2\] = 5 is not a class id in \[0, 3\)"),
+                            (["a", "b", "a", "b"], "y holds strings"),
+                            ([[1, 0, 0]] * 4, r"y has shape \(4, 3\)")):
+        with pytest.raises(ValueError, match=message):
+            model.fit(TEXTS, np.array(labels), verbose=0)
+    model.fit(TEXTS, np.array([0, 1, 2, 1]), batch_size=2, verbose=0)
+    # (B, 1) labels after (B,) ones, and validation_split on texts, as Keras takes arrays
+    history = model.fit(TEXTS, np.array([[0], [1], [2], [1]]), validation_split=0.25,
+                        batch_size=2, verbose=0)
+    assert set(history.history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
+
+
+def test_fine_tuned_heads_are_kept_from_transformers_and_task_directories(tmp_path):
+    tagger = bk.BertTokenClassifier.from_pretrained(str(FAMILIES / "roberta_tagger"))
+    assert tagger.labels == ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    ids = tagger.preprocessor(TEXTS)
+    width = ids["input_word_ids"].shape[1]  # tags of every token
+    with pytest.raises(ValueError, match="labels cannot go with raw texts.*one tag per word"):
+        tagger.fit(TEXTS, np.zeros((4, width), "int32"), verbose=0)
+    reference, _, _ = registry.load_task(str(FAMILIES / "roberta_tagger"))
+    np.testing.assert_allclose(tagger(ids), reference(ids), atol=1e-5)
+    qa = bk.BertSpanQA.from_pretrained(str(FAMILIES / "albert_qa"))
+    reference, _, _ = registry.load_task(str(FAMILIES / "albert_qa"))
+    ids = qa.preprocessor((TEXTS, TEXTS))
+    np.testing.assert_allclose(qa(ids)["start_logits"], reference(ids)["start_logits"],
+                               atol=1e-5)
+    # A task directory of ours: its classifier and its labels come back.
+    clf = bk.BertClassifier.from_pretrained(str(FAMILIES / "distilbert"), num_classes=2)
+    bk.save_task(str(tmp_path / "task"), clf, clf.preprocessor.tokenizer, "classification",
+                 32, labels=["no", "yes"])
+    again = bk.BertClassifier.from_pretrained(str(tmp_path / "task"))
+    assert again.labels == ["no", "yes"]
+    np.testing.assert_allclose(again.predict(TEXTS, verbose=0), clf.predict(TEXTS, verbose=0),
+                               atol=1e-5)
+
+
+def test_a_directory_without_a_head_needs_num_classes():
+    with pytest.raises(bk.InputError, match="num_classes"):
+        bk.BertClassifier.from_pretrained(str(FAMILIES / "roberta"))
+
+
+@pytest.mark.slow
+def test_export_model_serves_what_predict_answers(tmp_path):
+    model = bk.BertClassifier.from_pretrained(str(FAMILIES / "electra_discriminator"),
+                                              num_classes=3, seq_length=32)
+    model.fit(TEXTS, np.array([0, 1, 2, 1]), batch_size=2, verbose=0)
+    path = bk.export_model(model, export_dir_base=str(tmp_path / "saved"), model_name="topics",
+                           labels=["law", "poetry", "prophecy"])
+    assert bk.read_metadata(path)["labels"] == ["law", "poetry", "prophecy"]
+    report = run_client(tmp_path, [path], {path: [["serving_default", {
+        "text": _enc(np.array(TEXTS, object))}]]})
+    (result,) = [r for r in report["exports"][path] if not r["warmup"]]
+    np.testing.assert_allclose(_outputs(result)["probabilities"],
+                               softmax(model.predict(TEXTS, verbose=0)), atol=1e-5)
