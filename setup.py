@@ -39,6 +39,9 @@ setuptools.setup(
         "test": [
             "pytest>=8",
             "pytest-xdist>=3.5",
+            # The linter and import sorter .ci/run runs before the tests (pyproject.toml's
+            # [tool.ruff]); pinned to a minor version: new ones add checks.
+            "ruff>=0.17,<0.18",
             "tokenizers>=0.20",
             "safetensors>=0.4",
             # Parses the warmup PredictionLog records with the real serving protos.

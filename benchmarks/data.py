@@ -65,7 +65,8 @@ def _work_seconds(system, log_path):
     """Seconds of work without process start-up: our summary line; Google's log timestamps."""
     text = open(log_path).read()
     if system == "ours":
-        return float(re.search(r"wrote \d+ instances to \d+ file\(s\) in ([\d.]+) s", text).group(1))
+        wrote = re.search(r"wrote \d+ instances to \d+ file\(s\) in ([\d.]+) s", text)
+        return float(wrote.group(1))
     stamp = r"^I\d{4} (\d\d):(\d\d):([\d.]+) .*"
     t0, t1 = (re.search(stamp + pattern, text, re.M).groups()
               for pattern in (r"Reading from input files", r"Wrote \d+ total instances"))

@@ -30,7 +30,8 @@ def run_bert_keras_encoder(spec):
     dtype = "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32"
     encoder = BertEncoder.from_preset(spec["preset"], vocab_size=VOCAB_SIZE, dtype=dtype,
                                       **spec.get("overrides", {}))
-    if spec.get("cast"):  # bfloat16 weights too (bert_keras.models.encoder.inference.cast_for_inference).
+    # bfloat16 weights too (bert_keras.models.encoder.inference.cast_for_inference).
+    if spec.get("cast"):
         from bert_keras.models.encoder.inference import cast_for_inference
 
         encoder = cast_for_inference(encoder, spec["cast"])
@@ -202,8 +203,9 @@ def encoder_rows(presets, seconds, workdir):
     lengths = write_real_inputs(real_inputs, FLAGS.num_sentences, FLAGS.seq_length)
     for preset in presets:
         flops = encoder_flops(preset, FLAGS.seq_length)
-        specs = [(label, spec) for label, spec in
-                 encoder_specs(preset, FLAGS.batch_size, FLAGS.seq_length, seconds) if wanted(label)]
+        specs = [(label, spec) for label, spec
+                 in encoder_specs(preset, FLAGS.batch_size, FLAGS.seq_length, seconds)
+                 if wanted(label)]
         results = measure_interleaved(specs, FLAGS.rounds, FLAGS.timeout, "seq_per_s")
         shape = f"{preset} {FLAGS.batch_size}x{FLAGS.seq_length}"
         rows += [dict(section="encoder", shape=shape, system=label, metric="sequences/s",

@@ -9,13 +9,18 @@ import tempfile
 
 from absl import flags
 
-from bert_keras.serving.server_environment import SERVER_ENVIRONMENT
 from benchmarks.encoder import huggingface_inputs, huggingface_model
 from benchmarks.flops import encoder_flops
 from benchmarks.inputs import VOCAB_SIZE, fixed_inputs, real_sentences
-from benchmarks.runner import (best_round, measure_rounds, run_worker_subprocess,
-                                           section_hook, wanted)
+from benchmarks.runner import (
+    best_round,
+    measure_rounds,
+    run_worker_subprocess,
+    section_hook,
+    wanted,
+)
 from benchmarks.timing import configure_tf, latencies, time_calls
+from bert_keras.serving.server_environment import SERVER_ENVIRONMENT
 
 FLAGS = flags.FLAGS
 FROZEN = "frozen-weights server"  # the rows served with SERVER_ENVIRONMENT
@@ -30,9 +35,9 @@ LATENCY_CALLS = 500
 def run_bert_keras_export(spec):
     """Exports the preset's encoder, then measures the SavedModel in a fresh process, as a model
     server loads it."""
-    from bert_keras.serving import export
-    from bert_keras.models.encoder import BertEncoder
     from bert_keras.data.pretraining.pipeline import default_vocab_file
+    from bert_keras.models.encoder import BertEncoder
+    from bert_keras.serving import export
     from bert_keras.text.tokenizer import BertTokenizer
 
     encoder = BertEncoder.from_preset(spec["preset"], vocab_size=VOCAB_SIZE)
@@ -105,7 +110,8 @@ def export_rows(presets, seconds, workdir):
     for preset in presets:
         base = dict(preset=preset, batch=FLAGS.batch_size, seq=FLAGS.seq_length, seconds=seconds)
         specs = [
-            ("bert_keras SavedModel bf16", dict(base, worker="bert_keras_export", dtype="bfloat16")),
+            ("bert_keras SavedModel bf16",
+             dict(base, worker="bert_keras_export", dtype="bfloat16")),
             ("bert_keras SavedModel f32", dict(base, worker="bert_keras_export", dtype="float32")),
             # The model server's environment that docs/serving.md recommends.
             (f"bert_keras SavedModel bf16 {FROZEN}",

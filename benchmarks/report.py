@@ -6,7 +6,8 @@ from benchmarks.table import PEERS, is_latency, rate
 
 
 def add_ratios(rows, peak, basis="value"):
-    """Adds model TFLOP/s, % of the matmul peak (GFLOP/s), and the ratio of each row to each peer's row.
+    """Adds model TFLOP/s, % of the matmul peak (GFLOP/s), and the ratio of each row to each
+    peer's row.
 
     `basis` picks the rate compared: "value" (wall clock) or "cpu" (per CPU-second; the peak
     is then also per CPU-second, so the % of peak is the same either way on a quiet machine).

@@ -43,6 +43,7 @@ from absl import app, flags
 # inherits, so each TensorFlow system runs the kernels a bert_keras user gets.
 import bert_keras  # noqa: F401
 
+# isort: split
 from benchmarks import file, flops, machine, report, sections, table
 from benchmarks.inputs import REPO
 

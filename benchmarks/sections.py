@@ -7,8 +7,7 @@ the section modules registers their hooks (runner.SECTION_HOOKS).
 
 import tempfile
 
-from benchmarks import (encoder, export, flops, optimizer, pipeline, tokenizing,
-                                    training)
+from benchmarks import encoder, export, flops, optimizer, pipeline, tokenizing, training
 from benchmarks.runner import SECTION_HOOKS
 
 SECTIONS = ("peak", "encoder", "pretrain", "finetune", "data", "export")

@@ -7,8 +7,7 @@ side) run them and read the flags that benchmarks/run.py defines.
 
 from absl import flags
 
-from benchmarks.encoder import (huggingface_config, huggingface_inputs,
-                                               keras_hub_backbone)
+from benchmarks.encoder import huggingface_config, huggingface_inputs, keras_hub_backbone
 from benchmarks.flops import train_flops
 from benchmarks.inputs import VOCAB_SIZE, fixed_inputs
 from benchmarks.runner import measure_interleaved, section_hook, wanted
@@ -155,7 +154,8 @@ def training_rows(task, presets, seconds):
         shape = f"{preset} {FLAGS.batch_size}x{FLAGS.seq_length} {what}"
         flops = train_flops(preset, FLAGS.seq_length, task, FLAGS.max_predictions)
         rows += [dict(section=task, shape=shape, system=label, metric="sequences/s (train step)",
-                      value=results[label].get("seq_per_s"), cpu=results[label].get("seq_per_cpu_s"),
+                      value=results[label].get("seq_per_s"),
+                      cpu=results[label].get("seq_per_cpu_s"),
                       mean=results[label].get("seq_per_s_mean"),
                       flops=flops, error=results[label].get("error")) for label, _ in specs]
     return rows

@@ -13,15 +13,18 @@ from bert_keras import metrics
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.checkpoints.transformers_writer import save_transformers
 from bert_keras.configs import ConfigError
-from bert_keras.errors import InputError
 from bert_keras.data.finetuning import features as task_features
 from bert_keras.data.finetuning import readers as finetuning_data
 from bert_keras.data.finetuning.examples import ClassificationExample, SpanExample, TaggingExample
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.data.finetuning.span_decoding import decode_answers
 from bert_keras.data.finetuning.tfds import load_tfds_task
-from bert_keras.data.pretraining.pipeline import create_pretraining_tfrecords, dynamic_pretraining_dataset
+from bert_keras.data.pretraining.pipeline import (
+    create_pretraining_tfrecords,
+    dynamic_pretraining_dataset,
+)
 from bert_keras.data.pretraining.records import GOOGLE_TO_MODEL_NAMES, read_pretraining_tfrecords
+from bert_keras.errors import InputError
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.encoder.config import PRESETS, EncoderConfig
 from bert_keras.models.heads import (
@@ -36,22 +39,36 @@ from bert_keras.models.objectives.task_distillation import TaskDistiller
 from bert_keras.names import IGNORE_LABEL, INPUT_NAMES
 from bert_keras.optimization import AdamW, Lamb, WarmupDecay, create_optimizer
 from bert_keras.serving.export import (
-    export_model, export_saved_model, export_task, next_version, read_metadata, run_export)
+    export_model,
+    export_saved_model,
+    export_task,
+    next_version,
+    read_metadata,
+    run_export,
+)
 from bert_keras.serving.export_config import ExportConfig
 from bert_keras.serving.op_audit import OpAuditError, audit_saved_model
 from bert_keras.tasks.base import Task
 from bert_keras.tasks.classification import BertClassifier
 from bert_keras.tasks.embedding import (
-    POOLINGS, BertEmbedder, MultipleNegativesRankingLoss, SentencePooling)
+    POOLINGS,
+    BertEmbedder,
+    MultipleNegativesRankingLoss,
+    SentencePooling,
+)
 from bert_keras.tasks.pretraining import (
-    BertPretrainer, DistillationPretrainer, ElectraPretrainer, student_from_teacher)
+    BertPretrainer,
+    DistillationPretrainer,
+    ElectraPretrainer,
+    student_from_teacher,
+)
 from bert_keras.tasks.registry import TASKS, get_task, load_task
 from bert_keras.tasks.span_qa import BertSpanQA
 from bert_keras.tasks.tagging import BertTokenClassifier
 from bert_keras.tasks.task_io import save_task
 from bert_keras.tasks.text_preprocessor import TextPreprocessor
-from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.byte_bpe_tokenizer import ByteBpeTokenizer
+from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from bert_keras.text.tokenizer import SPECIAL_TOKENS, BertTokenizer, WordPieceTokenizer
 from bert_keras.text.tokenizers import load_tokenizer

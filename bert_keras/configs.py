@@ -43,7 +43,7 @@ def check(condition, message):
         raise ConfigError(message)
 
 
-def option(default, help, *, choices=None, advanced=False):  # noqa: A002 - absl's name
+def option(default, help, *, choices=None, advanced=False):  # `help`: absl's name
     """A config field. `choices`: allowed values (an enum flag); `advanced`: listed by the
     tool's --helpfull only."""
     return dataclasses.field(default=default, metadata=dict(help=help, choices=choices,

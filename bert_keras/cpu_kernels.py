@@ -20,7 +20,7 @@ benchmark ask it too).
 
 >>> import bert_keras  # on x86-64: TF_ENABLE_ONEDNN_OPTS=1 unless set or TensorFlow came first
 >>> from bert_keras import cpu_kernels
->>> "avx512_vnni" in cpu_kernels.ISA_CAP_HIDES["AVX2"]  # ONEDNN_MAX_CPU_ISA=AVX2 hides it from cpu_flags()
+>>> "avx512_vnni" in cpu_kernels.ISA_CAP_HIDES["AVX2"]  # hidden from cpu_flags() under that cap
 True
 """
 

@@ -67,10 +67,11 @@ def read_json(path, expect=dict):
     >>> import tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "config.json")
     >>> write_text(path, '{"hidden_size": 8, "num_')
-    >>> read_json(path)  # doctest: +ELLIPSIS
+    >>> read_json(path)  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    bert_keras.errors.InputError: .../config.json: not valid JSON (it breaks off at line 1 column 20...
+    bert_keras.errors.InputError: .../config.json: not valid JSON
+    (it breaks off at line 1 column 20...
     """
     with tf.io.gfile.GFile(os.fspath(path), "rb") as f:
         return parse_json(f.read(), path, expect)

@@ -73,10 +73,11 @@ class TextCounts:
 def sniff(name, head):
     """TextFileError if the first bytes `head` of file `name` show it is not text.
 
-    >>> sniff("notes.txt", b"\\x1f\\x8b\\x08\\x00")
+    >>> sniff("notes.txt", b"\\x1f\\x8b\\x08\\x00")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    bert_keras.text_files.TextFileError: notes.txt is gzip-compressed data, not text: rename it to notes.txt.gz (or decompress it)
+    bert_keras.text_files.TextFileError: notes.txt is gzip-compressed data, not text:
+    rename it to notes.txt.gz (or decompress it)
     """
     head = head[:_SNIFF_BYTES]
     for magic, kind in _MAGIC.items():
@@ -138,7 +139,8 @@ def warn_bad_lines(counts, action="skipped"):
     """One warning for the file's bad lines (none when there are none)."""
     if counts.bad_lines:
         logging.warning(f"{counts.name}: {action} {counts.bad_lines:,} of {counts.lines:,} "
-                        f"lines that are not valid UTF-8 text (first: line {counts.first_bad_line})")
+                        "lines that are not valid UTF-8 text "
+                        f"(first: line {counts.first_bad_line})")
 
 
 def read_lines(path, *, stream=None, counts=None, on_bad="skip",

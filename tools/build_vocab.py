@@ -10,8 +10,9 @@ Example (the bundled vocab: 7,887 tokens in about 20 s on 2 cores):
       --vocab_size=8000 --lower_case --output=bert_keras/assets/vocab.txt
 """
 
-from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
+from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
 
+# isort: split
 import time
 
 from absl import app, flags, logging

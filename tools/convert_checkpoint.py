@@ -29,8 +29,9 @@ Examples:
   # then, with transformers: pipeline("text-classification", model="paraphrase-hf")
 """
 
-from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
+from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
 
+# isort: split
 import os
 import pathlib
 

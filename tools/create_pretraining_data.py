@@ -21,8 +21,9 @@ Example (custom):
       --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=5 --do_whole_word_mask
 """
 
-from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
+from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
 
+# isort: split
 import json
 
 from absl import app, flags, logging
@@ -86,7 +87,8 @@ def main(argv):
             max_seq_length=FLAGS.max_seq_length,
             max_predictions_per_seq=FLAGS.max_predictions_per_seq,
             masked_lm_prob=FLAGS.masked_lm_prob, dupe_factor=FLAGS.dupe_factor,
-            short_seq_prob=FLAGS.short_seq_prob, whole_word_mask=FLAGS.do_whole_word_mask, ngram=FLAGS.ngram,
+            short_seq_prob=FLAGS.short_seq_prob, whole_word_mask=FLAGS.do_whole_word_mask,
+            ngram=FLAGS.ngram,
             pair_mode=FLAGS.pair_mode, random_seed=FLAGS.random_seed,
             num_output_shards=FLAGS.num_output_shards, num_workers=FLAGS.num_workers,
             documents_per_chunk=FLAGS.documents_per_chunk, log_every=FLAGS.log_every)

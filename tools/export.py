@@ -17,6 +17,7 @@ Examples:
 
 from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
 
+# isort: split
 import json
 
 from absl import app, flags

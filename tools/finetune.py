@@ -61,6 +61,7 @@ Examples (2 minutes each on 2 CPU cores):
 
 from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
 
+# isort: split
 import json
 import sys
 
@@ -69,8 +70,8 @@ from absl import app, flags
 from bert_keras import configs
 from bert_keras.training import precision
 from bert_keras.training.finetuning import run_finetuning
-from bert_keras.training.finetuning_state import ResumeError
 from bert_keras.training.finetuning_config import FinetuneConfig
+from bert_keras.training.finetuning_state import ResumeError
 from bert_keras_tools import output_dirs
 
 FLAGS = flags.FLAGS

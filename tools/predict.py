@@ -28,8 +28,9 @@ Examples:
   echo "Who wrote it?	Paul wrote it." | python tools/predict.py --model_dir=saved_models/qa/1
 """
 
-from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
+from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
 
+# isort: split
 import contextlib
 import json
 import os
@@ -62,9 +63,11 @@ def resolve_version_dir(path):
     integer subdirectory."""
     if os.path.exists(os.path.join(path, "saved_model.pb")):
         return path
-    versions = sorted(int(n) for n in os.listdir(path) if n.isdigit()) if os.path.isdir(path) else []
+    versions = (sorted(int(n) for n in os.listdir(path) if n.isdigit())
+                if os.path.isdir(path) else [])
     if not versions:
-        raise app.UsageError(f"--model_dir {path} has no saved_model.pb and no version directories.")
+        raise app.UsageError(
+            f"--model_dir {path} has no saved_model.pb and no version directories.")
     return os.path.join(path, str(versions[-1]))
 
 
@@ -220,7 +223,8 @@ def main(argv):
         raise app.UsageError(f"--words: the export {path} has no {WORDS_SIGNATURE} signature "
                              "(a tagger's, exported by this version of tools/export.py).")
     if signature not in loaded.signatures:
-        raise app.UsageError(f"--signature {signature!r} is not one of {sorted(loaded.signatures)}.")
+        raise app.UsageError(
+            f"--signature {signature!r} is not one of {sorted(loaded.signatures)}.")
     fn = loaded.signatures[signature]
     fields = sorted(fn.structured_input_signature[1])
     if fields == ["context", "question"]:

@@ -25,6 +25,7 @@ documented and checked.
 
 from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
 
+# isort: split
 import sys
 
 from absl import app, flags

@@ -33,8 +33,10 @@ DATA = REPO / "bert_keras" / "assets"
 
 flags.DEFINE_string("run_dir", "runs/default", "Where every stage writes its outputs.")
 flags.DEFINE_string("export_dir_base", "saved_models", "Where the exported model is written.")
-flags.DEFINE_bool("reduced", False, "A much smaller run (tiny sizes, few steps) for CI and smoke tests.")
-flags.DEFINE_bool("learn_vocab", False, "Learn the vocab from the corpus instead of using the bundled one.")
+flags.DEFINE_bool("reduced", False,
+                  "A much smaller run (tiny sizes, few steps) for CI and smoke tests.")
+flags.DEFINE_bool("learn_vocab", False,
+                  "Learn the vocab from the corpus instead of using the bundled one.")
 flags.DEFINE_bool("fresh", False, "Delete RUN_DIR first instead of reusing finished stages.")
 flags.DEFINE_integer("num_examples", 6, "Test pairs to predict with the exported model.")
 FLAGS = flags.FLAGS

@@ -15,14 +15,16 @@
   `errors.WriteError`, or an OSError / TensorFlow error saying so) into its message and exit
   status 1, without a traceback: none of them is a bug.
 
-Example (the first import of a tool):
-    from bert_keras_tools import startup  # noqa: F401  (first: quiets TensorFlow's start-up)
+Example (the first import of a tool; `# isort: split` keeps `ruff check --fix` from sorting it
+below the others):
+    from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
+
+    # isort: split
 """
 
 import os
 import sys
 import tempfile
-
 
 _QUIET_CHILDREN = "BERT_KERAS_QUIET_START"
 
@@ -32,7 +34,7 @@ def _load_tensorflow_quietly():
     file, which is replayed if the import fails. Listing physical devices leaves threading and
     virtual-device settings open for the tool."""
     if "TF_CPP_MIN_LOG_LEVEL" in os.environ and _QUIET_CHILDREN not in os.environ:
-        import bert_keras  # noqa: F401  (before the tool's own TensorFlow import: its oneDNN default)
+        import bert_keras  # before the tool's own TensorFlow import: its oneDNN default
         return None
     # Level 2 for the tool's own subprocesses (create_pretraining_data's workers), which
     # import this module again: the marker tells them the level is ours, not the user's, so
@@ -44,8 +46,10 @@ def _load_tensorflow_quietly():
     with tempfile.TemporaryFile() as chatter:
         os.dup2(chatter.fileno(), 2)
         try:
+            # isort: off
             import bert_keras  # noqa: F401  (sets its CPU-kernel default, then loads TensorFlow)
             import tensorflow as tf
+            # isort: on
 
             gpus = tf.config.list_physical_devices("GPU")
             if not gpus:

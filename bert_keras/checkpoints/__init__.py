@@ -42,7 +42,8 @@ def detect_format(path):
     raise InputError(
         f"{path} is not a BERT checkpoint directory: expected bert_keras.json, "
         f"config.json + model.safetensors, or a Google TF1 checkpoint (*.index + *.data-*); "
-        f"found {sorted(files)[:10]}" + (f" and {len(files) - 10} more." if len(files) > 10 else ".")
+        f"found {sorted(files)[:10]}"
+        + (f" and {len(files) - 10} more." if len(files) > 10 else ".")
     )
 
 

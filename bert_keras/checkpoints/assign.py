@@ -11,9 +11,14 @@ import numpy as np
 
 from bert_keras.errors import InputError
 from bert_keras.families import head_prefixes
+
 # The combine functions of name maps, imported from here by the layout readers.
-from bert_keras.families.converters import (  # noqa: F401
-    concat_columns, identity, transpose, transpose_concat)
+from bert_keras.families.converters import (  # noqa: F401  (re-exported)
+    concat_columns,
+    identity,
+    transpose,
+    transpose_concat,
+)
 
 
 class CheckpointError(InputError):

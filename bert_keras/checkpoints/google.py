@@ -12,8 +12,8 @@ import tensorflow as tf
 
 from bert_keras.checkpoints.assign import concat_columns, identity, transpose
 from bert_keras.errors import InputError
-from bert_keras.files import read_json
 from bert_keras.families import bert, google_layouts, google_names
+from bert_keras.files import read_json
 
 
 def is_layout(files):

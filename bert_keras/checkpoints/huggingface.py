@@ -13,8 +13,12 @@ import re
 
 from bert_keras.checkpoints.assign import CheckpointError, identity, transpose
 from bert_keras.checkpoints.safetensors import read_safetensors, tensor_names
-from bert_keras.families import (  # noqa: F401  (FAMILIES: this module's API)
-    DEFAULT_MODEL_TYPE, FAMILIES, family_of_config, get_family)
+from bert_keras.families import (
+    DEFAULT_MODEL_TYPE,
+    FAMILIES,  # noqa: F401  (re-exported: this module's API)
+    family_of_config,
+    get_family,
+)
 from bert_keras.families.transformers_names import SPAN_CLASSIFIER, TOKEN_CLASSIFIER
 from bert_keras.files import read_json
 

@@ -5,10 +5,12 @@ A NaN or an infinity in a weight is never a value to load: it spreads through ev
 before any model is built from it.
 
 >>> import numpy as np
->>> check_finite({"w": np.array([1.0, np.nan, np.inf], "float32")}, "ckpt/")  # doctest: +ELLIPSIS
+>>> check_finite({"w": np.array([1.0, np.nan, np.inf], "float32")}, "ckpt/")
+... # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-bert_keras.errors.InputError: ckpt/: tensor w has 2 of its 3 values not finite (1 NaN, 1 infinite)...
+bert_keras.errors.InputError: ckpt/: tensor w has 2 of its 3 values not finite
+(1 NaN, 1 infinite)...
 """
 
 import numpy as np

@@ -45,7 +45,8 @@ def _read_header(f, path, file_size):
     try:
         header = json.loads(f.read(header_size))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{path} is not a safetensors file: its header is not JSON ({e}).") from None
+        raise InputError(
+            f"{path} is not a safetensors file: its header is not JSON ({e}).") from None
     if not isinstance(header, dict):
         raise InputError(f"{path} is not a safetensors file: its header is not a JSON object.")
     header.pop("__metadata__", None)
@@ -137,7 +138,8 @@ _DTYPE_NAMES = {np.dtype(v).name: k for k, v in _DTYPES.items()}
 def write_safetensors(path, tensors):
     """Writes {name: numpy array} (float32, int, ...; little-endian) as a safetensors file.
 
-    >>> write_safetensors("/tmp/x.safetensors", {"a": np.zeros((2, 3), "float32")})  # doctest: +SKIP
+    >>> write_safetensors("/tmp/x.safetensors",
+    ...                   {"a": np.zeros((2, 3), "float32")})  # doctest: +SKIP
     """
     header, chunks, offset = {}, [], 0
     for name in sorted(tensors):

@@ -9,8 +9,17 @@ from bert_keras.families import google_names
 from bert_keras.families.config_arguments import encoder_arguments
 from bert_keras.families.converters import identity, transpose
 from bert_keras.families.transformers_names import (
-    TASK_HEADS, ClassifierHead, MaskedLMHead, bert_style_arguments, bert_style_config,
-    block_names, embedding_names, prefix, require, require_token_types)
+    TASK_HEADS,
+    ClassifierHead,
+    MaskedLMHead,
+    bert_style_arguments,
+    bert_style_config,
+    block_names,
+    embedding_names,
+    prefix,
+    require,
+    require_token_types,
+)
 from bert_keras.text.sentencepiece_tokenizer import MODEL_FILE, SentencePieceTokenizer
 
 MODEL_TYPE = "albert"

@@ -4,8 +4,15 @@ pooler (absent from some task files), the masked-LM head under `cls.predictions`
 
 from bert_keras.families import google_names
 from bert_keras.families.transformers_names import (
-    TASK_HEADS, ClassifierHead, MaskedLMHead, bert_encoder_name_map, bert_style_arguments,
-    bert_style_config, require, require_token_types)
+    TASK_HEADS,
+    ClassifierHead,
+    MaskedLMHead,
+    bert_encoder_name_map,
+    bert_style_arguments,
+    bert_style_config,
+    require,
+    require_token_types,
+)
 from bert_keras.text.tokenizer import WordPieceTokenizer
 
 MODEL_TYPE = "bert"

@@ -4,8 +4,16 @@ sa_layer_norm, ffn.lin1; dim, n_layers), WordPiece (`vocab.txt`), a pre_classifi
 classification head; no Google layout."""
 
 from bert_keras.families.transformers_names import (
-    TASK_HEADS, ClassifierHead, MaskedLMHead, activation, activation_name, block_names,
-    embedding_names, prefix, require)
+    TASK_HEADS,
+    ClassifierHead,
+    MaskedLMHead,
+    activation,
+    activation_name,
+    block_names,
+    embedding_names,
+    prefix,
+    require,
+)
 from bert_keras.text.tokenizer import WordPieceTokenizer
 
 MODEL_TYPE = "distilbert"

@@ -17,8 +17,17 @@ from bert_keras.errors import InputError
 from bert_keras.families import google_names
 from bert_keras.families.converters import identity, transpose
 from bert_keras.families.transformers_names import (
-    TASK_HEADS, ClassifierHead, MaskedLMHead, bert_style_arguments, bert_style_config,
-    embedding_names, layer_names, prefix, require, require_token_types)
+    TASK_HEADS,
+    ClassifierHead,
+    MaskedLMHead,
+    bert_style_arguments,
+    bert_style_config,
+    embedding_names,
+    layer_names,
+    prefix,
+    require,
+    require_token_types,
+)
 from bert_keras.files import read_json
 from bert_keras.text.tokenizer import WordPieceTokenizer
 

@@ -5,8 +5,15 @@ the masked-LM head `lm_head` with the exact GELU and no pair task; no Google lay
 
 from bert_keras.errors import InputError
 from bert_keras.families.transformers_names import (
-    TASK_HEADS, ClassifierHead, MaskedLMHead, bert_encoder_name_map, bert_style_arguments,
-    bert_style_config, require, require_token_types)
+    TASK_HEADS,
+    ClassifierHead,
+    MaskedLMHead,
+    bert_encoder_name_map,
+    bert_style_arguments,
+    bert_style_config,
+    require,
+    require_token_types,
+)
 from bert_keras.text.byte_bpe_tokenizer import MERGES_FILE, VOCAB_FILE, ByteBpeTokenizer
 
 MODEL_TYPE = "roberta"

@@ -9,8 +9,7 @@ import collections
 
 from bert_keras.errors import InputError
 from bert_keras.families.config_arguments import encoder_arguments
-from bert_keras.families.converters import (
-    concat_columns, identity, transpose, transpose_concat)
+from bert_keras.families.converters import concat_columns, identity, transpose, transpose_concat
 
 ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_approximate",
                "gelu_pytorch_tanh": "gelu_approximate", "relu": "relu"}

@@ -116,7 +116,8 @@ def entity_scores(y_true: Sequence[Sequence[str]], y_pred: Sequence[Sequence[str
     true_entities = set(get_entities(y_true))
     pred_entities = set(get_entities(y_pred))
     correct = true_entities & pred_entities
-    precision, recall, f = _prf(len(correct), len(pred_entities - correct), len(true_entities - correct))
+    precision, recall, f = _prf(len(correct), len(pred_entities - correct),
+                                len(true_entities - correct))
     per_type = {}
     for type_ in sorted({e[0] for e in true_entities | pred_entities}):
         t = {e for e in true_entities if e[0] == type_}

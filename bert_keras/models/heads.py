@@ -87,9 +87,11 @@ class MaskedLMHead(keras.layers.Layer):
             if not isinstance(vocab_size, int) or vocab_size < 1:
                 raise ValueError(
                     "MaskedLMHead needs token_embedding (the encoder's embedding layer or table) "
-                    f"or a positive integer vocab_size; got token_embedding=None, vocab_size={vocab_size!r}."
+                    "or a positive integer vocab_size; got token_embedding=None, "
+                    f"vocab_size={vocab_size!r}."
                 )
-        elif not (isinstance(token_embedding, keras.Variable) or hasattr(token_embedding, "embeddings")):
+        elif not (isinstance(token_embedding, keras.Variable)
+                  or hasattr(token_embedding, "embeddings")):
             raise ValueError(
                 "MaskedLMHead: token_embedding must be a keras.layers.Embedding or its "
                 f"[V, H] table variable, got {type(token_embedding).__name__}."
@@ -111,7 +113,8 @@ class MaskedLMHead(keras.layers.Layer):
         hidden_size = sequence_output_shape[-1]
         if self.token_embedding is None:
             self.token_embedding = keras.layers.Embedding(
-                self.vocab_size, hidden_size, embeddings_initializer=_initializer(self.initializer_range),
+                self.vocab_size, hidden_size,
+                embeddings_initializer=_initializer(self.initializer_range),
                 dtype=self.dtype_policy, name="decoder_embedding",
             )
         if not isinstance(self.token_embedding, keras.Variable) and not self.token_embedding.built:
@@ -160,9 +163,11 @@ class MaskedLMHead(keras.layers.Layer):
         elif isinstance(self.token_embedding, keras.Variable):
             vocab_size = int(self.token_embedding.shape[0])
         else:
-            vocab_size = int(getattr(self.token_embedding, "input_dim", None) or self.decoder_table.shape[0])
+            vocab_size = int(getattr(self.token_embedding, "input_dim", None)
+                             or self.decoder_table.shape[0])
         config.update(
-            token_embedding=None,  # A shared layer is not config; from_config makes an untied table.
+            # A shared layer is not config; from_config makes an untied table.
+            token_embedding=None,
             vocab_size=vocab_size,
             activation=self.activation,
             layer_norm_epsilon=self.layer_norm_epsilon,
@@ -207,7 +212,8 @@ class _LogitsHead(keras.layers.Layer):
     def __init__(self, num_classes, dropout=0.0, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(num_classes, int) or num_classes < 1:
-            raise ValueError(f"{type(self).__name__}: num_classes must be a positive integer, got {num_classes!r}.")
+            raise ValueError(f"{type(self).__name__}: num_classes must be a positive integer, "
+                             f"got {num_classes!r}.")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"{type(self).__name__}: dropout must be in [0, 1), got {dropout!r}.")
         self.num_classes = num_classes
@@ -232,7 +238,8 @@ class _LogitsHead(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            num_classes=self.num_classes, dropout=self.dropout, initializer_range=self.initializer_range
+            num_classes=self.num_classes, dropout=self.dropout,
+            initializer_range=self.initializer_range,
         )
         return config
 
@@ -268,7 +275,8 @@ class ClassificationHead(_LogitsHead):
     >>> import numpy as np
     >>> ClassificationHead(num_classes=3)(np.zeros((2, 16), "float32")).shape
     TensorShape([2, 3])
-    >>> ClassificationHead(num_classes=3, hidden_activation="tanh")(np.zeros((2, 16), "float32")).shape
+    >>> ClassificationHead(num_classes=3, hidden_activation="tanh")(
+    ...     np.zeros((2, 16), "float32")).shape
     TensorShape([2, 3])
     """
 
@@ -338,7 +346,8 @@ class SpanHead(keras.layers.Layer):
 
     def build(self, sequence_output_shape, input_mask_shape=None):
         self.logits = Dense(
-            2, kernel_initializer=_initializer(self.initializer_range), dtype="float32", name="logits"
+            2, kernel_initializer=_initializer(self.initializer_range), dtype="float32",
+            name="logits",
         )
         self.logits.build(sequence_output_shape)
 

@@ -72,7 +72,8 @@ class _BertOptimizer(keras.optimizers.Optimizer):
             raise ValueError(f"global_clipnorm must be > 0 or None, got {global_clipnorm!r}")
         if gradient_accumulation_steps is None:
             gradient_accumulation_steps = 1
-        if int(gradient_accumulation_steps) != gradient_accumulation_steps or gradient_accumulation_steps < 1:
+        if (int(gradient_accumulation_steps) != gradient_accumulation_steps
+                or gradient_accumulation_steps < 1):
             raise ValueError(
                 "gradient_accumulation_steps must be an integer >= 1, got "
                 f"gradient_accumulation_steps={gradient_accumulation_steps!r}"
@@ -80,7 +81,8 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         if layerwise_lr_decay is not None:
             if not 0 < layerwise_lr_decay <= 1:
                 raise ValueError(
-                    f"layerwise_lr_decay must be in (0, 1], got layerwise_lr_decay={layerwise_lr_decay!r}"
+                    "layerwise_lr_decay must be in (0, 1], got "
+                    f"layerwise_lr_decay={layerwise_lr_decay!r}"
                 )
             if num_layers is None or int(num_layers) < 1:
                 raise ValueError(
@@ -129,7 +131,8 @@ class _BertOptimizer(keras.optimizers.Optimizer):
 
     @property
     def micro_steps(self):
-        """Number of `apply` calls (micro-batches) so far; equals `iterations` without accumulation."""
+        """Number of `apply` calls (micro-batches) so far; equals `iterations` without
+        accumulation."""
         if self.accumulation_steps > 1:
             return self._micro_step
         return self.iterations

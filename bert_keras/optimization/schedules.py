@@ -1,4 +1,5 @@
-"""Learning-rate schedules for BERT: warmup + polynomial decay over steps, layer-wise decay over depth.
+"""Learning-rate schedules for BERT: warmup + polynomial decay over steps, layer-wise decay
+over depth.
 
 `WarmupDecay` gives the rate at each applied update; `layerwise_lr_multiplier` gives
 a variable's multiplier from its layer (embeddings lowest, top transformer layer 1).

@@ -26,7 +26,8 @@ Example:
 'saved_models/paraphrase/1'
 >>> import tensorflow as tf, tensorflow_text  # doctest: +SKIP
 >>> serve = tf.saved_model.load(path).signatures["serving_default"]  # doctest: +SKIP
->>> serve(text_a=tf.constant(["He left."]), text_b=tf.constant(["He went away."]))["labels"]  # doctest: +SKIP
+>>> serve(text_a=tf.constant(["He left."]),
+...       text_b=tf.constant(["He went away."]))["labels"]  # doctest: +SKIP
 """
 
 import json
@@ -47,7 +48,7 @@ from bert_keras.serving import op_audit
 from bert_keras.serving import signatures as sigs
 from bert_keras.serving.export_config import DTYPES
 from bert_keras.serving.warmup import warmup_requests, write_warmup
-from bert_keras.tasks import registry, task_io
+from bert_keras.tasks import registry
 from bert_keras.tasks.embedding.model import BertEmbedder
 from bert_keras.tasks.registry import get_task, task_of_model
 from bert_keras.text.tokenizers import load_tokenizer
@@ -65,7 +66,8 @@ OUTPUT_DOCS = {
     "tag_scores": "probability of each word's tag, 0 padding",
     "token_starts": "character offset of each word in the text, -1 padding",
     "token_ends": "character offset after each word (exclusive), -1 padding",
-    "entity_types": "type of each entity of the tags (seqeval's chunks: B-PER I-PER -> PER), '' padding",
+    "entity_types": "type of each entity of the tags (seqeval's chunks: B-PER I-PER -> PER), "
+                    "'' padding",
     "entity_texts": "text of each entity (from its first word to its last), '' padding",
     "entity_starts": "character offset of each entity in the text, -1 padding",
     "entity_ends": "character offset after each entity (exclusive), -1 padding",
@@ -92,7 +94,8 @@ def next_version(model_dir):
     """1 + the largest integer directory name in `model_dir` (1 if none)."""
     if not tf.io.gfile.isdir(model_dir):
         return 1
-    versions = [int(n.rstrip("/")) for n in tf.io.gfile.listdir(model_dir) if n.rstrip("/").isdigit()]
+    versions = [int(n.rstrip("/")) for n in tf.io.gfile.listdir(model_dir)
+                if n.rstrip("/").isdigit()]
     return max(versions, default=0) + 1
 
 
@@ -318,7 +321,8 @@ def _tf_variable(variable):
     """The tf.Variable behind a Keras variable (TF backend): what the functions capture."""
     value = variable.value if isinstance(variable, keras.Variable) else variable
     if not isinstance(value, tf.Variable):
-        raise TypeError(f"Expected a TF-backend variable, got {type(value).__name__} for {variable.path}.")
+        raise TypeError(
+            f"Expected a TF-backend variable, got {type(value).__name__} for {variable.path}.")
     return value
 
 

@@ -86,7 +86,8 @@ def saved_model_ops(export_dir):
         graph = meta_graph.graph_def
         functions = {fn.signature.name for fn in graph.library.function}
         nodes = [("graph", node) for node in graph.node]
-        nodes += [(fn.signature.name, node) for fn in graph.library.function for node in fn.node_def]
+        nodes += [(fn.signature.name, node)
+                  for fn in graph.library.function for node in fn.node_def]
         for where, node in nodes:
             if node.op in functions:
                 continue  # A call of a library function, audited on its own.

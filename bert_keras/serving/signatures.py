@@ -54,9 +54,9 @@ type ids all 0 for a model with one token type, so that they are what the model 
 
 import tensorflow as tf
 
-from bert_keras.tasks.registry import get_task
 from bert_keras.errors import InputError
 from bert_keras.serving.input_checks import checked_strings, checked_texts, checked_token_ids
+from bert_keras.tasks.registry import get_task
 from bert_keras.text.packing import pack_with, shortest_packing
 
 
@@ -75,7 +75,8 @@ class ServingFunctions:
     def __init__(self, model, tokenizer, info, top_k=5, **options):
         self.model = model
         self.info = info
-        self.options = options  # not tracked here: export.py tracks its variables (as Keras' export does)
+        # Not tracked here: export.py tracks its variables (as Keras' export does).
+        self.options = options
         self.encoder = getattr(model, "encoder", model)
         self.tokenizer = tokenizer
         self.task = get_task(info["task"])

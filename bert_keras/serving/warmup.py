@@ -48,7 +48,8 @@ def prediction_log_bytes(model_name, signature_name, inputs):
 
 def warmup_requests(functions, examples=None):
     """[(signature name, {input name: np.ndarray})]: serving_default on one text, on a batch
-    and on the longest texts the task serves (`Task.warmup_longest`), `preprocess`, and `encode` on the packed batch."""
+    and on the longest texts the task serves (`Task.warmup_longest`), `preprocess`, and `encode`
+    on the packed batch."""
     fields = functions.text_fields
     if examples is None:
         examples = {f: EXAMPLES[k] for f, k in functions.task.warmup_texts(fields).items()}

@@ -74,7 +74,8 @@ def load_transformers_task(directory, seq_length=128):
         head_names = sorted({t.transformers_head for t in tasks if t.transformers_head})
         raise InputError(f"{directory}: config.json's architectures {architecture!r} (problem_type "
                          f"{config.get('problem_type')!r}) is not a fine-tuned head that can be "
-                         f"exported (*{', *'.join(head_names)}); export an encoder with --encoder_dir.")
+                         f"exported (*{', *'.join(head_names)}); export an encoder with "
+                         "--encoder_dir.")
     labels = huggingface.label_names(config) if task.needs_label_map else None
     tokenizer = load_tokenizer(directory)
     encoder_of = BertEncoder.from_pretrained(directory)

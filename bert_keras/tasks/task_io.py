@@ -15,7 +15,8 @@ types, so that the task models' `from_pretrained` can start from one.
 Example:
 >>> import bert_keras as bk  # doctest: +SKIP
 >>> bk.save_task("runs/paraphrase/best", clf, tokenizer, task="classification",
-...              labels=["0", "1"], seq_length=128, text_fields=["text_a", "text_b"])  # doctest: +SKIP
+...              labels=["0", "1"], seq_length=128,
+...              text_fields=["text_a", "text_b"])  # doctest: +SKIP
 >>> model, tokenizer, info = bk.load_task("runs/paraphrase/best")  # doctest: +SKIP
 """
 
@@ -80,7 +81,7 @@ def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_f
     the export answers with."""
     if not isinstance(task, str) or not task:
         raise ValueError(f"task must be the name of a task type, got {task!r}.")
-    info = dict(task=task, labels=None if labels is None else [str(l) for l in labels],
+    info = dict(task=task, labels=None if labels is None else [str(label) for label in labels],
                 seq_length=int(seq_length), lower_case=bool(tokenizer.lower_case),
                 text_fields=list(text_fields), metrics=metrics or {})
     if decoding:

@@ -12,21 +12,22 @@ tf.data element formats `(x, y)` or `(x, y, sample_weight)` (all int32 unless no
 encoder inputs are `input_word_ids`, `input_mask`, `input_type_ids`, each (B, T); B batch, T
 sequence length, P masked positions, C classes):
 
-=====================  ===========================================  =========================================
-model                  x (dict)                                     y  /  sample_weight
-=====================  ===========================================  =========================================
-BertPretrainer         encoder inputs + masked_lm_positions (B, P)  y = {"masked_lm": masked_lm_ids (B, P),
-                                                                    "next_sentence": next_sentence_labels (B,)}
-                                                                    sample_weight = {"masked_lm":
-                                                                    masked_lm_weights float32 (B, P)}
-BertClassifier         encoder inputs                               y = label (B,) int; multi_label: (B, C)
-                                                                    0/1 float; regression: (B,) or (B, 1) float
-BertTokenClassifier    encoder inputs                               y = labels (B, T), IGNORE_LABEL (-1, any
-                                                                    negative) where not scored
-BertSpanQA             encoder inputs                               y = {"start_positions": (B,),
-                                                                    "end_positions": (B,)}; 0 = [CLS] = no answer
-BertEmbedder           encoder inputs, or (anchors, positives)      none (in-batch negatives)
-=====================  ===========================================  =========================================
+===================  ============================  ==============================================
+model                x (dict)                      y  /  sample_weight
+===================  ============================  ==============================================
+BertPretrainer       encoder inputs +              y = {"masked_lm": masked_lm_ids (B, P),
+                     masked_lm_positions (B, P)    "next_sentence": next_sentence_labels (B,)}
+                                                   sample_weight = {"masked_lm":
+                                                   masked_lm_weights float32 (B, P)}
+BertClassifier       encoder inputs                y = label (B,) int; multi_label: (B, C)
+                                                   0/1 float; regression: (B,) or (B, 1) float
+BertTokenClassifier  encoder inputs                y = labels (B, T), IGNORE_LABEL (-1, any
+                                                   negative) where not scored
+BertSpanQA           encoder inputs                y = {"start_positions": (B,),
+                                                   "end_positions": (B,)}; 0 = [CLS] = no answer
+BertEmbedder         encoder inputs, or            none (in-batch negatives)
+                     (anchors, positives)
+===================  ============================  ==============================================
 """
 
 import os
@@ -213,7 +214,8 @@ class BertTaskModel(IdleLayers, keras.Model):
         if isinstance(optimizer, str) and optimizer == "auto":
             optimizer = default_optimizer(self.default_learning_rate)
         if isinstance(loss_weights, str) and loss_weights == "auto":
-            loss_weights = self._default_loss_weights() if isinstance(loss, str) and loss == "auto" else None
+            auto_loss = isinstance(loss, str) and loss == "auto"
+            loss_weights = self._default_loss_weights() if auto_loss else None
         if isinstance(loss, str) and loss == "auto":
             loss = self._default_loss()
         if isinstance(metrics, str) and metrics == "auto":
@@ -244,7 +246,8 @@ class BertTaskModel(IdleLayers, keras.Model):
         return y, sample_weight
 
     def _complete(self, y, sample_weight, renames=None, drop=()):
-        """Renames dict keys of y and sample_weight, drops `drop`, fills missing weights with None."""
+        """Renames dict keys of y and sample_weight, drops `drop`, fills missing weights with
+        None."""
         renames = renames or {}
 
         def rename(d):
@@ -256,7 +259,8 @@ class BertTaskModel(IdleLayers, keras.Model):
             if missing:
                 inverse = {v: k for k, v in renames.items()}
                 raise ValueError(
-                    f"{type(self).__name__}: y has no entry for {[inverse.get(k, k) for k in missing]}; "
+                    f"{type(self).__name__}: y has no entry for "
+                    f"{[inverse.get(k, k) for k in missing]}; "
                     f"got keys {sorted(y)}."
                 )
         if isinstance(sample_weight, dict):

@@ -2,8 +2,8 @@
 has: no Python callbacks, no lookahead regex.
 
 Pipeline: (1) GPT-2's pre-tokenization regex
-`'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+` with RE2, which has no
-lookahead: a marker is put before the last character of every whitespace run that a
+`'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+` with RE2,
+which has no lookahead: a marker is put before the last character of every whitespace run that a
 non-space follows, so `\\s+` stops there (what `\\s+(?!\\S)` does), and the text is cut
 before every match, the markers dropped; (2) every UTF-8 byte of a piece mapped to GPT-2's
 printable character (`bytes_to_unicode`); (3) the BPE merges, lowest rank first, all
@@ -26,11 +26,11 @@ import os
 
 import tensorflow as tf
 
+from bert_keras.errors import InputError
+from bert_keras.files import read_json
 from bert_keras.text.packing import keep_values, without_ids
 from bert_keras.text.vocab import Tokens
 from bert_keras.text.words import group_words
-from bert_keras.errors import InputError
-from bert_keras.files import read_json
 
 VOCAB_FILE, MERGES_FILE = "vocab.json", "merges.txt"
 # `regex`'s \s (Unicode White_Space), which GPT-2 and tokenizers use: not \x1c-\x1f, which

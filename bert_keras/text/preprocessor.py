@@ -44,7 +44,8 @@ class BertPreprocessor(tf.Module):
 
     def __init__(self, tokenizer, seq_length=128, pad_to_longest=False):
         super().__init__(name="bert_preprocessor")
-        missing = [a for a in ("tokenize", "cls_id", "sep_id", "pad_id") if not hasattr(tokenizer, a)]
+        missing = [a for a in ("tokenize", "cls_id", "sep_id", "pad_id")
+                   if not hasattr(tokenizer, a)]
         if missing:
             raise TypeError(f"tokenizer must be a BertTokenizer or SentencePieceTokenizer, got "
                             f"{type(tokenizer).__name__} (no {missing}).")

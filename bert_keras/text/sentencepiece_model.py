@@ -2,10 +2,11 @@
 `SentencePieceTokenizer`: its bytes checked as a whole first, so a damaged or truncated file
 is an InputError naming it, never TensorFlow's op error and never a model with fewer pieces.
 
->>> load_model(b"", "spiece.model")
+>>> load_model(b"", "spiece.model")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-bert_keras.errors.InputError: spiece.model is empty, not a SentencePiece model (an interrupted download or copy?)
+bert_keras.errors.InputError: spiece.model is empty, not a SentencePiece model
+(an interrupted download or copy?)
 """
 
 import re

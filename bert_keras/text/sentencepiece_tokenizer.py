@@ -45,12 +45,12 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_keras.errors import InputError
+from bert_keras.files import read_json
 from bert_keras.text.packing import without_ids
 from bert_keras.text.sentencepiece_model import load_model
 from bert_keras.text.vocab import Tokens
 from bert_keras.text.words import group_words
-from bert_keras.errors import InputError
-from bert_keras.files import read_json
 
 MODEL_FILE = "spiece.model"
 # Whitespace that splits words in transformers (Rust's char::is_whitespace, which the Precompiled

@@ -11,7 +11,8 @@ Pipeline (all TF ops):
   2. "clean text" like the reference: \\t \\n \\r and Unicode space separators (\\p{Z}) -> " ";
      control/format/private-use characters (\\p{C}) and U+FFFD are removed (not split on);
   3. uncased only: NFD, drop combining marks (\\p{Mn}), lower-case (`tf.strings.lower` UTF-8,
-     with Σ mapped to σ first so that there is no context-dependent final sigma, like the reference);
+     with Σ mapped to σ first so that there is no context-dependent final sigma, like the
+     reference);
   4. `tensorflow_text.FastWordpieceTokenizer` with BERT pre-tokenization (FastBertTokenizer
      without its normalizer): splits on whitespace, punctuation and CJK characters, then
      WordPiece (longest match first, "##" suffixes);
@@ -47,11 +48,11 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_keras.errors import InputError
+from bert_keras.files import read_json
 from bert_keras.text.packing import keep_values, without_ids
 from bert_keras.text.vocab import Tokens, load_vocab, save_vocab
 from bert_keras.text.words import group_words
-from bert_keras.errors import InputError
-from bert_keras.files import read_json
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)  # the order of a learned vocab's first ids
@@ -268,7 +269,8 @@ class WordPieceTokenizer(tf.Module):
         nonempty = chars.row_lengths() > 0
         last = tf.boolean_mask(chars.row_limits() - 1, nonempty)
         flat_ends = tf.tensor_scatter_nd_update(
-            tf.concat([flat_starts[1:], tf.zeros([tf.minimum(tf.size(flat_starts), 1)], tf.int32)], 0),
+            tf.concat([flat_starts[1:],
+                       tf.zeros([tf.minimum(tf.size(flat_starts), 1)], tf.int32)], 0),
             last[:, None], tf.boolean_mask(tf.strings.length(texts), nonempty))
         norm_chars = normalize(chars.flat_values, self.lower_case)  # (C,)
         norm_len = tf.strings.length(norm_chars)
@@ -313,7 +315,8 @@ class WordPieceTokenizer(tf.Module):
 
 def _guess_lower_case(path, vocab_file):
     # Hugging Face's tokenizer_config.json, then our bert_keras.json, then the vocab's casing.
-    for name, key in (("tokenizer_config.json", "do_lower_case"), ("bert_keras.json", "lower_case")):
+    for name, key in (("tokenizer_config.json", "do_lower_case"),
+                      ("bert_keras.json", "lower_case")):
         config_file = os.path.join(path, name)
         if tf.io.gfile.exists(config_file):
             config = read_json(config_file)

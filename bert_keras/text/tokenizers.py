@@ -33,7 +33,10 @@ from bert_keras.files import read_json
 from bert_keras.text import tokenizer_json, xlm_roberta_tokenizer
 from bert_keras.text.byte_bpe_tokenizer import MERGES_FILE, VOCAB_FILE, ByteBpeTokenizer
 from bert_keras.text.sentencepiece_tokenizer import (
-    MODEL_FILE, SentencePieceTokenizer, find_model_file)
+    MODEL_FILE,
+    SentencePieceTokenizer,
+    find_model_file,
+)
 from bert_keras.text.tokenizer import WordPieceTokenizer
 from bert_keras.text.xlm_roberta_tokenizer import XlmRobertaTokenizer
 

@@ -8,6 +8,7 @@
 """
 
 import tensorflow as tf
+
 from bert_keras.errors import InputError
 
 

@@ -55,7 +55,8 @@ def learn_vocab(texts_or_files, vocab_size, lower_case=True, reserved_tokens=SPE
 
     Returns: the vocab, a list of tokens.
 
-    The bundled bert_keras/assets/vocab.txt (7,887 tokens for a target of 8,000, uncased, ~20 s) was made with
+    The bundled bert_keras/assets/vocab.txt (7,887 tokens for a target of 8,000, uncased, ~20 s)
+    was made with
       python tools/build_vocab.py --input=bert_keras/assets/web_bible_corpus.txt.gz \\
           --vocab_size=8000 --lower_case --output=bert_keras/assets/vocab.txt
     """

@@ -19,8 +19,8 @@ import time
 
 import keras
 import numpy as np
-from absl import logging
 import tensorflow as tf
+from absl import logging
 
 from bert_keras.files import writing
 
@@ -32,7 +32,8 @@ class StepClock:
     `initial_epoch = initial_step // steps_per_epoch_updates`; the first epoch of a resumed run
     starts at `initial_step` (which need not be a multiple of the epoch).
 
-    >>> clock = StepClock(initial_step=10, initial_epoch=1, batches_per_epoch=8, accumulation_steps=2)
+    >>> clock = StepClock(initial_step=10, initial_epoch=1, batches_per_epoch=8,
+    ...                   accumulation_steps=2)
     >>> clock.step(epoch=1, batch=1), clock.step(epoch=2, batch=7)
     (11, 18)
     """

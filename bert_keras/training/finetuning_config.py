@@ -3,7 +3,8 @@
 >>> config = FinetuneConfig(task="classification", init_checkpoint=".", output_dir="/tmp/x")
 >>> config.main_metric_for(glue_task=None)
 'accuracy'
->>> FinetuneConfig(task="classification", init_checkpoint=".", output_dir="/tmp/x", max_seq_length=0)
+>>> FinetuneConfig(task="classification", init_checkpoint=".", output_dir="/tmp/x",
+...                max_seq_length=0)
 Traceback (most recent call last):
 ...
 bert_keras.configs.ConfigError: --max_seq_length must be >= 1, got 0.

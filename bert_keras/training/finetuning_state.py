@@ -29,8 +29,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_keras.files import recover_directory, remove_checkpoint_leftovers, writing
 from bert_keras.errors import InputError
+from bert_keras.files import recover_directory, remove_checkpoint_leftovers, writing
 
 CHECKPOINT_SUBDIR = "checkpoints"
 # What a run writes to OUTPUT_DIR besides flags.json; a fresh run removes an earlier run's.

@@ -67,7 +67,8 @@ class Teacher:
         self.info = task_io.read_task_info(self.directory)
         if self.info["task"] != config.task:
             raise InputError(f"{self.flag} holds a {self.info['task']!r} model, but "
-                             f"--task={config.task}: the teacher must be of the student's task type.")
+                             f"--task={config.task}: the teacher must be of the student's task "
+                             "type.")
         self.check_vocab(load_tokenizer(config.init_checkpoint))
 
     def check_vocab(self, tokenizer):
@@ -136,8 +137,10 @@ class Teacher:
 
     def trainer(self, student, task):
         """The model that trains `student` against the teacher's logits."""
-        return TaskDistiller(student, task.soft_targets, temperature=self.config.distill_temperature,
-                             alpha=self.config.distill_alpha, token_level=bool(task.token_outputs))
+        return TaskDistiller(student, task.soft_targets,
+                             temperature=self.config.distill_temperature,
+                             alpha=self.config.distill_alpha,
+                             token_level=bool(task.token_outputs))
 
     def dataset(self, task, features, batch_size, *, shuffle, seed, pad_id):
         """Batches of (inputs, {"labels", TEACHER_LOGITS}) for the trainer."""

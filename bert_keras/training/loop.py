@@ -13,7 +13,8 @@ on disk are the last good ones.
 Layout of `model_dir`:
   run_config.json          the resolved arguments (the tool's flags) of the last run
   checkpoints/ckpt-N.*     model + optimizer + step, N = step
-  train/                   TensorBoard scalars: losses, accuracies, learning_rate, examples_per_second
+  train/                   TensorBoard scalars: losses, accuracies, learning_rate,
+                           examples_per_second
 
 A "step" is one optimizer update of `global_batch_size` examples; with gradient accumulation
 that is `gradient_accumulation_steps` micro-batches, each split over the replicas.
@@ -142,8 +143,8 @@ def train(model_fn, dataset_fn, *, model_dir, train_steps, global_batch_size, st
     batches_per_epoch = checkpoint_every * accumulation
     if batches_per_epoch % steps_per_execution:
         raise ValueError(
-            f"checkpoint_every x gradient_accumulation_steps = {batches_per_epoch} is not divisible "
-            f"by steps_per_execution={steps_per_execution}."
+            f"checkpoint_every x gradient_accumulation_steps = {batches_per_epoch} is not "
+            f"divisible by steps_per_execution={steps_per_execution}."
         )
     workdir = strategy_lib.WorkerDirectory(model_dir, strategy)
     config_path = os.path.join(model_dir, "run_config.json")
@@ -184,7 +185,8 @@ def train(model_fn, dataset_fn, *, model_dir, train_steps, global_batch_size, st
         if changed:
             logging.warning("Resuming with changed settings (old, new): %s", changed)
         initial_step = int(step_variable.numpy())
-        print(f"Resuming from checkpoint {latest} at step {initial_step} of {train_steps}.", flush=True)
+        print(f"Resuming from checkpoint {latest} at step {initial_step} of {train_steps}.",
+              flush=True)
     if workdir.chief:  # written once the checkpoint (if any) restored: it describes the run
         os.makedirs(model_dir, exist_ok=True)
         if config is not None:
@@ -245,9 +247,11 @@ def _fit(model, strategy, dataset_fn, batch_size, manager, step_variable, *, ini
     logger = callbacks_lib.ScalarLogger(clock, controller, writer, log_every, global_batch_size)
     callbacks = [controller, logger]
     if progress and chief:
-        callbacks.append(callbacks_lib.ProgressBar(clock, train_steps, controller, logger, log_every))
-    model.fit(dataset, epochs=epochs, initial_epoch=initial_epoch, steps_per_epoch=batches_per_epoch,
-              callbacks=callbacks + list(extra_callbacks), verbose=0, shuffle=False)
+        callbacks.append(
+            callbacks_lib.ProgressBar(clock, train_steps, controller, logger, log_every))
+    model.fit(dataset, epochs=epochs, initial_epoch=initial_epoch,
+              steps_per_epoch=batches_per_epoch, callbacks=callbacks + list(extra_callbacks),
+              verbose=0, shuffle=False)
     if controller.diverged:
         step, loss = controller.diverged
         raise TrainingDivergedError(step, loss, latest_checkpoint(model_dir))
@@ -269,5 +273,5 @@ def _build_before_fit(model, strategy, element_spec):
     fixes both: batch k of the dataset is always consumed by micro-step k.
     """
     with strategy.scope():
-        model._symbolic_build(data_batch=element_spec)  # noqa: SLF001 - see the docstring
-    model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None  # noqa: SLF001
+        model._symbolic_build(data_batch=element_spec)  # private Keras API: see the docstring
+    model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None

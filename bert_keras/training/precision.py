@@ -36,7 +36,8 @@ def bfloat16_hardware():
         capability = details.get("compute_capability") or (0, 0)
         name = details.get("device_name", gpu.name)
         if tuple(capability) >= (8, 0):
-            return True, f"the GPU {name} has bfloat16 (compute capability {capability[0]}.{capability[1]})"
+            return True, (f"the GPU {name} has bfloat16 "
+                          f"(compute capability {capability[0]}.{capability[1]})")
         return False, f"the GPU {name} has no fast bfloat16 (compute capability below 8.0)"
     found = [words for flag, words in BFLOAT16_CPU_FLAGS.items() if flag in cpu_flags()]
     if found:
@@ -62,7 +63,7 @@ def describe(dtype, bfloat16="mixed_bfloat16"):
     return f"dtype {resolved} (--dtype=auto: {why}; --dtype overrides)"
 
 
-class dtype_policy:  # noqa: N801 - used as a context manager, like keras' own scopes
+class dtype_policy:  # lower-case: used as a context manager, like keras' own scopes
     """Sets Keras' global dtype policy inside the block ("auto" resolved) and restores the
     previous one after."""
 

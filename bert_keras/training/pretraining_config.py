@@ -1,6 +1,7 @@
 """PretrainConfig: every option of a pretraining run (the flags of tools/pretrain.py).
 
->>> config = PretrainConfig(model_dir="/tmp/run", train_text="bert_keras/assets/web_bible_corpus.txt.gz")
+>>> config = PretrainConfig(model_dir="/tmp/run",
+...                         train_text="bert_keras/assets/web_bible_corpus.txt.gz")
 >>> config.encoder_overrides()
 {}
 >>> PretrainConfig(model_dir="/tmp/run", train_text="bert_keras/assets/web_bible_corpus.txt.gz",
@@ -248,13 +249,15 @@ class PretrainConfig(Config):
             value = getattr(self, name)
             check(isinstance(value, int) and value >= 1, f"--{name} must be >= 1, got {value}.")
         check(0 <= self.warmup_steps <= self.train_steps,
-              f"--warmup_steps={self.warmup_steps} must be in [0, --train_steps={self.train_steps}].")
+              f"--warmup_steps={self.warmup_steps} must be in "
+              f"[0, --train_steps={self.train_steps}].")
         check(self.global_batch_size % self.gradient_accumulation_steps == 0,
               f"--global_batch_size={self.global_batch_size} is not divisible by "
               f"--gradient_accumulation_steps={self.gradient_accumulation_steps}.")
         check(0.0 < self.masked_lm_prob < 1.0,
               f"--masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}.")
-        check(self.pair_mode in PAIR_MODES, f"--pair_mode={self.pair_mode!r} is not one of {PAIR_MODES}.")
+        check(self.pair_mode in PAIR_MODES,
+              f"--pair_mode={self.pair_mode!r} is not one of {PAIR_MODES}.")
         check(self.objective in OBJECTIVES,
               f"--objective={self.objective!r} is not one of {tuple(OBJECTIVES)}.")
         objective = OBJECTIVES[self.objective]

@@ -17,6 +17,7 @@ from bert_keras.tasks.pretraining.electra import ElectraPretrainer, with_masked_
 from bert_keras.text.tokenizers import load_tokenizer, tokenizer_difference
 from bert_keras.training import callbacks
 
+
 def stuck_discriminator_advice(config):
     """What a stuck ELECTRA run of `config` can try, with the run's own values: the easier
     replacements and the heavier detection loss that kept a small discriminator detecting

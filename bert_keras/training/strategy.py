@@ -35,18 +35,20 @@ def create_strategy(name, tpu=None):
         raise ValueError(f"Unknown distribution strategy {name!r}; expected one of {STRATEGIES}.")
     if name == "tpu":
         if not tpu:
-            raise ValueError("distribution strategy 'tpu' needs a TPU address (tpu='local' on a TPU VM).")
+            raise ValueError(
+                "distribution strategy 'tpu' needs a TPU address (tpu='local' on a TPU VM).")
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         return tf.distribute.TPUStrategy(resolver)
     if tpu:
-        raise ValueError(f"tpu={tpu!r} is only used with distribution strategy 'tpu', not {name!r}.")
+        raise ValueError(
+            f"tpu={tpu!r} is only used with distribution strategy 'tpu', not {name!r}.")
     if name == "multi_worker_mirrored":
         if not os.environ.get("TF_CONFIG"):
             raise ValueError(
-                "distribution strategy 'multi_worker_mirrored' reads the cluster from the TF_CONFIG "
-                "environment variable, which is not set."
+                "distribution strategy 'multi_worker_mirrored' reads the cluster from the "
+                "TF_CONFIG environment variable, which is not set."
             )
         return tf.distribute.MultiWorkerMirroredStrategy()
     gpus = tf.config.list_logical_devices("GPU")
@@ -66,8 +68,9 @@ def per_replica_batch_size(global_batch_size, strategy, gradient_accumulation_st
     parts = replicas * gradient_accumulation_steps
     if global_batch_size < 1 or global_batch_size % parts:
         raise ValueError(
-            f"global_batch_size={global_batch_size} is not divisible by num_replicas ({replicas}) x "
-            f"gradient_accumulation_steps ({gradient_accumulation_steps}) = {parts}."
+            f"global_batch_size={global_batch_size} is not divisible by num_replicas "
+            f"({replicas}) x gradient_accumulation_steps ({gradient_accumulation_steps}) = "
+            f"{parts}."
         )
     return global_batch_size // parts
 
@@ -91,7 +94,8 @@ def is_chief(strategy):
     task_type, task_id = resolver.task_type, resolver.task_id
     if task_type in (None, "chief"):
         return True
-    return task_type == "worker" and task_id == 0 and "chief" not in resolver.cluster_spec().as_dict()
+    return (task_type == "worker" and task_id == 0
+            and "chief" not in resolver.cluster_spec().as_dict())
 
 
 class WorkerDirectory:

@@ -121,7 +121,8 @@ def test_export_latency_goals_compare_each_dtype_with_its_own_kind():
 def test_train_steps_against_their_share_of_the_peak():
     peak = row("peak", "2048x2048", "TF matmul 2048x2048 bfloat16", 1000.0, "GFLOP/s")
     metric = "sequences/s (train step)"
-    rows = [peak, row("pretrain", "bert_base 32x128 MLM+NSP", "bert_keras bf16", 6.0, metric, mfu=0.79),
+    rows = [peak,
+            row("pretrain", "bert_base 32x128 MLM+NSP", "bert_keras bf16", 6.0, metric, mfu=0.79),
             row("pretrain", "bert_small 32x128 MLM+NSP", "bert_keras bf16", 20.0, metric, mfu=0.71)]
     found = goals.goals(rows)
     assert goal_of(found, "pretraining train step bert_base 32x128 MLM+NSP: best bert_keras "

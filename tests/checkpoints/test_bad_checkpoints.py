@@ -43,7 +43,8 @@ def test_a_vocab_of_another_size_than_the_embedding_is_refused(encoder_dir, tmp_
     vocab = VOCAB.read_text(encoding="utf-8").splitlines()
     vocab = (vocab + [f"extra{i}" for i in range(lines)])[:lines]
     (bad / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    proc = tool_runner.run_tool("convert_checkpoint", f"--input_dir={bad}", f"--output_dir={tmp_path / 'out'}")
+    proc = tool_runner.run_tool("convert_checkpoint", f"--input_dir={bad}",
+                                f"--output_dir={tmp_path / 'out'}")
     _assert_clean_failure(proc, f"{lines:,} entries", "7,887 rows", "vocab.txt")
     assert not (tmp_path / "out").exists()
     proc = tool_runner.run_tool("finetune", "--flagfile=flags/finetune_bible_paraphrase.flags",
@@ -58,14 +59,16 @@ def test_a_truncated_safetensors_file_names_the_file_and_the_tensor(encoder_dir,
     bad = _copy(encoder_dir, tmp_path / "bad")
     weights = bad / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:682918])
-    proc = tool_runner.run_tool("convert_checkpoint", f"--input_dir={bad}", f"--output_dir={tmp_path / 'out'}")
+    proc = tool_runner.run_tool("convert_checkpoint", f"--input_dir={bad}",
+                                f"--output_dir={tmp_path / 'out'}")
     _assert_clean_failure(proc, str(weights), "truncated", "tensor")
     assert not (tmp_path / "out").exists()
 
 
 def test_a_directory_that_is_no_checkpoint_is_one_line(tmp_path):
     (tmp_path / "notes.txt").write_text("hello\n")
-    proc = tool_runner.run_tool("export", f"--encoder_dir={tmp_path}", f"--export_dir_base={tmp_path / 'out'}")
+    proc = tool_runner.run_tool("export", f"--encoder_dir={tmp_path}",
+                                f"--export_dir_base={tmp_path / 'out'}")
     _assert_clean_failure(proc, str(tmp_path), "not a BERT checkpoint directory")
     assert not (tmp_path / "out").exists()
 
@@ -86,6 +89,7 @@ def test_a_truncated_task_directory_names_the_file(task_dir, tmp_path, broken, w
     bad = _copy(task_dir, tmp_path / "best")
     path = bad / broken
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    proc = tool_runner.run_tool("export", f"--task_dir={bad}", f"--export_dir_base={tmp_path / 'out'}")
+    proc = tool_runner.run_tool("export", f"--task_dir={bad}",
+                                f"--export_dir_base={tmp_path / 'out'}")
     _assert_clean_failure(proc, *words)
     assert not list((tmp_path / "out").glob("*/*"))

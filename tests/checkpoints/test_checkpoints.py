@@ -1,4 +1,5 @@
-"""Checkpoint import: parity with Hugging Face PyTorch on the real MiniLM, Google TF1 names, errors."""
+"""Checkpoint import: parity with Hugging Face PyTorch on the real MiniLM, Google TF1 names,
+errors."""
 
 import json
 import os
@@ -144,7 +145,8 @@ def test_google_writer_round_trip(tmp_path):
     encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=64, activation="gelu_approximate")
     save_google_checkpoint(encoder, str(tmp_path))
     reader = tf.train.load_checkpoint(str(tmp_path / "bert_model.ckpt"))
-    assert reader.get_variable_to_shape_map()["bert/encoder/layer_1/attention/self/key/kernel"] == [128, 128]
+    shapes = reader.get_variable_to_shape_map()
+    assert shapes["bert/encoder/layer_1/attention/self/key/kernel"] == [128, 128]
     loaded = bk.BertEncoder.from_pretrained(str(tmp_path))
     for a, b in zip(encoder.weights, loaded.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
@@ -165,22 +167,27 @@ def copy_hf_with(minilm_dir, target, edit):
 def test_missing_tensor_is_named(minilm_dir, tmp_path):
     target = copy_hf_with(minilm_dir, str(tmp_path / "m"),
                           lambda t: t.pop("encoder.layer.3.attention.self.key.weight"))
-    with pytest.raises(bk.CheckpointError, match=r"missing tensors \['encoder.layer.3.attention.self.key.weight'\]"):
+    with pytest.raises(bk.CheckpointError,
+                       match=r"missing tensors \['encoder.layer.3.attention.self.key.weight'\]"):
         bk.BertEncoder.from_pretrained(target)
 
 
 def test_unused_tensor_is_named(minilm_dir, tmp_path):
     target = copy_hf_with(minilm_dir, str(tmp_path / "u"),
-                          lambda t: t.update({"encoder.layer.6.output.dense.bias": np.zeros(384, np.float32)}))
-    with pytest.raises(bk.CheckpointError, match=r"unused tensors \['encoder.layer.6.output.dense.bias'\]"):
+                          lambda t: t.update(
+                              {"encoder.layer.6.output.dense.bias": np.zeros(384, np.float32)}))
+    with pytest.raises(bk.CheckpointError,
+                       match=r"unused tensors \['encoder.layer.6.output.dense.bias'\]"):
         bk.BertEncoder.from_pretrained(target)
 
 
 def test_misshaped_tensor_is_named(minilm_dir, tmp_path):
     def shrink(t):
-        t["encoder.layer.2.intermediate.dense.weight"] = t["encoder.layer.2.intermediate.dense.weight"][:100]
+        name = "encoder.layer.2.intermediate.dense.weight"
+        t[name] = t[name][:100]
     target = copy_hf_with(minilm_dir, str(tmp_path / "s"), shrink)
-    with pytest.raises(bk.CheckpointError, match=r"encoder.layer.2.intermediate.dense.weight: \(384, 100\)"):
+    with pytest.raises(bk.CheckpointError,
+                       match=r"encoder.layer.2.intermediate.dense.weight: \(384, 100\)"):
         bk.BertEncoder.from_pretrained(target)
 
 
@@ -204,7 +211,8 @@ def test_truncated_safetensors_is_a_clear_error(minilm_dir, tmp_path):
 def test_old_huggingface_layer_norm_names_load(minilm_dir, minilm_encoder, reference, tmp_path):
     def rename(tensors):
         for name in [n for n in tensors if "LayerNorm" in n]:
-            new = name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+            new = name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias",
+                                                                              "LayerNorm.beta")
             tensors[new] = tensors.pop(name)
     target = copy_hf_with(minilm_dir, str(tmp_path / "old"), rename)
     inputs = inputs_of(reference, "single")

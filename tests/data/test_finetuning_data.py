@@ -69,15 +69,16 @@ def test_bundled_bible_ner():
     for split in ("train", "dev", "test"):
         path = fd.bundled_task_path("bible_ner", split)
         lines = _gz_lines(path)
-        sentences = sum(1 for i, l in enumerate(lines) if l and (i + 1 == len(lines) or not lines[i + 1]))
+        sentences = sum(1 for i, line in enumerate(lines)
+                        if line and (i + 1 == len(lines) or not lines[i + 1]))
         examples = fd.load_bundled_task("bible_ner", split)
         assert len(examples) == sentences
-        assert sum(len(e.words) for e in examples) == sum(1 for l in lines if l)
+        assert sum(len(e.words) for e in examples) == sum(1 for line in lines if line)
         assert all(len(e.words) == len(e.tags) for e in examples)
     assert LabelMap.from_examples(examples).labels == ["B-LOC", "B-PER", "O"]
     assert (examples[0].words[0], examples[0].tags[0]) == tuple(lines[0].split())
     assert (examples[-1].words[-1], examples[-1].tags[-1]) == tuple(
-        [l for l in lines if l][-1].split()
+        [line for line in lines if line][-1].split()
     )
 
 
@@ -87,8 +88,10 @@ def test_bundled_bible_ner():
 def test_tsv_header_columns_by_name_and_gzip(tmp_path):
     text = "id\tsentence1\tsentence2\tquality\n7\tA b.\tC \"d\".\t1\n8\tE\tF\t0\n"
     path = _write(tmp_path / "pairs.tsv.gz", text, compress=True)
-    ex = fd.read_tsv(path, header=True, text_a_column="sentence1", text_b_column="sentence2", label_column="quality")
-    assert ex == [fd.ClassificationExample("A b.", 'C "d".', "1"), fd.ClassificationExample("E", "F", "0")]
+    ex = fd.read_tsv(path, header=True, text_a_column="sentence1", text_b_column="sentence2",
+                     label_column="quality")
+    assert ex == [fd.ClassificationExample("A b.", 'C "d".', "1"),
+                  fd.ClassificationExample("E", "F", "0")]
     assert ex[1].source.endswith("pairs.tsv.gz:3")
     # Indices (negative too) and unlabeled data.
     ex = fd.read_tsv(path, header=True, text_a_column=-3, label_column=None)
@@ -98,8 +101,10 @@ def test_tsv_header_columns_by_name_and_gzip(tmp_path):
 def test_csv_quoting_and_glob(tmp_path):
     _write(tmp_path / "a.csv", 'label,text\npos,"Hello, world"\nneg,"two\nlines"\n')
     _write(tmp_path / "b.csv", "label,text\npos,last\n")
-    ex = fd.read_csv(str(tmp_path / "*.csv"), header=True, text_a_column="text", label_column="label")
-    assert [(e.text_a, e.label) for e in ex] == [("Hello, world", "pos"), ("two\nlines", "neg"), ("last", "pos")]
+    ex = fd.read_csv(str(tmp_path / "*.csv"), header=True, text_a_column="text",
+                     label_column="label")
+    assert [(e.text_a, e.label) for e in ex] == [("Hello, world", "pos"), ("two\nlines", "neg"),
+                                                 ("last", "pos")]
     assert ex[2].source.endswith("b.csv:2")
     # No header: columns by index.
     path = _write(tmp_path / "c.csv", "x,1\ny,0\n")
@@ -129,7 +134,8 @@ def test_jsonl_fields(tmp_path):
     rows = [{"premise": "p1", "hyp": "h1", "gold": 2}, {"premise": "p2", "hyp": "h2", "gold": 0}]
     path = _write(tmp_path / "nli.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     ex = fd.read_jsonl(path, text_a_field="premise", text_b_field="hyp", label_field="gold")
-    assert ex == [fd.ClassificationExample("p1", "h1", "2"), fd.ClassificationExample("p2", "h2", "0")]
+    assert ex == [fd.ClassificationExample("p1", "h1", "2"),
+                  fd.ClassificationExample("p2", "h2", "0")]
     with pytest.raises(ValueError, match=r"nli.jsonl:1: missing field 'label'"):
         fd.read_jsonl(path)
     bad = _write(tmp_path / "bad.jsonl", '{"text": "a", "label": "x"}\n{"text": oops}\n')
@@ -147,7 +153,8 @@ SQUAD_V2 = {
                     "context": "Denver won Super Bowl 50.",
                     "qas": [
                         {"id": "q1", "question": "Who won?", "is_impossible": False,
-                         "answers": [{"text": "Denver", "answer_start": 0}, {"text": "Denver", "answer_start": 0}]},
+                         "answers": [{"text": "Denver", "answer_start": 0},
+                                     {"text": "Denver", "answer_start": 0}]},
                         {"id": "q2", "question": "Who lost?", "is_impossible": True, "answers": [],
                          "plausible_answers": [{"text": "Denver", "answer_start": 0}]},
                     ],
@@ -161,7 +168,8 @@ SQUAD_V2 = {
 def test_squad_json_v1_and_v2(tmp_path):
     ex = fd.read_squad_json(_write(tmp_path / "v2.json", json.dumps(SQUAD_V2)))
     assert ex == [
-        fd.SpanExample("q1", "Who won?", "Denver won Super Bowl 50.", [("Denver", 0), ("Denver", 0)], False),
+        fd.SpanExample("q1", "Who won?", "Denver won Super Bowl 50.",
+                       [("Denver", 0), ("Denver", 0)], False),
         fd.SpanExample("q2", "Who lost?", "Denver won Super Bowl 50.", [], True),
     ]
     v1 = json.loads(json.dumps(SQUAD_V2))
@@ -178,14 +186,16 @@ def test_squad_json_v1_and_v2(tmp_path):
 
 def test_squad_jsonl_ids_and_no_answer(tmp_path):
     rows = [
-        {"id": "a", "question": "q", "context": "ctx here", "answers": [{"text": "here", "answer_start": 4}]},
+        {"id": "a", "question": "q", "context": "ctx here",
+         "answers": [{"text": "here", "answer_start": 4}]},
         {"question": "q2", "context": "c2", "answers": []},
     ]
     path = _write(tmp_path / "qa.jsonl", "\n".join(json.dumps(r) for r in rows))  # no final newline
     ex = fd.read_squad_jsonl(path)
     assert ex[0] == fd.SpanExample("a", "q", "ctx here", [("here", 4)], False)
     assert ex[1].qid == "qa.jsonl-2" and ex[1].is_impossible and ex[1].answers == []
-    bad = _write(tmp_path / "bad.jsonl", json.dumps({"question": "q", "context": "c", "answers": [{"text": "c"}]}))
+    bad = _write(tmp_path / "bad.jsonl",
+                 json.dumps({"question": "q", "context": "c", "answers": [{"text": "c"}]}))
     with pytest.raises(ValueError, match=r"bad.jsonl:1: bad answer"):
         fd.read_squad_jsonl(bad)
 
@@ -234,7 +244,8 @@ def test_missing_files_name_the_pattern(tmp_path):
 
 def test_wrong_column_count_names_file_line_row(tmp_path):
     path = _write(tmp_path / "bad.tsv", "1\ta\tb\n0\tc\td\n1\tonly two\n")
-    with pytest.raises(ValueError, match=r"bad.tsv:3: expected 3 columns, got 2: \['1', 'only two'\]"):
+    with pytest.raises(ValueError,
+                       match=r"bad.tsv:3: expected 3 columns, got 2: \['1', 'only two'\]"):
         fd.read_tsv(path, text_b_column=2)
     path = _write(tmp_path / "bad.csv", "label,text\n1,a\n0,b,extra\n")
     with pytest.raises(ValueError, match=r"bad.csv:3: expected 2 columns, got 3"):
@@ -261,7 +272,8 @@ def test_empty_labels_are_refused_except_multi_label(tmp_path):
     path = _write(tmp_path / "e.jsonl", '{"text": "a", "label": "x"}\n{"text": "b", "label": ""}\n')
     with pytest.raises(InputError, match=r"e.jsonl:2: empty label \(field 'label'\)"):
         fd.read_jsonl(path)
-    path = _write(tmp_path / "n.jsonl", '{"text": "a", "label": "x"}\n{"text": "b", "label": null}\n')
+    path = _write(tmp_path / "n.jsonl",
+                  '{"text": "a", "label": "x"}\n{"text": "b", "label": null}\n')
     with pytest.raises(InputError, match=r"n.jsonl:2: label field 'label' is null"):
         fd.read_jsonl(path, label_type="multi")
     path = _write(tmp_path / "e.conll", "a\tO\nb\t\n", compress=False)
@@ -280,7 +292,8 @@ def test_a_header_row_read_as_data_is_refused(tmp_path, content, label_type, val
     from bert_keras.errors import InputError
 
     path = _write(tmp_path / "h.tsv", content)
-    with pytest.raises(InputError, match=rf"h.tsv:1: label '{value}' looks like a column name.*--header"):
+    with pytest.raises(InputError,
+                       match=rf"h.tsv:1: label '{value}' looks like a column name.*--header"):
         fd.read_tsv(path, label_type=label_type)
     examples = fd.read_tsv(path, header=True, label_column=0, label_type=label_type)
     assert len(examples) == content.count("\n") - 1 and examples[0].source.endswith("h.tsv:2")
@@ -291,21 +304,25 @@ def test_a_first_row_label_like_the_others_is_data(tmp_path):
     for content in ("rare\ta\npos\tb\nneg\tc\npos\td\n", "7\ta\n1\tb\n0\tc\n",
                     "pos\ta\nneg\tb\npos\tc\n", "label\ta\nlabel\tb\n"):
         assert len(fd.read_tsv(_write(tmp_path / "d.tsv", content))) == content.count("\n")
-    assert fd.read_tsv(_write(tmp_path / "r.tsv", "3.5\ta\n1\tb\n"), label_type="regression")[0].label == 3.5
+    regression = fd.read_tsv(_write(tmp_path / "r.tsv", "3.5\ta\n1\tb\n"),
+                             label_type="regression")
+    assert regression[0].label == 3.5
 
 
 def test_invalid_utf8_names_file_and_line(tmp_path):
     path = _write(tmp_path / "latin1.tsv", "1\tok\n0\tcaf\xe9\n".encode("latin-1"))
     with pytest.raises(ValueError, match=r"latin1.tsv:2: invalid UTF-8"):
         fd.read_tsv(path)
-    path = _write(tmp_path / "latin1.conll.gz", "a O\n\nb O\nc\xe9 O\n".encode("latin-1"), compress=True)
+    path = _write(tmp_path / "latin1.conll.gz", "a O\n\nb O\nc\xe9 O\n".encode("latin-1"),
+                  compress=True)
     with pytest.raises(ValueError, match=r"latin1.conll.gz:4: invalid UTF-8"):
         fd.read_conll(path)
 
 
 def test_empty_files(tmp_path):
-    for name, reader in [("e.tsv", fd.read_tsv), ("e.jsonl", fd.read_jsonl), ("e.conll", fd.read_conll),
-                         ("e.json", fd.read_squad_json), ("e.qa.jsonl", fd.read_squad_jsonl)]:
+    for name, reader in [("e.tsv", fd.read_tsv), ("e.jsonl", fd.read_jsonl),
+                         ("e.conll", fd.read_conll), ("e.json", fd.read_squad_json),
+                         ("e.qa.jsonl", fd.read_squad_jsonl)]:
         with pytest.raises(ValueError, match=f"{name} is empty"):
             reader(_write(tmp_path / name, ""))
     with pytest.raises(ValueError, match="e.tsv.gz is empty"):

@@ -18,7 +18,8 @@ def test_label_map_sorting_save_load(tmp_path):
     path = str(tmp_path / "labels.json")
     kept.save(path)
     assert LabelMap.load(path) == kept
-    assert json.load(open(path)) == {"labels": ["entailment", "neutral", "contradiction"], "multi_label": False}
+    assert json.load(open(path)) == {"labels": ["entailment", "neutral", "contradiction"],
+                                     "multi_label": False}
     with pytest.raises(ValueError, match="duplicate labels"):
         LabelMap(["a", "a"])
     with pytest.raises(ValueError, match="label id 3 is out of range"):

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import pairing_oracle  # tests/support/pairing_oracle.py: Google's pairing in Python, the reference
-from bert_keras.files import expand_patterns
 from bert_keras.data.pretraining import documents, dynamic, stages, static
 from bert_keras.data.pretraining import pairing as graph_pairing
 from bert_keras.data.pretraining import pipeline as pd
 from bert_keras.data.pretraining import records as pr
+from bert_keras.files import expand_patterns
 from bert_keras.text.tokenizer import BertTokenizer
 
+import pairing_oracle  # tests/support/pairing_oracle.py: Google's pairing in Python, the reference
 import tool_runner  # tests/support: tools forked without their imports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

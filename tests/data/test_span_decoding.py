@@ -1,4 +1,5 @@
-"""Span decoding on hand-made logits: best span, length limit, context only, null answer, offsets."""
+"""Span decoding on hand-made logits: best span, length limit, context only, null answer,
+offsets."""
 
 import numpy as np
 import pytest
@@ -37,7 +38,8 @@ def test_best_span_and_character_offsets():
 def test_max_answer_length():
     # The best pair (5, 10) spans 6 tokens; with max_answer_length=3 the best valid span wins.
     start, end = logits({5: 6.0, 9: 3.0}, {10: 6.0})
-    assert decode_answers(start, end, [0], STARTS, ENDS, [CONTEXT])[0]["text"] == "The cat sat on the mat"
+    answer = decode_answers(start, end, [0], STARTS, ENDS, [CONTEXT])[0]
+    assert answer["text"] == "The cat sat on the mat"
     answer = decode_answers(start, end, [0], STARTS, ENDS, [CONTEXT], max_answer_length=3)[0]
     assert answer["text"] == "the mat"  # (9, 10): start 3 + end 6
     for candidate in answer["n_best"]:

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 import bert_keras as bk
-from bert_keras.data.finetuning import batching
-from bert_keras.data.finetuning import spans
-from bert_keras.data.finetuning import readers as fd
+from bert_keras.data.finetuning import batching, spans
 from bert_keras.data.finetuning import features as tfe
+from bert_keras.data.finetuning import readers as fd
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.tokenizer import BertTokenizer
@@ -58,7 +57,8 @@ def test_single_sentences_multilabel_regression_and_unseen_label(tokenizer):
     assert feats["labels"].tolist() == [[1.0, 1.0], [0.0, 1.0]]
     assert all((t == 0).all() for t in feats["input_type_ids"])
     reg = [fd.ClassificationExample("a", None, 0.5), fd.ClassificationExample("b", None, 4.0)]
-    assert tfe.classification_features(reg, tokenizer, 8, label_type="regression")["labels"].tolist() == [0.5, 4.0]
+    reg_feats = tfe.classification_features(reg, tokenizer, 8, label_type="regression")
+    assert reg_feats["labels"].tolist() == [0.5, 4.0]
     train = [fd.ClassificationExample("a", None, "pos"), fd.ClassificationExample("b", None, "neg")]
     bad = [fd.ClassificationExample("c", None, "neutral", source="dev.tsv:7")]
     with pytest.raises(ValueError, match=r"'neutral' in dev.tsv:7"):
@@ -156,13 +156,15 @@ def _long_examples():
 
 def test_span_windows_hold_their_answers_and_offsets_give_the_text(tokenizer):
     examples = _long_examples()
-    feats = spans.span_features(examples, tokenizer, seq_length=48, doc_stride=12, max_query_length=16)
+    feats = spans.span_features(examples, tokenizer, seq_length=48, doc_stride=12,
+                                max_query_length=16)
     n = tfe.num_features(feats)
     assert n > 2 * len(examples)  # long contexts really were split
     found = set()
     for f in range(n):
         ex = examples[feats["example_index"][f]]
-        ids, types, offsets = (feats[k][f] for k in ("input_word_ids", "input_type_ids", "token_offsets"))
+        ids, types, offsets = (feats[k][f]
+                               for k in ("input_word_ids", "input_type_ids", "token_offsets"))
         assert len(ids) <= 48 and ids[0] == tokenizer.cls_id and ids[-1] == tokenizer.sep_id
         context_pos = np.flatnonzero(offsets[:, 0] >= 0)
         assert (types[context_pos] == 1).all() and (offsets[types == 0] == -1).all()
@@ -184,7 +186,8 @@ def test_span_windows_hold_their_answers_and_offsets_give_the_text(tokenizer):
     num_tokens = tokenizer.tokenize([ex.context for ex in examples]).row_lengths().numpy()
     for i, ex in enumerate(examples):
         rows = np.flatnonzero(feats["example_index"] == i)
-        starts = [int(feats["token_offsets"][f][feats["input_type_ids"][f] == 1][0, 0]) for f in rows]
+        starts = [int(feats["token_offsets"][f][feats["input_type_ids"][f] == 1][0, 0])
+                  for f in rows]
         assert len(set(starts)) == len(rows)
         max_ctx = sum(int(feats["token_is_max_context"][f].sum()) for f in rows)
         assert max_ctx == num_tokens[i]

@@ -16,6 +16,7 @@ from bert_keras.data.finetuning.examples import ClassificationExample
 from bert_keras.data.pretraining import documents
 from bert_keras.errors import InputError
 from bert_keras.text_files import TextFileError
+
 from tfds_fixtures import builders
 
 

@@ -81,15 +81,18 @@ def test_tfds_squad_random_mock(name):
 
 def test_tfds_squad_v2_exact_mapping():
     rows = [
-        {"id": "q1", "title": "t", "context": "Denver won.", "question": "Who won?", "is_impossible": False,
+        {"id": "q1", "title": "t", "context": "Denver won.", "question": "Who won?",
+         "is_impossible": False,
          "answers": {"text": ["Denver"], "answer_start": [0]},
          "plausible_answers": {"text": [], "answer_start": []}},
-        {"id": "q2", "title": "t", "context": "Denver won.", "question": "Who lost?", "is_impossible": True,
+        {"id": "q2", "title": "t", "context": "Denver won.", "question": "Who lost?",
+         "is_impossible": True,
          "answers": {"text": [], "answer_start": []},
          "plausible_answers": {"text": ["Denver"], "answer_start": [0]}},
     ]
     answers_sig = {"text": _spec((None,), tf.string), "answer_start": _spec((None,), tf.int32)}
-    sig = {"id": _spec((), tf.string), "title": _spec((), tf.string), "context": _spec((), tf.string),
+    sig = {"id": _spec((), tf.string), "title": _spec((), tf.string),
+           "context": _spec((), tf.string),
            "question": _spec((), tf.string), "is_impossible": _spec((), tf.bool),
            "answers": answers_sig, "plausible_answers": answers_sig}
     with tfds.testing.mock_data(as_dataset_fn=_fixed_dataset(rows, sig)):
@@ -108,7 +111,8 @@ def test_tfds_conll2003_tag_names():
     with tfds.testing.mock_data(as_dataset_fn=_fixed_dataset(rows, sig)):
         examples = tt.load_tfds_task("conll2003", "train")
         label_map = tt.tfds_label_map("conll2003")
-    assert examples == [fd.TaggingExample(["EU", "rejects", "German", "call"], ["B-ORG", "O", "B-MISC", "O"])]
+    assert examples == [fd.TaggingExample(["EU", "rejects", "German", "call"],
+                                          ["B-ORG", "O", "B-MISC", "O"])]
     assert label_map.labels[:3] == ["O", "B-PER", "I-PER"]
     # Token / tag count mismatch is reported (the random mock generates exactly that).
     with tfds.testing.mock_data(num_examples=2):
@@ -129,7 +133,8 @@ def test_other_datasets_are_read_by_their_features():
     assert len(examples) == 3 and all(e.label in ("neg", "pos") for e in examples)
 
 
-@pytest.mark.parametrize("name, task", [("glue/mrpc", "classification"), ("glue/stsb", "regression"),
+@pytest.mark.parametrize("name, task", [("glue/mrpc", "classification"),
+                                        ("glue/stsb", "regression"),
                                         ("glue/mnli:2.0.0", "classification"),
                                         ("squad/v2.0", "span_qa"), ("conll2003", "tagging")])
 def test_tfds_task_type(name, task):

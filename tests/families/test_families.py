@@ -63,7 +63,8 @@ def test_family_architectures():
     distil = bk.BertEncoder.from_pretrained(str(FAMILIES / "distilbert")).architecture
     assert (distil["type_vocab_size"], distil["use_pooler"]) == (0, False)
     electra = bk.BertEncoder.from_pretrained(str(FAMILIES / "electra_discriminator")).architecture
-    assert (electra["embedding_size"], electra["hidden_size"], electra["use_pooler"]) == (16, 32, False)
+    assert (electra["embedding_size"], electra["hidden_size"],
+            electra["use_pooler"]) == (16, 32, False)
     config = json.loads((FAMILIES / "electra_generator" / "config.json").read_text())
     assert config["embedding_size"] == config["hidden_size"]  # no projection tensor in the file
     generator = bk.BertEncoder.from_pretrained(str(FAMILIES / "electra_generator")).architecture
@@ -212,7 +213,8 @@ def test_family_fine_tunes_and_its_export_answers_raw_text(tmp_path, name):
     assert result.returncode == 0, result.stderr[-3000:]
     import tensorflow_text  # noqa: F401  (the tokenizer ops of the SavedModel)
 
-    serve = tf.saved_model.load(str(tmp_path / "saved" / "albert" / "1")).signatures["serving_default"]
+    loaded = tf.saved_model.load(str(tmp_path / "saved" / "albert" / "1"))
+    serve = loaded.signatures["serving_default"]
     out = serve(text_a=tf.constant(["He went home.", ""]), text_b=tf.constant(["He left.", ""]))
     assert out["probabilities"].shape == (2, 2)
     np.testing.assert_allclose(out["probabilities"].numpy().sum(-1), 1.0, rtol=1e-5)

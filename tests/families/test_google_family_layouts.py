@@ -14,6 +14,7 @@ import bert_keras as bk
 from bert_keras import checkpoints
 from bert_keras.checkpoints.safetensors import read_safetensors
 from bert_keras.text.tokenizers import load_tokenizer
+
 from test_families import FAMILIES, TEXTS, batch_inputs, reference
 
 
@@ -38,8 +39,10 @@ def pair(hf, name):
 def embeddings(hf, scope, hf_scope):
     return {
         f"{scope}/embeddings/word_embeddings": hf[f"{hf_scope}.embeddings.word_embeddings.weight"],
-        f"{scope}/embeddings/token_type_embeddings": hf[f"{hf_scope}.embeddings.token_type_embeddings.weight"],
-        f"{scope}/embeddings/position_embeddings": hf[f"{hf_scope}.embeddings.position_embeddings.weight"],
+        f"{scope}/embeddings/token_type_embeddings":
+            hf[f"{hf_scope}.embeddings.token_type_embeddings.weight"],
+        f"{scope}/embeddings/position_embeddings":
+            hf[f"{hf_scope}.embeddings.position_embeddings.weight"],
         f"{scope}/embeddings/LayerNorm/gamma": hf[f"{hf_scope}.embeddings.LayerNorm.weight"],
         f"{scope}/embeddings/LayerNorm/beta": hf[f"{hf_scope}.embeddings.LayerNorm.bias"],
     }
@@ -70,7 +73,8 @@ def write_albert_as_google(target):
     t["cls/predictions/output_bias"] = hf["predictions.bias"]
     t["global_step"] = np.array(10, np.int64)
     os.makedirs(target)
-    save_tf1({f"module/{name}": v for name, v in t.items()}, os.path.join(target, "model.ckpt-best"))
+    save_tf1({f"module/{name}": v for name, v in t.items()},
+             os.path.join(target, "model.ckpt-best"))
     google_config = {k: config[k] for k in (
         "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
         "num_attention_heads", "intermediate_size", "inner_group_num", "hidden_dropout_prob",

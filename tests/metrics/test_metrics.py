@@ -96,13 +96,15 @@ def test_spearman_with_ties():
 
 def test_glue_metrics_names_per_task():
     assert set(M.glue_metrics("cola", [0, 1, 1], [0, 1, 0])) == {"mcc"}
-    assert set(M.glue_metrics("glue/stsb", [0.1, 2.0, 3.5], [0.0, 2.5, 3.0])) == {"pearson", "spearman"}
+    assert set(M.glue_metrics("glue/stsb", [0.1, 2.0, 3.5], [0.0, 2.5, 3.0])) == {"pearson",
+                                                                                  "spearman"}
     for task in ("mrpc", "qqp"):
         out = M.glue_metrics(task, BIN_TRUE, BIN_PRED)
         assert out == {"accuracy": pytest.approx(5 / 8), "f1": pytest.approx(4 / 7)}
     for task in ("sst2", "mnli", "qnli", "rte", "wnli", "mnli_mismatched"):
         assert set(M.glue_metrics(task, [0, 1], [0, 1])) == {"accuracy"}
-    assert M.glue_metrics("cola", BIN_TRUE, BIN_PRED)["mcc"] == pytest.approx(M.matthews_corrcoef(BIN_TRUE, BIN_PRED))
+    assert M.glue_metrics("cola", BIN_TRUE, BIN_PRED)["mcc"] == pytest.approx(
+        M.matthews_corrcoef(BIN_TRUE, BIN_PRED))
     with pytest.raises(ValueError, match="'squad'"):
         M.glue_metrics("squad", [0], [0])
 
@@ -184,7 +186,8 @@ def test_squad_evaluate_v2_breakdown():
         (["B-PER", "B-PER", "I-PER"], [("PER", 0, 0), ("PER", 1, 2)]),
         (["I-PER", "I-PER", "B-PER", "I-PER"], [("PER", 0, 1), ("PER", 2, 3)]),  # IOB1
         (["I-LOC", "I-PER", "O", "I-PER"], [("LOC", 0, 0), ("PER", 1, 1), ("PER", 3, 3)]),
-        (["S-PER", "B-LOC", "E-LOC", "I-LOC"], [("PER", 0, 0), ("LOC", 1, 2), ("LOC", 3, 3)]),  # IOBES
+        # IOBES
+        (["S-PER", "B-LOC", "E-LOC", "I-LOC"], [("PER", 0, 0), ("LOC", 1, 2), ("LOC", 3, 3)]),
         (["O", "O"], []),
         ([["B-PER"], ["I-PER"]], [("PER", 0, 0), ("PER", 2, 2)]),  # sentences do not merge
     ],

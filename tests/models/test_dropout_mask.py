@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras.models.layers import dropout_mask, transformer as layers
+from bert_keras.models.layers import dropout_mask
+from bert_keras.models.layers import transformer as layers
 
 MASK64 = 2**64 - 1
 

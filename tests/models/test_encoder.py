@@ -193,7 +193,8 @@ def test_output_positions_give_the_full_outputs_at_those_rows(tiny_encoder, over
     np.testing.assert_allclose(rows["sequence_output"], at_positions, atol=1e-5)
     np.testing.assert_allclose(rows["pooled_output"], full["pooled_output"], atol=1e-5)
     np.testing.assert_array_equal(rows["encoder_outputs"][-1], rows["sequence_output"])
-    for theirs, mine in zip(full["encoder_outputs"][:-1], rows["encoder_outputs"][:-1], strict=True):
+    for theirs, mine in zip(full["encoder_outputs"][:-1], rows["encoder_outputs"][:-1],
+                            strict=True):
         np.testing.assert_allclose(mine, theirs, atol=1e-6)
     only_pooled = encoder(inputs, output_positions=())
     assert only_pooled["sequence_output"].shape == (3, 0, 16)

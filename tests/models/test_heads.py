@@ -1,4 +1,5 @@
-"""Heads: gather-then-project MLM tied to the embeddings, shapes, configs, pretraining-head import."""
+"""Heads: gather-then-project MLM tied to the embeddings, shapes, configs, pretraining-head
+import."""
 
 import keras
 import numpy as np
@@ -62,12 +63,15 @@ def test_mlm_decoder_is_the_embedding_variable_and_trains_with_it(tiny_encoder):
     table = encoder.token_embedding.embeddings
     assert pretrainer.masked_lm_head.decoder_table is table
     assert sum(w is table for w in pretrainer.trainable_weights) == 1  # one variable, once
-    x = {"input_word_ids": np.array([[2, 5, 7, 3]], "int32"), "input_mask": np.ones((1, 4), "int32"),
-         "input_type_ids": np.zeros((1, 4), "int32"), "masked_lm_positions": np.array([[1, 2]], "int32")}
+    x = {"input_word_ids": np.array([[2, 5, 7, 3]], "int32"),
+         "input_mask": np.ones((1, 4), "int32"),
+         "input_type_ids": np.zeros((1, 4), "int32"),
+         "masked_lm_positions": np.array([[1, 2]], "int32")}
     y = {"masked_lm": np.array([[40, 41]]), "next_sentence": np.array([0])}
     with tf.GradientTape() as tape:
         logits = pretrainer(x, training=False)["masked_lm"]
-        loss = keras.losses.sparse_categorical_crossentropy(y["masked_lm"], logits, from_logits=True)
+        loss = keras.losses.sparse_categorical_crossentropy(y["masked_lm"], logits,
+                                                            from_logits=True)
         loss = tf.reduce_mean(loss)
     (grad,) = tape.gradient(loss, [table])
     grad = tf.convert_to_tensor(grad).numpy()
@@ -181,7 +185,8 @@ def test_pretraining_head_name_map_covers_every_head_variable(tiny_encoder):
 
 
 def test_load_google_pretraining_heads_from_a_checkpoint_dir(tiny_encoder, tmp_path):
-    # A Google TF1 pretraining checkpoint: encoder tensors + cls/ heads, as run_pretraining.py writes.
+    # A Google TF1 pretraining checkpoint: encoder tensors + cls/ heads, as run_pretraining.py
+    # writes.
     source = tiny_encoder(activation="gelu_approximate")
     save_google_checkpoint(source, str(tmp_path))
     reader = tf.train.load_checkpoint(str(tmp_path / "bert_model.ckpt"))
@@ -190,19 +195,23 @@ def test_load_google_pretraining_heads_from_a_checkpoint_dir(tiny_encoder, tmp_p
     tensors.update(fake)
     names = sorted(tensors)
     tf.raw_ops.SaveV2(prefix=str(tmp_path / "bert_model.ckpt"), tensor_names=names,
-                      shape_and_slices=[""] * len(names), tensors=[tf.constant(tensors[n]) for n in names])
+                      shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(tensors[n]) for n in names])
 
     encoder = bk.BertEncoder.from_pretrained(str(tmp_path))  # skips the cls/ tensors
     pretrainer = bk.BertPretrainer(encoder)
     head_checkpoints.load_pretraining_heads(pretrainer, str(tmp_path))
     mlm, nsp = pretrainer.masked_lm_head, pretrainer.next_sentence_head
-    np.testing.assert_array_equal(mlm.transform.kernel.numpy(), fake["cls/predictions/transform/dense/kernel"])
+    np.testing.assert_array_equal(mlm.transform.kernel.numpy(),
+                                  fake["cls/predictions/transform/dense/kernel"])
     np.testing.assert_array_equal(mlm.transform_layer_norm.gamma.numpy(),
                                   fake["cls/predictions/transform/LayerNorm/gamma"])
     np.testing.assert_array_equal(mlm.output_bias.numpy(), fake["cls/predictions/output_bias"])
-    np.testing.assert_array_equal(nsp.logits.kernel.numpy(), fake["cls/seq_relationship/output_weights"].T)
+    np.testing.assert_array_equal(nsp.logits.kernel.numpy(),
+                                  fake["cls/seq_relationship/output_weights"].T)
     np.testing.assert_array_equal(nsp.logits.bias.numpy(), fake["cls/seq_relationship/output_bias"])
-    np.testing.assert_array_equal(mlm.decoder_table.numpy(), tensors["bert/embeddings/word_embeddings"])
+    np.testing.assert_array_equal(mlm.decoder_table.numpy(),
+                                  tensors["bert/embeddings/word_embeddings"])
 
 
 def test_load_huggingface_pretraining_heads_and_errors(tiny_encoder):
@@ -210,8 +219,10 @@ def test_load_huggingface_pretraining_heads_and_errors(tiny_encoder):
     fake = _fake_head_tensors("huggingface", seed=3)
     head_checkpoints.load_pretraining_heads(pretrainer, fake, fmt="huggingface")
     mlm, nsp = pretrainer.masked_lm_head, pretrainer.next_sentence_head
-    np.testing.assert_array_equal(mlm.transform.kernel.numpy(), fake["cls.predictions.transform.dense.weight"].T)
-    np.testing.assert_array_equal(mlm.transform_layer_norm.beta.numpy(), fake["cls.predictions.transform.LayerNorm.bias"])
+    np.testing.assert_array_equal(mlm.transform.kernel.numpy(),
+                                  fake["cls.predictions.transform.dense.weight"].T)
+    np.testing.assert_array_equal(mlm.transform_layer_norm.beta.numpy(),
+                                  fake["cls.predictions.transform.LayerNorm.bias"])
     np.testing.assert_array_equal(mlm.output_bias.numpy(), fake["cls.predictions.bias"])
     np.testing.assert_array_equal(nsp.logits.kernel.numpy(), fake["cls.seq_relationship.weight"].T)
 
@@ -238,7 +249,8 @@ def test_mlm_head_under_mixed_bfloat16_projects_in_bfloat16_and_adds_a_float32_b
     # The bias is added in float32, after the projection (bfloat16 would round it to 1.0).
     np.testing.assert_allclose(logits - zero_bias, 1.0 + 2.0 ** -12, atol=1e-6)
     # The projection is bfloat16's: within its rounding of the float32 one, not equal to it.
-    x = head.transform_layer_norm(head.transform(np.take_along_axis(sequence, positions[:, :, None], 1)))
+    x = head.transform_layer_norm(
+        head.transform(np.take_along_axis(sequence, positions[:, :, None], 1)))
     projection = np.asarray(x, np.float32) @ encoder.token_embedding.embeddings.numpy().T
     np.testing.assert_allclose(zero_bias, projection, atol=0.02 * np.abs(projection).max())
     assert not np.allclose(zero_bias, projection, rtol=0, atol=1e-6)

@@ -1,9 +1,15 @@
-"""models.encoder.inference: length-bucketed batching gives the same outputs as padding everything to T."""
+"""models.encoder.inference: length-bucketed batching gives the same outputs as padding
+everything to T."""
 
 import numpy as np
 import pytest
 
-from bert_keras.models.encoder.inference import cast_for_inference, encode, inference_function, length_bucketed_batches
+from bert_keras.models.encoder.inference import (
+    cast_for_inference,
+    encode,
+    inference_function,
+    length_bucketed_batches,
+)
 from bert_keras.models.layers import transposed_dense
 
 

@@ -87,7 +87,8 @@ def test_warmup_decay_values_by_hand():
         150: 1e-5,
     }
     for step, lr in expected.items():
-        np.testing.assert_allclose(float(s(step)), lr, rtol=1e-6, atol=1e-12, err_msg=f"step {step}")
+        np.testing.assert_allclose(float(s(step)), lr, rtol=1e-6, atol=1e-12,
+                                   err_msg=f"step {step}")
     graph_fn = tf.function(lambda step: s(step))
     np.testing.assert_allclose(float(graph_fn(tf.constant(55, tf.int64))), expected[55], rtol=1e-6)
 
@@ -167,8 +168,10 @@ def test_lamb_matches_numpy_reference():
         opt.apply([tf.constant(g) for g in grads], variables)
         for i, g in enumerate(grads):
             # Excluded variables get neither weight decay nor layer adaptation.
-            ws[i], ms[i], vs[i] = np_step(ws[i], g, ms[i], vs[i], t, 0.05, 0.1, decay[i], adapt=decay[i])
-        adam_kernel, am, av = np_step(adam_kernel, grads[0], am, av, t, 0.05, 0.1, True, adapt=False)
+            ws[i], ms[i], vs[i] = np_step(ws[i], g, ms[i], vs[i], t, 0.05, 0.1, decay[i],
+                                          adapt=decay[i])
+        adam_kernel, am, av = np_step(adam_kernel, grads[0], am, av, t, 0.05, 0.1, True,
+                                      adapt=False)
     for w, v in zip(ws, variables):
         np.testing.assert_allclose(v.numpy(), w, rtol=1e-5, atol=1e-6, err_msg=v.path)
     # The trust ratio really acted on the kernel: AdamW moves it differently.
@@ -196,7 +199,8 @@ def test_layerwise_multipliers_on_real_encoder_paths():
 
     encoder = BertEncoder(vocab_size=30, num_layers=2, hidden_size=8, num_heads=2,
                           intermediate_size=16, max_positions=8)
-    opt = create_optimizer(learning_rate=1e-3, num_train_steps=10, layerwise_lr_decay=0.5, num_layers=2)
+    opt = create_optimizer(learning_rate=1e-3, num_train_steps=10, layerwise_lr_decay=0.5,
+                           num_layers=2)
     opt.build(encoder.trainable_variables)
     by_path = {v.path: opt.learning_rate_multiplier(v) for v in encoder.trainable_variables}
     for path, mult in by_path.items():
@@ -239,7 +243,8 @@ def test_layerwise_decay_scales_adam_updates_per_layer():
 
 def test_layerwise_multiplier_function():
     assert layerwise_lr_multiplier("bert/transformer_layer_11/output/kernel", 0.9, 12) == 1.0
-    assert layerwise_lr_multiplier("position_embedding/embeddings", 0.9, 12) == pytest.approx(0.9**12)
+    assert layerwise_lr_multiplier("position_embedding/embeddings", 0.9, 12) == pytest.approx(
+        0.9**12)
     assert layerwise_lr_multiplier("classifier/kernel", 0.9, 12) == 1.0
     with pytest.raises(ValueError, match="transformer layer 3"):
         layerwise_lr_multiplier("transformer_layer_3/output/kernel", 0.9, 3)
@@ -333,7 +338,7 @@ def mirrored_results():
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), "--mirrored"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULTS ")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULTS ")]
     assert proc.returncode == 0 and lines, proc.stderr[-4000:]
     return json.loads(lines[-1][len("RESULTS "):])
 

@@ -17,12 +17,22 @@ from bert_keras.tasks.classification import BertClassifier
 from bert_keras.tasks.span_qa import BertSpanQA
 from bert_keras.text import packing
 
-from export_harness import (  # noqa: F401  (fixtures too)
-    LONG_TEXT, ROOT, SEQ, CLIENT, _dec, _enc, _info, _keras_inputs, _outputs, _texts, encoder,
-    run_client, tokenizer,
-)
 import tool_runner  # tests/support: tools forked without their imports
-
+from export_harness import (  # noqa: F401  (fixtures too)
+    CLIENT,
+    LONG_TEXT,
+    ROOT,
+    SEQ,
+    _dec,
+    _enc,
+    _info,
+    _keras_inputs,
+    _outputs,
+    _texts,
+    encoder,
+    run_client,
+    tokenizer,
+)
 
 # -- pieces -----------------------------------------------------------------------------------
 
@@ -36,7 +46,8 @@ def test_pack_segments_matches_tf_text_round_robin(tokenizer):
     for seq_length in (5, 8, 12, 64):
         for texts in ([a], [a, b]):
             segments = [tokenizer.tokenize(t) for t in texts]
-            trimmed = tf_text.RoundRobinTrimmer(max_seq_length=seq_length - 1 - len(texts)).trim(segments)
+            trimmer = tf_text.RoundRobinTrimmer(max_seq_length=seq_length - 1 - len(texts))
+            trimmed = trimmer.trim(segments)
             ids, types = tf_text.combine_segments(trimmed, tokenizer.cls_id, tokenizer.sep_id)
             want = {"input_word_ids": ids.to_tensor(tokenizer.pad_id),
                     "input_mask": tf.ones_like(ids).to_tensor(0),
@@ -158,7 +169,8 @@ def test_classifier_served_without_project(tmp_path, tokenizer, classifier_expor
                                                                "vocab.txt"]
     meta = export.read_metadata(path)
     assert meta["labels"] == ["neg", "neu", "pos"] and meta["seq_length"] == SEQ
-    assert meta["dtype"] == "float32" and meta["kernel_layout"] == "keras"  # float32: AVX-512's faster
+    # float32: AVX-512's faster
+    assert meta["dtype"] == "float32" and meta["kernel_layout"] == "keras"
     assert meta["signatures"]["serving_default"]["outputs"]["labels"]["dtype"] == "string"
     assert meta["signatures"]["serving_default"]["inputs"] == {
         "text_a": {"dtype": "string", "shape": [None]},
@@ -193,7 +205,8 @@ def test_classifier_served_without_project(tmp_path, tokenizer, classifier_expor
     for r in warmup[3:]:
         out = _outputs(r)
         if r["signature"] == "preprocess":
-            x = _keras_inputs(tokenizer, _texts(r["inputs"], "text_a"), _texts(r["inputs"], "text_b"))
+            x = _keras_inputs(tokenizer, _texts(r["inputs"], "text_a"),
+                              _texts(r["inputs"], "text_b"))
             for key in x:
                 np.testing.assert_array_equal(out[key], x[key].numpy())
         else:
@@ -293,10 +306,12 @@ def test_tools_export_then_predict(tmp_path, tokenizer, encoder):
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [r["line"] for r in rows] == [1, 2]
-    x = _keras_inputs(tokenizer, ["Who wrote the letter?"], ["Paul wrote the letter to the church."])
+    x = _keras_inputs(tokenizer, ["Who wrote the letter?"],
+                      ["Paul wrote the letter to the church."])
     logits = model(x, training=False)
     first = rows[0]["outputs"]
-    assert first["answer"] == "Paul wrote the letter to the church."[first["answer_start"]:first["answer_end"]]
+    context = "Paul wrote the letter to the church."
+    assert first["answer"] == context[first["answer_start"]:first["answer_end"]]
     best = max(float(logits["start_logits"][0, s] + logits["end_logits"][0, e])
                for s in range(7, 17) for e in range(s, 17))  # context tokens 7..16
     assert first["score"] == pytest.approx(best, abs=1e-4)

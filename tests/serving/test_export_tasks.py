@@ -11,13 +11,20 @@ from bert_keras.serving import export
 from bert_keras.tasks.classification import BertClassifier
 from bert_keras.tasks.pretraining import BertPretrainer
 from bert_keras.tasks.registry import get_task
-from bert_keras.tasks.span_qa import answer_inputs
-from bert_keras.tasks.span_qa import BertSpanQA
+from bert_keras.tasks.span_qa import BertSpanQA, answer_inputs
 from bert_keras.tasks.tagging import BertTokenClassifier
 from bert_keras.text.preprocessor import BertPreprocessor
 
 from export_harness import (  # noqa: F401  (fixtures too)
-    LONG_TEXT, SEQ, _enc, _info, _keras_inputs, _outputs, _texts, encoder, run_client,
+    LONG_TEXT,
+    SEQ,
+    _enc,
+    _info,
+    _keras_inputs,
+    _outputs,
+    _texts,
+    encoder,
+    run_client,
     tokenizer,
 )
 
@@ -37,16 +44,20 @@ def test_every_model_type_served_without_project(tmp_path, tokenizer, encoder):
                        _info("regression")),
     }
     base = tmp_path / "saved_models"
-    paths = {task: export.export_saved_model(m, tokenizer, info, base, task) for task, (m, info) in cases.items()}
+    paths = {task: export.export_saved_model(m, tokenizer, info, base, task)
+             for task, (m, info) in cases.items()}
     # Versions: the next free integer; a taken version is refused.
     assert export.next_version(base / "encoder") == 2
     with pytest.raises(FileExistsError):
         export.export_saved_model(encoder, tokenizer, _info("encoder"), base, "encoder", version=1)
     extra = {
-        paths["tagging"]: [["serving_default", {"text": _enc(np.array(["", "word " * 300, b"caf\xe9 x"], object))}]],
-        paths["span_qa"]: [["serving_default", {"question": _enc(np.array(["who?", ""], object)),
-                                                "context": _enc(np.array([LONG_TEXT[:2000], ""], object))}]],
-        paths["pretraining"]: [["serving_default", {"text": _enc(np.array(["[MASK]" * 200, ""], object))}]],
+        paths["tagging"]: [["serving_default", {
+            "text": _enc(np.array(["", "word " * 300, b"caf\xe9 x"], object))}]],
+        paths["span_qa"]: [["serving_default", {
+            "question": _enc(np.array(["who?", ""], object)),
+            "context": _enc(np.array([LONG_TEXT[:2000], ""], object))}]],
+        paths["pretraining"]: [["serving_default", {
+            "text": _enc(np.array(["[MASK]" * 200, ""], object))}]],
     }
     report = run_client(tmp_path, list(paths.values()), extra)
     for task, path in paths.items():
@@ -76,8 +87,9 @@ def _check_tagging(model, tokenizer, texts, out):
             continue
         rows = features.tagging_features([TaggingExample(words)], tokenizer, SEQ)
         logits = batching.predict(model, rows, 8, token_outputs=True)
-        (want,) = features.word_predictions([l.argmax(-1) for l in logits], rows["word_index"],
-                                            rows["num_words"], example_index=rows["example_index"])
+        (want,) = features.word_predictions([row.argmax(-1) for row in logits],
+                                            rows["word_index"], rows["num_words"],
+                                            example_index=rows["example_index"])
         assert out["tag_ids"][b][valid].tolist() == want.tolist()
 
 
@@ -109,7 +121,8 @@ def _check_pretraining(model, tokenizer, texts, out):
         for i, part in enumerate(t.decode().split("[MASK]")):
             ids += ([tokenizer.mask_id] if i else []) + tokenizer.tokenize([part]).to_list()[0]
         x = pre.pack([tf.ragged.constant([ids], tf.int32)])
-        np.testing.assert_array_equal(valid, np.flatnonzero(x["input_word_ids"][0] == tokenizer.mask_id))
+        np.testing.assert_array_equal(valid,
+                                      np.flatnonzero(x["input_word_ids"][0] == tokenizer.mask_id))
         x["masked_lm_positions"] = tf.constant([valid], tf.int32)
         want = tf.nn.softmax(model(x, training=False)["masked_lm"]).numpy()[0]
         k = out["top_k_ids"].shape[-1]

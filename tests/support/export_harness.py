@@ -15,8 +15,8 @@ import pytest
 import tensorflow as tf
 
 import bert_keras as bk
-from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.serving.server_environment import SERVER_ENVIRONMENT
+from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.tokenizer import BertTokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -54,7 +54,8 @@ def _enc(array):
 
 def _dec(obj):
     if obj["dtype"] == "string":
-        return np.array([base64.b64decode(v) for v in obj["b64"]], dtype=object).reshape(obj["shape"])
+        return np.array([base64.b64decode(v) for v in obj["b64"]],
+                        dtype=object).reshape(obj["shape"])
     return np.array(obj["values"], dtype=obj["dtype"]).reshape(obj["shape"])
 
 

@@ -71,7 +71,8 @@ def test_classification_loss_against_numpy(tiny_encoder):
         np.testing.assert_allclose(got["hard_loss"], hard, rtol=1e-5)
         np.testing.assert_allclose(got["loss"], alpha * soft + (1 - alpha) * hard, rtol=1e-5)
     # The soft loss is 0 exactly when the student's logits are the teacher's (up to a shift).
-    assert terms(distiller, labels, TEACHER_3, TEACHER_3 + 5.0)["soft_loss"] == pytest.approx(0, abs=1e-5)
+    assert terms(distiller, labels, TEACHER_3, TEACHER_3 + 5.0)["soft_loss"] == pytest.approx(
+        0, abs=1e-5)
 
 
 def test_tagging_loss_counts_only_scored_tokens(tiny_encoder):
@@ -280,8 +281,9 @@ def test_two_replicas_train_as_one_device(dirs, tmp_path):
     save_task(str(tmp_path / "teacher"), teacher, tokenizer, "classification", 32, labels=labels)
     epochs = {}
     for strategy in ("one_device", "mirrored"):
-        proc = subprocess.run([sys.executable, "-c", _DISTILL_UNDER, strategy, str(dirs / "student"),
-                               str(tmp_path / "teacher"), str(tmp_path / strategy)],
+        proc = subprocess.run([sys.executable, "-c", _DISTILL_UNDER, strategy,
+                               str(dirs / "student"), str(tmp_path / "teacher"),
+                               str(tmp_path / strategy)],
                               cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         epochs[strategy] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -314,9 +316,10 @@ def topic_args(checkpoint, out, epochs, **extra):
 def teacher_fidelity(student_dir, teacher_dir):
     """(fraction of eval predictions equal to the teacher's, mean KL(teacher || student) of
     their predicted distributions), from the two runs' eval_predictions.jsonl."""
-    student, teacher = (read_jsonl(d / "eval_predictions.jsonl") for d in (student_dir, teacher_dir))
+    student, teacher = (read_jsonl(d / "eval_predictions.jsonl")
+                        for d in (student_dir, teacher_dir))
     labels = sorted(teacher[0]["probabilities"])
-    p, q = (np.clip([[r["probabilities"][l] for l in labels] for r in rows], 1e-6, 1)
+    p, q = (np.clip([[r["probabilities"][label] for label in labels] for r in rows], 1e-6, 1)
             for rows in (teacher, student))
     agreement = np.mean([s["prediction"] == t["prediction"] for s, t in zip(student, teacher)])
     return float(agreement), float((p * np.log(p / q)).sum(-1).mean())
@@ -350,13 +353,14 @@ def test_distilled_student_follows_its_teacher_and_exports(tmp_path):
 
     metrics = json.loads((student / "metrics.json").read_text())
     # The teacher's logits were computed right: it scores on the eval data as in its own run.
-    assert metrics["teacher"]["eval"]["accuracy"] == pytest.approx(teacher_metrics["eval"]["accuracy"])
+    assert metrics["teacher"]["eval"]["accuracy"] == pytest.approx(
+        teacher_metrics["eval"]["accuracy"])
     assert metrics["teacher"]["dir"] == str(teacher / "best")
     epochs = metrics["epochs"]
     assert {"train_soft_loss", "train_hard_loss", "train_teacher_agreement"} <= set(epochs[0])
     assert epochs[-1]["train_soft_loss"] < epochs[0]["train_soft_loss"]
-    assert all(e["train_loss"] == pytest.approx(0.5 * e["train_soft_loss"] + 0.5 * e["train_hard_loss"],
-                                                rel=2e-2) for e in epochs)
+    assert all(e["train_loss"] == pytest.approx(
+        0.5 * e["train_soft_loss"] + 0.5 * e["train_hard_loss"], rel=2e-2) for e in epochs)
     agreement, kl = teacher_fidelity(student, teacher)
     plain_agreement, plain_kl = teacher_fidelity(plain, teacher)
     print(f"teacher accuracy {teacher_metrics['eval']['accuracy']:.3f}; distilled student: "

@@ -1,4 +1,5 @@
-"""Task models: losses against numpy references, fit, config and .keras round trips, mixed precision."""
+"""Task models: losses against numpy references, fit, config and .keras round trips, mixed
+precision."""
 
 import keras
 import numpy as np
@@ -81,7 +82,8 @@ def test_masked_lm_loss_is_googles_definition(tiny_encoder):
                                sparse_ce(nsp_logits, y["next_sentence"]).mean(), rtol=1e-5)
     # The accuracy is weighted by masked_lm_weights: padded slots never count.
     hits = (logits.argmax(-1) == y["masked_lm"]) * w["masked_lm"]
-    np.testing.assert_allclose(results["masked_lm_accuracy"], hits.sum() / w["masked_lm"].sum(), atol=1e-6)
+    np.testing.assert_allclose(results["masked_lm_accuracy"], hits.sum() / w["masked_lm"].sum(),
+                               atol=1e-6)
 
 
 def test_masked_lm_loss_ignores_padded_slots(tiny_encoder):
@@ -141,8 +143,8 @@ def test_pretrainer_without_next_sentence(tiny_encoder):
     assert "next_sentence_loss" not in results
     assert "masked_lm_accuracy" in results  # named as with NSP, not a bare "accuracy"
     logits = run(pretrainer, x)["masked_lm"]
-    np.testing.assert_allclose(results["loss"], google_mlm_loss(logits, y["masked_lm"], w["masked_lm"]),
-                               rtol=1e-5)
+    np.testing.assert_allclose(results["loss"],
+                               google_mlm_loss(logits, y["masked_lm"], w["masked_lm"]), rtol=1e-5)
     clone = bk.BertPretrainer.from_config(pretrainer.get_config())
     assert not clone.next_sentence
 

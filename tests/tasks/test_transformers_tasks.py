@@ -18,9 +18,9 @@ import pytest
 import bert_keras as bk
 from bert_keras.serving import export
 from bert_keras.tasks import registry
-from export_harness import _enc, _outputs, run_client
 
 import tool_runner  # tests/support: tools forked without their imports
+from export_harness import _enc, _outputs, run_client
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FAMILIES = ROOT / "tests" / "fixtures" / "families"
@@ -126,7 +126,8 @@ def test_every_fine_tuned_checkpoint_answers_as_transformers():
         info = dict(info, seq_length=64)  # the fixtures' position table
         functions = export.serving_functions(model, tokenizer, info)
         inputs = request(name)
-        out = functions.serve(*(tf.constant(list(inputs[field])) for field in functions.text_fields))
+        out = functions.serve(*(tf.constant(list(inputs[field]))
+                                for field in functions.text_fields))
         assert_answers_as_transformers(name, {k: v.numpy() for k, v in out.items()})
 
 
@@ -231,7 +232,8 @@ def test_a_pair_classifier_exports_with_pairs(tmp_path, name):
                                              pairs=True, export_dir_base=str(tmp_path)))
     pairs = json.loads((FAMILIES / "texts.json").read_text(encoding="utf-8"))["pairs"]
     serve = tf.saved_model.load(path).signatures["serving_default"]
-    out = serve(text_a=tf.constant([a for a, _ in pairs]), text_b=tf.constant([b for _, b in pairs]))
+    out = serve(text_a=tf.constant([a for a, _ in pairs]),
+                text_b=tf.constant([b for _, b in pairs]))
     logits = np.load(FAMILIES / name / "reference.npz")["pairs_logits"]
     probabilities = np.exp(logits - logits.max(-1, keepdims=True))
     np.testing.assert_allclose(out["probabilities"].numpy(),

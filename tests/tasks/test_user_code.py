@@ -11,6 +11,7 @@ import tensorflow as tf
 
 import bert_keras as bk
 from bert_keras.tasks import registry
+
 from export_harness import _enc, _outputs, run_client
 
 FAMILIES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "families"

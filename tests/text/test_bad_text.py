@@ -16,7 +16,6 @@ import pytest
 
 import tool_runner  # tests/support: tools forked without their imports
 
-
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
 BAD = b"caf\xe9 \xff\xfe"  # Latin-1 and stray bytes: not UTF-8
@@ -270,7 +269,8 @@ def test_finetune_refuses_bad_labels_and_rows(tmp_path, tiny_pairs_model, case):
     suffix = pathlib.Path(name).suffix
     good = "yes\ta\tb\nno\tc\td\n" if suffix == ".tsv" else "yes,a,b\nno,c,d\n"
     if suffix == ".jsonl":
-        good = '{"label": "yes", "text": "a", "text_b": "b"}\n{"label": "no", "text": "c", "text_b": "d"}\n'
+        good = ('{"label": "yes", "text": "a", "text_b": "b"}\n'
+                '{"label": "no", "text": "c", "text_b": "d"}\n')
     bad = tmp_path / name
     bad.write_text(content)
     other = tmp_path / ("dev" if name.startswith("train") else "train") / f"x{suffix}"
@@ -281,7 +281,8 @@ def test_finetune_refuses_bad_labels_and_rows(tmp_path, tiny_pairs_model, case):
                else ["--text_a_column=1", "--text_b_column=2"])
     output = tmp_path / "out"
     proc = run_tool("finetune", "--task=classification", f"--train_file={train}",
-                    f"--eval_file={dev}", *columns, f"--init_checkpoint={tiny_pairs_model['encoder']}",
+                    f"--eval_file={dev}", *columns,
+                    f"--init_checkpoint={tiny_pairs_model['encoder']}",
                     f"--output_dir={output}", "--max_seq_length=16")
     needles = [f"{bad}{n}" if n.startswith(":") else n for n in needles]
     assert_refused(proc, output / "metrics.json", *needles)

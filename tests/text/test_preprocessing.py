@@ -117,8 +117,8 @@ def test_pack_pretokenized_segments(tokenizer):
     b = tf.ragged.constant([[7632]], dtype=tf.int32)
     out = _as_numpy(pre.pack([a, b]))
     assert out["input_word_ids"].tolist() == [[101, 7592, 14477, 20961, 3468, 2088, 102, 7632, 102]]
-    np.testing.assert_array_equal(_as_numpy(pre(["hello unaffable world"], ["hi"]))["input_word_ids"],
-                                  out["input_word_ids"])
+    np.testing.assert_array_equal(
+        _as_numpy(pre(["hello unaffable world"], ["hi"]))["input_word_ids"], out["input_word_ids"])
     with pytest.raises(ValueError, match="1 or 2 segments"):
         pre.pack([b, b, b])
 

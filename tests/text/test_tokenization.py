@@ -13,7 +13,6 @@ from tokenizers import decoders
 
 import bert_keras as bk
 from bert_keras import assets
-from bert_keras.text import tokenizer as tokenization
 from bert_keras.text.tokenizer import BertTokenizer
 
 HARD_CASES = [
@@ -34,7 +33,8 @@ HARD_CASES = [
     "   \t\n  ",
     # every Unicode space separator between words (our whitespace class lists them explicitly)
     "".join(f"w{i}{chr(c)}" for i, c in enumerate(
-        c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ("Zs", "Zl", "Zp"))),
+        c for c in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(c)) in ("Zs", "Zl", "Zp"))),
 ]
 
 

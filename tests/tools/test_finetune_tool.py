@@ -55,13 +55,14 @@ def check_outputs(out, task, num_eval, labels):
 
 
 def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
-    from bert_keras.data.finetuning import batching
-    from bert_keras.data.finetuning import readers as fd
-    from bert_keras.data.finetuning import features as tfe
-    from bert_keras.data.finetuning.label_map import LabelMap
-    from bert_keras.tasks import registry
     import tensorflow as tf
+
+    from bert_keras.data.finetuning import batching
+    from bert_keras.data.finetuning import features as tfe
+    from bert_keras.data.finetuning import readers as fd
+    from bert_keras.data.finetuning.label_map import LabelMap
     from bert_keras.serving.export import export_task
+    from bert_keras.tasks import registry
 
     out = tmp_path / "run"
     result = run_tool(common(tiny_checkpoint, out, task="classification",
@@ -84,7 +85,7 @@ def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
     logits = np.stack(batching.predict(model, feats, batch_size=8))
     probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     rows = read_jsonl(out / "eval_predictions.jsonl")
-    saved = np.array([[r["probabilities"][l] for l in info["labels"]] for r in rows])
+    saved = np.array([[r["probabilities"][label] for label in info["labels"]] for r in rows])
     np.testing.assert_allclose(probs, saved, atol=2e-4)
     assert [r["prediction"] for r in rows] == [info["labels"][i] for i in probs.argmax(-1)]
     # Trained in mixed bfloat16, it reports what its float32 export serves.
@@ -93,7 +94,7 @@ def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
     served = serve.signatures["serving_default"](
         text_a=tf.constant([ex.text_a for ex in test]),
         text_b=tf.constant([ex.text_b for ex in test]))["probabilities"].numpy()
-    saved = [[r["probabilities"][l] for l in info["labels"]]
+    saved = [[r["probabilities"][label] for label in info["labels"]]
              for r in read_jsonl(out / "test_predictions.jsonl")]
     np.testing.assert_allclose(served, saved, atol=1e-5)  # 5e-5 apart in bfloat16
 
@@ -130,7 +131,8 @@ def test_run_finetuning_from_python(tiny_checkpoint, tmp_path):
     with pytest.raises(ValueError, match="exactly one of --train_file, --tfds_name and "
                        r"\(in Python\) train_examples=, got train_examples= and --tfds_name"):
         bk.run_finetuning(task="classification", init_checkpoint=str(tiny_checkpoint),
-                          output_dir=str(tmp_path / "bad"), train_examples=train, tfds_name="glue/mrpc")
+                          output_dir=str(tmp_path / "bad"), train_examples=train,
+                          tfds_name="glue/mrpc")
 
 
 def test_tagging_end_to_end(tiny_checkpoint, tmp_path):

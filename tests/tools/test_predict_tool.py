@@ -13,8 +13,9 @@ import threading
 import pytest
 import tokenizers
 
-import tool_runner  # tests/support: tools forked without their imports
 from bert_keras.metrics.entities import get_entities
+
+import tool_runner  # tests/support: tools forked without their imports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TAGGER = ROOT / "tests" / "fixtures" / "families" / "bert_tagger"

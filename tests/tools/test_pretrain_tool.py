@@ -49,7 +49,8 @@ def test_help_is_short_with_an_example_and_helpfull_lists_everything():
     (["--warmup_steps=100"], "--warmup_steps=100 must be in"),
     (["--phase2_seq_length=64", "--train_data=bert_keras/assets/web_bible_corpus.txt.gz",
       "--train_text="], "needs --phase2_train_data"),
-    (["--vocab_file=bert_keras/assets/vocab.txt", "--tokenizer_dir=tests/fixtures/families/roberta"],
+    (["--vocab_file=bert_keras/assets/vocab.txt",
+      "--tokenizer_dir=tests/fixtures/families/roberta"],
      "Give one of --vocab_file"),
     (["--tokenizer_dir=/nonexistent"], "--tokenizer_dir='/nonexistent' is not a directory"),
     (["--adam_beta_2=1.0"], "--adam_beta_2 must be in (0, 1), got 1.0"),
@@ -79,7 +80,8 @@ def test_global_batch_not_divisible_by_replicas_is_a_usage_error(tmp_path):
     code = (
         "import sys, tensorflow as tf\n"
         "cpu = tf.config.list_physical_devices('CPU')[0]\n"
-        "tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)\n"
+        "tf.config.set_logical_device_configuration("
+        "cpu, [tf.config.LogicalDeviceConfiguration()] * 2)\n"
         f"sys.argv = {argv!r}\n"
         f"__file__ = {TOOL[1]!r}\n"
         f"exec(open({TOOL[1]!r}).read())\n"
@@ -87,7 +89,8 @@ def test_global_batch_not_divisible_by_replicas_is_a_usage_error(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           timeout=300, env=ENV)
     assert proc.returncode == 1
-    assert "global_batch_size=9 is not divisible by num_replicas (2)" in proc.stderr, proc.stderr[-2000:]
+    assert ("global_batch_size=9 is not divisible by num_replicas (2)" in proc.stderr
+            ), proc.stderr[-2000:]
     assert not (tmp_path / "run").exists()
 
 
@@ -105,7 +108,8 @@ def test_tiny_flagfile_run_writes_everything_fine_tuning_needs(tmp_path):
     assert ckpts == ["ckpt-3.index", "ckpt-6.index"]
     assert glob.glob(str(model_dir / "train" / "events.out.tfevents.*"))
     encoder_dir = model_dir / "encoder"
-    assert {p.name for p in encoder_dir.iterdir()} >= {"bert_keras.json", "model.safetensors", "vocab.txt"}
+    assert {p.name for p in encoder_dir.iterdir()} >= {"bert_keras.json", "model.safetensors",
+                                                       "vocab.txt"}
     from bert_keras.models.encoder import BertEncoder
 
     assert BertEncoder.from_pretrained(str(encoder_dir)).hidden_size == 128
@@ -139,7 +143,8 @@ def test_one_seed_gives_the_same_loss_curve_and_another_seed_does_not(tmp_path):
         model_dir = tmp_path / name
         proc = _run(TINY, f"--model_dir={model_dir}", f"--seed={seed}", "--log_every=1")
         assert proc.returncode == 0, proc.stderr[-3000:]
-        return [values["loss"] for _, values in json.loads((model_dir / "history.json").read_text())]
+        history = json.loads((model_dir / "history.json").read_text())
+        return [values["loss"] for _, values in history]
 
     first = losses("a", 3)
     assert len(first) == 6
@@ -300,6 +305,8 @@ def test_a_kill_inside_a_checkpoint_write_leaves_shards_that_the_resume_removes(
     rerun = _run(TINY, f"--model_dir={model_dir}")
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "Resuming from checkpoint" in rerun.stdout and "at step 3 of 6" in rerun.stdout
-    assert f"unfinished checkpoint(s) of a killed run: {checkpoints / 'ckpt-6_temp'}" in rerun.stderr
-    assert sorted(p.name for p in checkpoints.iterdir() if p.name.endswith("_temp")) == ["notes-1_temp"]
+    killed = checkpoints / "ckpt-6_temp"
+    assert f"unfinished checkpoint(s) of a killed run: {killed}" in rerun.stderr
+    assert sorted(p.name for p in checkpoints.iterdir()
+                  if p.name.endswith("_temp")) == ["notes-1_temp"]
     assert (checkpoints / "ckpt-6.index").exists()

@@ -2,9 +2,9 @@
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
-import pathlib
 
 import pytest
 

@@ -20,7 +20,7 @@ def test_the_readme_example_runs_and_learns(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # its saved_models/ and the .keras file land here
     code = readme_example().replace('"/tmp/topics.keras"', f'"{tmp_path}/topics.keras"')
     namespace = {}
-    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - the README's own code
+    exec(compile(code, "README.md", "exec"), namespace)  # the README's own code
     printed = capsys.readouterr().out
     # What the README's evaluate printed: {'accuracy': ..., 'loss': ...}
     accuracy = float(re.search(r"'accuracy': (?:np\.float\d+\()?([0-9.]+)", printed).group(1))

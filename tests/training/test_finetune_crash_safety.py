@@ -418,6 +418,7 @@ def test_mid_epoch_checkpoints_fall_on_multiples_of_the_global_step_never_at_the
 
 def test_with_checkpoint_every_0_mid_epoch_checkpoints_follow_the_training_time():
     import keras
+
     from bert_keras.training.callbacks import MidEpochCheckpoint
 
     now = [0.0]

@@ -16,7 +16,6 @@ import sys
 
 import pytest
 
-
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
@@ -52,7 +51,8 @@ def assert_refused(proc, output, *needles):
     assert not glob.glob(f"{output}*"), glob.glob(f"{output}*")
     parent = pathlib.Path(output).parent
     name = pathlib.Path(output).name
-    assert not [p for p in os.listdir(parent) if p.startswith(f".{name}.")] if parent.exists() else True
+    assert (not [p for p in os.listdir(parent) if p.startswith(f".{name}.")]
+            if parent.exists() else True)
 
 
 def corpus_file(directory, lines):

@@ -72,8 +72,8 @@ def test_an_isa_cap_hides_the_flags_the_kernels_cannot_use(monkeypatch):
 def test_the_export_tool_exports_float32_whatever_the_cpu(tmp_path, tiny_encoder):
     """An export answers the same on any machine: float32 unless --dtype=bfloat16 is given
     (--dtype=auto is for training only), said in one line."""
-    from bert_keras.text.tokenizer import BertTokenizer
     from bert_keras.data.pretraining import pipeline
+    from bert_keras.text.tokenizer import BertTokenizer
 
     tokenizer = BertTokenizer(pipeline.default_vocab_file())
     encoder = tiny_encoder(vocab_size=tokenizer.vocab_size)

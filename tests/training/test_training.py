@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras.training import callbacks as callbacks_lib
 from bert_keras import optimization
+from bert_keras.training import callbacks as callbacks_lib
 from bert_keras.training import loop as training
 from bert_keras.training import pretraining
 from bert_keras.training import strategy as strategy_lib

@@ -63,7 +63,8 @@ def pad_batch(features: dict, indices: Sequence[int], pad_id: int = 0,
 
 
 def batch_indices(lengths: Sequence[int], batch_size: int, shuffle: bool = False,
-                  rng: np.random.Generator | None = None, bucket_batches: int = 50) -> list[np.ndarray]:
+                  rng: np.random.Generator | None = None,
+                  bucket_batches: int = 50) -> list[np.ndarray]:
     """Batches of feature indices.
 
     shuffle=False: sorted by length (stable), so each batch pads little; callers undo the

@@ -12,8 +12,10 @@ from bert_keras.data.finetuning.span_readers import read_squad_jsonl
 from bert_keras.data.finetuning.tagging_readers import read_conll
 
 BUNDLED_TASKS = {
-    "bible_paraphrase": ("bible_paraphrase.{split}.tsv.gz", "tsv", {"text_a_column": 1, "text_b_column": 2, "label_column": 0}),
-    "wordnet_topics": ("wordnet_topics.{split}.tsv.gz", "tsv", {"text_a_column": 1, "label_column": 0}),
+    "bible_paraphrase": ("bible_paraphrase.{split}.tsv.gz", "tsv",
+                         {"text_a_column": 1, "text_b_column": 2, "label_column": 0}),
+    "wordnet_topics": ("wordnet_topics.{split}.tsv.gz", "tsv",
+                       {"text_a_column": 1, "label_column": 0}),
     "wordnet_qa": ("wordnet_qa.{split}.jsonl.gz", "squad_jsonl", {}),
     "bible_ner": ("bible_ner.{split}.conll.gz", "conll", {}),
 }

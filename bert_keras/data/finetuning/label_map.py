@@ -19,8 +19,8 @@ _INT_RE = re.compile(r"[+-]?\d+")
 
 def _sort_labels(labels: Iterable[str]) -> list[str]:
     labels = set(labels)
-    if labels and all(_INT_RE.fullmatch(l) for l in labels):
-        return sorted(labels, key=lambda l: (int(l), l))  # "2" before "10"
+    if labels and all(_INT_RE.fullmatch(label) for label in labels):
+        return sorted(labels, key=lambda label: (int(label), label))  # "2" before "10"
     return sorted(labels)
 
 
@@ -45,22 +45,23 @@ class LabelMap:
     """
 
     def __init__(self, labels: Sequence[str], multi_label: bool = False):
-        labels = [str(l) for l in labels]
+        labels = [str(label) for label in labels]
         if not labels:
             raise ValueError("a LabelMap needs at least one label, got none")
-        duplicates = sorted({l for l in labels if labels.count(l) > 1})
+        duplicates = sorted({label for label in labels if labels.count(label) > 1})
         if duplicates:
             raise ValueError(f"duplicate labels {duplicates} in {labels}")
         self.labels = labels
         self.multi_label = bool(multi_label)
-        self._ids = {l: i for i, l in enumerate(labels)}
+        self._ids = {label: i for i, label in enumerate(labels)}
 
     @classmethod
     def infer(cls, labels: Iterable, multi_label: bool = False) -> "LabelMap":
         """From training labels (a list of str; a list of lists if multi_label)."""
         if multi_label:
-            return cls(_sort_labels(str(l) for group in labels for l in group), multi_label=True)
-        return cls(_sort_labels(str(l) for l in labels))
+            return cls(_sort_labels(str(label) for group in labels for label in group),
+                       multi_label=True)
+        return cls(_sort_labels(str(label) for label in labels))
 
     @classmethod
     def from_examples(cls, examples: Sequence) -> "LabelMap":
@@ -73,7 +74,8 @@ class LabelMap:
                 raise ValueError("cannot build a LabelMap from untagged TaggingExamples")
             return cls.infer(t for ex in examples for t in ex.tags)
         if not isinstance(first, ClassificationExample):
-            raise ValueError(f"expected ClassificationExample or TaggingExample, got {type(first).__name__}")
+            raise ValueError("expected ClassificationExample or TaggingExample, got "
+                             f"{type(first).__name__}")
         for ex in examples:
             if ex.label is None or isinstance(ex.label, float):
                 raise ValueError(
@@ -94,7 +96,8 @@ class LabelMap:
         return str(label) in self._ids
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, LabelMap) and (self.labels, self.multi_label) == (other.labels, other.multi_label)
+        return isinstance(other, LabelMap) and (
+            (self.labels, self.multi_label) == (other.labels, other.multi_label))
 
     def __repr__(self) -> str:
         return f"LabelMap({self.labels!r}, multi_label={self.multi_label})"
@@ -136,15 +139,18 @@ class LabelMap:
         out = np.zeros((len(values), len(self.labels)), dtype=np.float32)  # (N, C)
         for row, (group, where) in enumerate(zip(values, wheres)):
             if isinstance(group, str):
-                raise ValueError(f"multi-label map needs a list of labels in {where}, got {group!r}")
+                raise ValueError(
+                    f"multi-label map needs a list of labels in {where}, got {group!r}")
             for label in group:
                 out[row, self._id(label, where)] = 1.0
         return out
 
-    def encode_tags(self, sequences: Sequence, sources: Sequence[str] | None = None) -> list[np.ndarray]:
+    def encode_tags(self, sequences: Sequence,
+                    sources: Sequence[str] | None = None) -> list[np.ndarray]:
         """Tag sequences (or TaggingExamples) -> list of int32 [words] arrays."""
         values, wheres = self._unpack(sequences, sources, "tags")
-        return [np.array([self._id(t, w) for t in tags], dtype=np.int32) for tags, w in zip(values, wheres)]
+        return [np.array([self._id(t, w) for t in tags], dtype=np.int32)
+                for tags, w in zip(values, wheres)]
 
     def decode(self, ids: Iterable[int]) -> list[str]:
         """Integer ids -> label strings."""

@@ -36,12 +36,17 @@ Example:
 """
 
 from bert_keras.data.finetuning.bundled import BUNDLED_TASKS, bundled_task_path, load_bundled_task
-from bert_keras.data.finetuning.classification_readers import read_csv, read_delimited, read_jsonl, read_tsv
+from bert_keras.data.finetuning.classification_readers import (
+    read_csv,
+    read_delimited,
+    read_jsonl,
+    read_tsv,
+)
 from bert_keras.data.finetuning.examples import ClassificationExample, SpanExample, TaggingExample
 from bert_keras.data.finetuning.span_readers import read_squad_json, read_squad_jsonl
 from bert_keras.data.finetuning.tagging_readers import read_conll
-from bert_keras.files import expand_patterns
 from bert_keras.data.finetuning.task_files import read_text
+from bert_keras.files import expand_patterns
 
 __all__ = [
     "ClassificationExample",

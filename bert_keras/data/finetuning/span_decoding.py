@@ -75,7 +75,8 @@ def window_candidates(start_logits, end_logits, token_to_char_start, token_to_ch
     k = min(n_best_size, count)
     best = np.argpartition(-flat, k - 1)[:k]
     best = best[np.argsort(-flat[best], kind="stable")]
-    return [(float(flat[i]), int(i // max_answer_length), int(i // max_answer_length + i % max_answer_length))
+    return [(float(flat[i]), int(i // max_answer_length),
+             int(i // max_answer_length + i % max_answer_length))
             for i in best]
 
 
@@ -120,12 +121,14 @@ def decode_answers(start_logits, end_logits, example_index, token_to_char_start,
     null_scores = [np.inf] * len(contexts)
     for n in range(shape[0]):
         e = int(example_index[n])
-        null_scores[e] = min(null_scores[e], float(start_logits[n, cls_index]) + float(end_logits[n, cls_index]))
+        null_scores[e] = min(null_scores[e],
+                             float(start_logits[n, cls_index]) + float(end_logits[n, cls_index]))
         max_context = None if token_is_max_context is None else token_is_max_context[n]
         for score, s, t in window_candidates(start_logits[n], end_logits[n], token_to_char_start[n],
                                              token_to_char_end[n], max_answer_length, n_best_size,
                                              max_context):
-            candidates[e].append((score, int(token_to_char_start[n, s]), int(token_to_char_end[n, t])))
+            candidates[e].append(
+                (score, int(token_to_char_start[n, s]), int(token_to_char_end[n, t])))
 
     answers = []
     for e, context in enumerate(contexts):
@@ -152,8 +155,9 @@ def decode_answers(start_logits, end_logits, example_index, token_to_char_start,
             probs = np.exp(scores - scores.max())
             for c, p in zip(n_best, probs / probs.sum()):
                 c["probability"] = float(p)
-        answers.append(dict(text=best["text"], start_char=best["start_char"], end_char=best["end_char"],
-                            score=best["score"], null_score=null_score, n_best=n_best))
+        answers.append(dict(text=best["text"], start_char=best["start_char"],
+                            end_char=best["end_char"], score=best["score"],
+                            null_score=null_score, n_best=n_best))
     return answers
 
 

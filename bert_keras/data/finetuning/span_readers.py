@@ -1,4 +1,5 @@
-"""Extractive-QA readers: SQuAD JSON (v1.1 / v2.0) and SQuAD-style JSON lines -> `SpanExample` lists."""
+"""Extractive-QA readers: SQuAD JSON (v1.1 / v2.0) and SQuAD-style JSON lines -> `SpanExample`
+lists."""
 
 from __future__ import annotations
 
@@ -7,8 +8,14 @@ import os
 from typing import Sequence
 
 from bert_keras.data.finetuning.examples import SpanExample
+from bert_keras.data.finetuning.task_files import (
+    TaskFileError,
+    _field,
+    _json_lines,
+    _row_repr,
+    read_text,
+)
 from bert_keras.files import expand_patterns
-from bert_keras.data.finetuning.task_files import TaskFileError, _field, _json_lines, _row_repr, read_text
 
 
 def _parse_answers(answers, where: str) -> list[tuple[str, int]]:
@@ -16,7 +23,8 @@ def _parse_answers(answers, where: str) -> list[tuple[str, int]]:
     if isinstance(answers, dict):  # TFDS / Hugging Face layout.
         texts, starts = answers.get("text", []), answers.get("answer_start", [])
         if len(texts) != len(starts):
-            raise TaskFileError(f"{where}: {len(texts)} answer texts but {len(starts)} answer starts")
+            raise TaskFileError(
+                f"{where}: {len(texts)} answer texts but {len(starts)} answer starts")
         answers = [{"text": t, "answer_start": s} for t, s in zip(texts, starts)]
     if not isinstance(answers, list):
         raise TaskFileError(f"{where}: answers must be a list, got {_row_repr(answers)}")
@@ -25,7 +33,8 @@ def _parse_answers(answers, where: str) -> list[tuple[str, int]]:
         if not isinstance(a, dict) or not isinstance(a.get("text"), str) or not isinstance(
             a.get("answer_start"), int
         ):
-            raise TaskFileError(f"{where}: bad answer {_row_repr(a)}: need {{'text': str, 'answer_start': int}}")
+            raise TaskFileError(f"{where}: bad answer {_row_repr(a)}: "
+                                "need {'text': str, 'answer_start': int}")
         out.append((a["text"], a["answer_start"]))
     return out
 
@@ -66,7 +75,8 @@ def read_squad_jsonl(
 
 
 def read_squad_json(pattern: str | Sequence[str]) -> list[SpanExample]:
-    """Official SQuAD v1.1 / v2.0 JSON: {"data": [{"title", "paragraphs": [{"context", "qas": [...]}]}]}.
+    """Official SQuAD v1.1 / v2.0 JSON:
+    {"data": [{"title", "paragraphs": [{"context", "qas": [...]}]}]}.
 
     v2.0 unanswerable questions have is_impossible=True and no answers
     (their "plausible_answers" are ignored).
@@ -88,7 +98,8 @@ def read_squad_json(pattern: str | Sequence[str]) -> list[SpanExample]:
                 for qa in _field(paragraph, "qas", where):
                     qid = str(_field(qa, "id", where))
                     is_impossible = bool(qa.get("is_impossible", False))
-                    answers = [] if is_impossible else _parse_answers(qa.get("answers", []), f"{where} qid {qid}")
+                    answers = [] if is_impossible else _parse_answers(
+                        qa.get("answers", []), f"{where} qid {qid}")
                     examples.append(
                         SpanExample(
                             qid=qid,

@@ -5,9 +5,9 @@ and start every `doc_stride` tokens (Google BERT's `run_squad.py` scheme), packe
 `text.packing.pack_with` as the family packs pairs: `[CLS] question [SEP] window [SEP]`
 (RoBERTa: `<s> question </s></s> window </s>`). `start_positions` / `end_positions` point at
 the answer's first / last token in the window, or 0 ([CLS]) when the window does not hold
-the whole answer or there is none. `token_offsets` [T, 2] are character offsets of each token in the context ((-1, -1)
-outside it), `token_is_max_context` [T] marks the window where a token has the most
-context, and `example_index` ties each window to its question.
+the whole answer or there is none. `token_offsets` [T, 2] are character offsets of each token
+in the context ((-1, -1) outside it), `token_is_max_context` [T] marks the window where a
+token has the most context, and `example_index` ties each window to its question.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.data.finetuning.features import TOKENIZE_CHUNK, ragged_rows, tokenize_texts
 from bert_keras.data.finetuning.examples import SpanExample
+from bert_keras.data.finetuning.features import TOKENIZE_CHUNK, ragged_rows, tokenize_texts
 from bert_keras.errors import InputError
 from bert_keras.text.packing import pack_with, segment_starts
 
@@ -85,7 +85,8 @@ def span_features(examples: Sequence[SpanExample], tokenizer, seq_length: int = 
             window = seq_length - len(query) - 2 - tokenizer.separators_between
             if window < 1:
                 raise ValueError(f"seq_length={seq_length} leaves no room for the context after a "
-                                 f"{len(query)}-token question (max_query_length={max_query_length})")
+                                 f"{len(query)}-token question "
+                                 f"(max_query_length={max_query_length})")
             to_char = _byte_to_char(ex.context)
             doc_starts, doc_ends = to_char[starts[j]], to_char[ends[j]]  # (D,)
             answer = _answer_tokens(ex, doc_starts, doc_ends)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from bert_keras.data.finetuning.examples import TaggingExample
-from bert_keras.files import expand_patterns
 from bert_keras.data.finetuning.task_files import TaskFileError, _lines, _row_repr
+from bert_keras.files import expand_patterns
 
 
 def read_conll(
@@ -31,7 +31,8 @@ def read_conll(
         def flush():
             if words:
                 examples.append(
-                    TaggingExample(list(words), None if tag_column is None else list(tags), source=f"{path}:{start}")
+                    TaggingExample(list(words), None if tag_column is None else list(tags),
+                                   source=f"{path}:{start}")
                 )
             words.clear()
             tags.clear()
@@ -54,7 +55,8 @@ def read_conll(
                         )
             if len(fields) != num_columns:
                 raise TaskFileError(
-                    f"{path}:{line_no}: expected {num_columns} columns, got {len(fields)}: {_row_repr(line)}"
+                    f"{path}:{line_no}: expected {num_columns} columns, got {len(fields)}: "
+                    f"{_row_repr(line)}"
                 )
             if not words:
                 start = line_no

@@ -110,7 +110,8 @@ def _json_lines(path: str, blank_lines: list | None = None) -> Iterator[tuple[in
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise TaskFileError(f"{path}:{line_no}: invalid JSON ({e.msg}): {_row_repr(line)}") from None
+            raise TaskFileError(
+                f"{path}:{line_no}: invalid JSON ({e.msg}): {_row_repr(line)}") from None
         if not isinstance(obj, dict):
             raise TaskFileError(f"{path}:{line_no}: expected a JSON object, got {_row_repr(obj)}")
         yield line_no, obj

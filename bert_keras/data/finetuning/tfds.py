@@ -37,7 +37,6 @@ from bert_keras.data.finetuning.examples import ClassificationExample, SpanExamp
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.errors import InputError
 
-
 # (text_a key, text_b key) of every GLUE config in TFDS.
 GLUE_TEXT_FEATURES = {
     "cola": ("sentence", None),

@@ -7,10 +7,10 @@ and TF ops (no Python callbacks), deterministically for a seed.
 
 import tensorflow as tf
 
-from bert_keras.files import expand_patterns
 from bert_keras.data.pretraining import documents, pairing, unknown_tokens
 from bert_keras.data.pretraining.records import shard_input, to_model_format
 from bert_keras.data.pretraining.stages import _flat_tokens, _suffix_table, make_masker
+from bert_keras.files import expand_patterns
 from bert_keras.text_files import describe_files, good_lines_mask
 
 
@@ -88,8 +88,8 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
     and TF ops, no Python callbacks (so a live iterator cannot hang interpreter exit): files are
     read in parallel (`TextLineDataset`), grouped into chunks of documents_per_chunk documents,
     tokenized and paired in-graph per chunk (`pairing.build_instances`), then shuffled,
-    batched and masked in-graph by the same function as the static tool. With `input_context`, files are
-    sharded by input_pipeline_id when there are at least as many files as pipelines, else
+    batched and masked in-graph by the same function as the static tool. With `input_context`,
+    files are sharded by input_pipeline_id when there are at least as many files as pipelines, else
     examples are. batch_size is per pipeline. Elements: (features, labels, sample_weights) for
     `model.fit` with outputs "masked_lm" and "next_sentence" (the latter absent for
     pair_mode="none"), or with as_dict=True one dict with all seven model names.

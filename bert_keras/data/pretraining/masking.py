@@ -69,8 +69,8 @@ def mask_tokens(input_ids, input_mask, seed, *, mask_id, special_ids, replacemen
     are taken in random order while the running total stays <= num_to_predict, so a word is
     never partly masked. With `max_ngram` N > 1 the units are n-grams of consecutive words
     (of WordPieces without `word_starts`), n drawn from 1..N with p proportional to 1/n, as
-    ALBERT's n-gram masking (N = 3). Each chosen token becomes [MASK] with `mask_token_prob`, a random
-    token from `replacement_ids` with `random_token_prob`, and stays unchanged otherwise.
+    ALBERT's n-gram masking (N = 3). Each chosen token becomes [MASK] with `mask_token_prob`, a
+    random token from `replacement_ids` with `random_token_prob`, and stays unchanged otherwise.
 
     Args:
       input_ids: int [B, T] token ids. input_mask: int [B, T], 1 = real token.

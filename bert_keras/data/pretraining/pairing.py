@@ -3,13 +3,14 @@
 The dynamic pretraining pipeline runs this inside `tf.data` (no `from_generator`, no
 `numpy_function`), so no tf.data thread ever calls back into Python: iterators alive at
 interpreter exit cannot deadlock the shutdown. The rules are those of Google's
-`create_instances_from_document` (its Python port, tests/support/pairing_oracle.py): a target length per document (shorter with
-`short_seq_prob`), segments accumulated up to it, a random split point, B the following
-segments or (NSP, p = 0.5 or when the chunk has one segment) a span of a random other document
-with the unused segments put back; SOP swaps with p = 0.5 and cuts a lone segment at a random
-token; truncation trims the longer side, each removed token from the front or back with p = 0.5.
-Random numbers are stateless (`seed` [2]), so equal inputs and seed give equal instances; the
-draws differ from the Python port's, so the two are equal in distribution, not in values.
+`create_instances_from_document` (its Python port, tests/support/pairing_oracle.py): a target
+length per document (shorter with `short_seq_prob`), segments accumulated up to it, a random
+split point, B the following segments or (NSP, p = 0.5 or when the chunk has one segment) a span
+of a random other document with the unused segments put back; SOP swaps with p = 0.5 and cuts a
+lone segment at a random token; truncation trims the longer side, each removed token from the
+front or back with p = 0.5. Random numbers are stateless (`seed` [2]), so equal inputs and seed
+give equal instances; the draws differ from the Python port's, so the two are equal in
+distribution, not in values.
 
 Documents of a chunk are processed in parallel: one `tf.while_loop` step makes the next
 instance of every document (steps = most instances of one document). FULL-SENTENCES packing is

@@ -65,7 +65,7 @@ def _validate_first_record(path, lengths):
     for raw in tf.data.TFRecordDataset(path).take(1):
         try:
             example = tf.train.Example.FromString(raw.numpy())
-        except Exception as e:  # noqa: BLE001 - protobuf raises its own DecodeError
+        except Exception as e:  # protobuf raises its own DecodeError
             raise ValueError(f"{path}: first record is not a tf.train.Example ({e})") from e
         feats = example.features.feature
         for name, (length, is_float) in lengths.items():

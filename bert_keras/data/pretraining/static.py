@@ -18,7 +18,12 @@ from absl import logging
 
 from bert_keras.data.pretraining import documents, pairing, unknown_tokens
 from bert_keras.data.pretraining.records import serialize_examples
-from bert_keras.data.pretraining.stages import _flat_tokens, _suffix_table, default_vocab_file, make_masker
+from bert_keras.data.pretraining.stages import (
+    _flat_tokens,
+    _suffix_table,
+    default_vocab_file,
+    make_masker,
+)
 from bert_keras.files import expand_patterns, writing
 from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.text_files import TextFileError, describe_files
@@ -203,7 +208,8 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
                                  max_seq_length=128,
                                  max_predictions_per_seq=20, masked_lm_prob=0.15, dupe_factor=10,
                                  short_seq_prob=0.1, whole_word_mask=False, ngram=1,
-                                 pair_mode="nsp", random_seed=12345, num_output_shards=1, num_workers=1,
+                                 pair_mode="nsp", random_seed=12345, num_output_shards=1,
+                                 num_workers=1,
                                  documents_per_chunk=1000, log_every=10000):
     """Writes masked pretraining examples as TFRecords with Google's feature names and shapes.
 

@@ -58,7 +58,8 @@ class _Stack:
         tokens = self.token_embedding(inputs["input_word_ids"])  # (B, T, E)
         if self.segment_embedding:  # the sum in BERT's order (float addition is not associative)
             type_ids = inputs["input_type_ids"]
-            if self.type_vocab_size == 1:  # one token type: all are type 0, whatever the packer says
+            # One token type: all are type 0, whatever the packer says.
+            if self.type_vocab_size == 1:
                 type_ids = ops.zeros_like(type_ids)
             tokens = tokens + self.segment_embedding(type_ids)
         x = tokens + self.position_embedding(tokens)
@@ -89,7 +90,8 @@ class _Stack:
 
 @keras.saving.register_keras_serializable(package="bert_keras")
 class BertEncoder(keras.Model):
-    """The BERT encoder: three int32 inputs to `sequence_output`, `pooled_output` and `encoder_outputs`.
+    """The BERT encoder: three int32 inputs to `sequence_output`, `pooled_output` and
+    `encoder_outputs`.
 
     Inputs (a dict): `input_word_ids`, `input_mask` (1 = real token), `input_type_ids`, each
     int32 of shape (batch, seq); any seq up to `max_positions`. Outputs (a dict):
@@ -201,7 +203,8 @@ class BertEncoder(keras.Model):
         stack = _Stack(token_embedding, segment_embedding, position_embedding,
                        embeddings_layer_norm, embeddings_dropout, projection, tuple(blocks),
                        pooler, num_layers, type_vocab_size)
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in INPUT_NAMES}
         outputs = stack(inputs)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         if dtype is not None:

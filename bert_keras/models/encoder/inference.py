@@ -162,7 +162,8 @@ def encode(encoder, inputs, batch_size=32, output="pooled_output", infer=None):
     for indices, batch in length_bucketed_batches(inputs, batch_size):
         values = np.asarray(tf.cast(infer(batch)[output], tf.float32))
         if result is None:
-            shape = (n,) + ((max_length,) + values.shape[2:] if values.ndim == 3 else values.shape[1:])
+            shape = (n,) + ((max_length,) + values.shape[2:] if values.ndim == 3
+                            else values.shape[1:])
             result = np.zeros(shape, "float32")
         if values.ndim == 3:
             result[indices, :values.shape[1]] = values

@@ -19,6 +19,7 @@ from bert_keras.models.layers.activations import get_activation, training_activa
 from bert_keras.models.layers.residual_norm import normalize, residual_dropout_norm
 from bert_keras.models.layers.transposed_dense import dense
 
+
 def dense_initializer(initializer_range):
     return keras.initializers.TruncatedNormal(stddev=initializer_range)
 

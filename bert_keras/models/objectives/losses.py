@@ -53,7 +53,8 @@ def _cross_entropy_gradient(labels, logits, log_sum_exp, scale):
 
 @keras.saving.register_keras_serializable(package="bert_keras")
 class TokenCrossEntropy(keras.losses.Loss):
-    """Sparse cross entropy from logits, averaged over weighted positions: sum(w*ce) / (sum(w) + eps).
+    """Sparse cross entropy from logits, averaged over weighted positions:
+    sum(w*ce) / (sum(w) + eps).
 
     y_true int (B, P), y_pred logits (B, P, V), sample_weight (B, P) (None: all ones).
     Positions whose label is negative get weight 0 when `ignore_negative_labels` is set
@@ -68,7 +69,8 @@ class TokenCrossEntropy(keras.losses.Loss):
     1.3863
     """
 
-    def __init__(self, epsilon=1e-5, ignore_negative_labels=False, name="token_cross_entropy", **kwargs):
+    def __init__(self, epsilon=1e-5, ignore_negative_labels=False, name="token_cross_entropy",
+                 **kwargs):
         super().__init__(name=name, **kwargs)
         self.epsilon = epsilon
         self.ignore_negative_labels = ignore_negative_labels
@@ -100,7 +102,8 @@ class TokenCrossEntropy(keras.losses.Loss):
         raise NotImplementedError("TokenCrossEntropy is used through __call__.")
 
     def get_config(self):
-        return dict(name=self.name, epsilon=self.epsilon, ignore_negative_labels=self.ignore_negative_labels)
+        return dict(name=self.name, epsilon=self.epsilon,
+                    ignore_negative_labels=self.ignore_negative_labels)
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")

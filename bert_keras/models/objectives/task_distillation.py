@@ -127,7 +127,8 @@ class TaskDistiller(ObjectiveModel):
         return super().compute_metrics(y, None, y_pred, sample_weight)
 
     def _weights(self, labels):
-        """1 per example, or per scored token (label >= 0) of token-level outputs: (B,) or (B, T)."""
+        """1 per example, or per scored token (label >= 0) of token-level outputs: (B,) or
+        (B, T)."""
         if self.token_level:
             return ops.cast(ops.greater_equal(labels, 0), "float32")
         return ops.ones(ops.shape(labels)[:1], "float32")

@@ -88,5 +88,6 @@ class BertClassifier(BertTaskModel):
         return self.problem.weighted_metrics()
 
     def _task_config(self):
-        return dict(num_classes=self.num_classes, problem_type=self.problem_type, dropout=self.dropout,
-                    hidden_activation=self.hidden_activation, labels=self.labels)
+        return dict(num_classes=self.num_classes, problem_type=self.problem_type,
+                    dropout=self.dropout, hidden_activation=self.hidden_activation,
+                    labels=self.labels)

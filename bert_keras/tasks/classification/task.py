@@ -149,7 +149,8 @@ class MultiLabel(SequenceClassificationTask):
         threshold = options.multi_label_threshold
         rows = self.example_rows(examples)
         for row, chosen, p in zip(rows, label_map.decode_multi_hot(probs, threshold), probs):
-            row["prediction"], row["probabilities"] = chosen, rounded_probabilities(label_map.labels, p)
+            row["prediction"] = chosen
+            row["probabilities"] = rounded_probabilities(label_map.labels, p)
         return rows, (probs >= threshold).astype(np.float32)
 
     def score(self, examples, predicted, label_map, glue_task=None):
@@ -196,7 +197,8 @@ class Regression(SequenceClassificationTask):
 
     def score(self, examples, predicted, label_map, glue_task=None):
         y = np.array([ex.label for ex in examples], np.float64)
-        result = {"pearson": metrics.pearson(y, predicted), "spearman": metrics.spearman(y, predicted),
+        result = {"pearson": metrics.pearson(y, predicted),
+                  "spearman": metrics.spearman(y, predicted),
                   "mse": float(np.mean((y - predicted) ** 2))}
         return with_glue_metrics(result, glue_task, y, predicted)
 
@@ -250,5 +252,6 @@ def majority(values):
 def with_glue_metrics(result, glue_task, y, predicted):
     """`result` plus GLUE's official metrics of `glue_task` (e.g. "glue/mrpc") as glue_*."""
     if glue_task:
-        result.update({f"glue_{k}": v for k, v in metrics.glue_metrics(glue_task, y, predicted).items()})
+        glue = metrics.glue_metrics(glue_task, y, predicted)
+        result.update({f"glue_{k}": v for k, v in glue.items()})
     return result

@@ -14,8 +14,12 @@ import keras
 from keras import ops
 
 from bert_keras.models.encoder import BertEncoder
-from bert_keras.models.objectives.losses import (Ratio, TokenAccuracy, TokenCrossEntropy,
-                                                 kl_per_token)
+from bert_keras.models.objectives.losses import (
+    Ratio,
+    TokenAccuracy,
+    TokenCrossEntropy,
+    kl_per_token,
+)
 from bert_keras.models.objectives.objective_model import ObjectiveModel
 from bert_keras.names import INPUT_NAMES
 from bert_keras.optimization import default_optimizer
@@ -120,7 +124,8 @@ class DistillationPretrainer(ObjectiveModel):
         student_logits = self.student_pretrainer.masked_lm_head(student, every_position)
         positions = ops.cast(inputs["masked_lm_positions"], "int32")[:, :, None]  # (B, P, 1)
         return {
-            "teacher_logits": ops.stop_gradient(self.teacher.masked_lm_head(teacher, every_position)),
+            "teacher_logits": ops.stop_gradient(
+                self.teacher.masked_lm_head(teacher, every_position)),
             "student_logits": student_logits,  # (B, T, V)
             "masked_logits": ops.take_along_axis(student_logits, positions, axis=1),  # (B, P, V)
             "teacher_hidden": ops.stop_gradient(ops.cast(teacher, "float32")),

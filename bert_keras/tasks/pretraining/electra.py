@@ -184,7 +184,8 @@ class ElectraPretrainer(ObjectiveModel):
                 name="discriminator_mlm_loss")
             self.discriminator_mlm_accuracy = TokenAccuracy(name="discriminator_mlm_accuracy")
         self.seed_generator = keras.random.SeedGenerator(seed)
-        self.generator_size, self.rtd_weight, self.temperature = generator_size, rtd_weight, temperature
+        self.generator_size, self.rtd_weight = generator_size, rtd_weight
+        self.temperature = temperature
         self.seed = seed
         self.start_temperature, self.curriculum_steps = start_temperature, curriculum_steps
         self.disentangled_embeddings = disentangled_embeddings
@@ -226,7 +227,8 @@ class ElectraPretrainer(ObjectiveModel):
                    "replaced": replaced, "detected": detected, "left_masked": left_masked,
                    "corrupted_ids": corrupted}
         if self.corrective_weight or self.discriminator_mlm_share:
-            outputs["discriminator_lm_logits"] = self.discriminator_lm_head(discriminated, positions)
+            outputs["discriminator_lm_logits"] = self.discriminator_lm_head(discriminated,
+                                                                            positions)
         return outputs
 
     def left_masked(self, weights):

@@ -80,7 +80,8 @@ class BertPretrainer(BertTaskModel):
             )
 
         inputs = encoder_inputs()
-        inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
+        inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32",
+                                                    name="masked_lm_positions")
         # The encoder's last block runs on the masked rows (and [CLS]) only.
         encoded = encoder({name: inputs[name] for name in INPUT_NAMES},
                           output_positions=inputs["masked_lm_positions"])

@@ -64,7 +64,8 @@ def _tokenize_with_masks(tokenizer, text):
     """Texts with literal "[MASK]" -> ids [B, (pieces)] with mask_id at each [MASK]."""
     parts = tf.strings.split(text, sep=MASK_LITERAL)  # (B, (parts)), at least one part
     ids = tokenizer.tokenize(parts.flat_values)  # (parts, (pieces))
-    mask = tf.RaggedTensor.from_tensor(tf.fill([ids.nrows(out_type=tf.int32), 1], tokenizer.mask_id))
+    mask = tf.RaggedTensor.from_tensor(
+        tf.fill([ids.nrows(out_type=tf.int32), 1], tokenizer.mask_id))
     ids = tf.concat([ids, mask], axis=1)  # each part + [MASK]
     rows = tf.RaggedTensor.from_row_splits(ids, parts.row_splits).merge_dims(1, 2)
     return rows[:, :-1]  # drop the [MASK] after each text's last part

@@ -55,11 +55,13 @@ class BertSpanQA(BertTaskModel):
 
     def __init__(self, encoder, preprocessor=None, **kwargs):
         head = heads.SpanHead(
-            initializer_range=encoder.initializer_range, dtype=encoder.head_dtype_policy, name="span_head"
+            initializer_range=encoder.initializer_range, dtype=encoder.head_dtype_policy,
+            name="span_head",
         )
         inputs = encoder_inputs()
         start, end = head(encoder(inputs)["sequence_output"], inputs["input_mask"])  # (B, T) each
-        super().__init__(inputs=inputs, outputs={"start_logits": start, "end_logits": end}, **kwargs)
+        super().__init__(inputs=inputs, outputs={"start_logits": start, "end_logits": end},
+                         **kwargs)
         self.span_head = head
         self._finish_init(encoder, ["start_logits", "end_logits"], preprocessor=preprocessor)
 

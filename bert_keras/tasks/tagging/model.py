@@ -29,7 +29,8 @@ class BertTokenClassifier(BertTaskModel):
     Example:
     >>> import numpy as np
     >>> import bert_keras as bk
-    >>> tagger = BertTokenClassifier(bk.BertEncoder.from_preset("bert_tiny", vocab_size=100), num_classes=5)
+    >>> tagger = BertTokenClassifier(bk.BertEncoder.from_preset("bert_tiny", vocab_size=100),
+    ...                              num_classes=5)
     >>> x = {"input_word_ids": np.ones((2, 6), "int32"), "input_mask": np.ones((2, 6), "int32"),
     ...      "input_type_ids": np.zeros((2, 6), "int32")}
     >>> labels = np.array([[-1, 1, 2, -1, 0, -1], [-1, 4, 4, 3, -1, -1]])

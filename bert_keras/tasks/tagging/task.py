@@ -63,9 +63,9 @@ class Tagging(Task):
     def predict(self, model, examples, features_, label_map, options):
         logits = batching.predict(model, features_, options.eval_batch_size, token_outputs=True)
         default = label_map.labels.index("O") if "O" in label_map else 0
-        ids = features.word_predictions([l.argmax(-1) for l in logits], features_["word_index"],
-                                        features_["num_words"], default=default,
-                                        example_index=features_["example_index"])
+        ids = features.word_predictions([row.argmax(-1) for row in logits],
+                                        features_["word_index"], features_["num_words"],
+                                        default=default, example_index=features_["example_index"])
         tags = [label_map.decode(row) for row in ids]
         return [dict(words=ex.words, tags=ex.tags, predictions=p)
                 for ex, p in zip(examples, tags)], tags
@@ -103,7 +103,8 @@ class Tagging(Task):
         copies = max(1, target * (fns.seq_length - 2) * 2 // max(per_copy, 1))
         while copies > 1:  # at export time, eagerly: the most copies within `target` rows
             longest = " ".join([text] * copies)
-            if int(tagging_serving.cut_rows(fns, tf.constant([longest]), max_windows(fns)).count[0]) <= target:
+            rows = tagging_serving.cut_rows(fns, tf.constant([longest]), max_windows(fns))
+            if int(rows.count[0]) <= target:
                 return longest
             copies -= 1
         return text

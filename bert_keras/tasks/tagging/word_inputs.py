@@ -132,7 +132,7 @@ def word_logits(model, rows, batch_size=None):
     piece (a long sentence's words from all its rows); NaN for a word without pieces (only
     control characters, say)."""
     logits = batching.predict(model, rows, batch_size or DEFAULT_BATCH_SIZE, token_outputs=True)
-    per_word = features.word_predictions([np.asarray(l, np.float32) for l in logits],
+    per_word = features.word_predictions([np.asarray(row, np.float32) for row in logits],
                                          rows["word_index"], rows["num_words"], default=np.nan,
                                          example_index=rows["example_index"])
     return tf.RaggedTensor.from_row_lengths(

@@ -14,7 +14,8 @@ def test_a_problem_type_names_its_task_model_and_transformers_config(problem):
     task = get_task(problem.task)
     assert task.problem_type is problem
     encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=50)
-    model = task.build_model(encoder, bk.LabelMap(["a", "b"], multi_label=problem.label_type == "multi"))
+    model = task.build_model(encoder,
+                             bk.LabelMap(["a", "b"], multi_label=problem.label_type == "multi"))
     assert model.problem_type == problem.name and model.problem is problem
     assert task_of_model(model).name == problem.task
     loaded = bk.BertClassifier.from_config(model.get_config())  # as a .keras file names it

@@ -9,7 +9,11 @@ import bert_keras as bk
 from bert_keras.configs import ConfigError
 from bert_keras.tasks.pretraining.distillation import DistillationPretrainer, student_from_teacher
 from bert_keras.tasks.pretraining.electra import (
-    ElectraPretrainer, generator_config, sample_tokens, scatter_positions)
+    ElectraPretrainer,
+    generator_config,
+    sample_tokens,
+    scatter_positions,
+)
 from bert_keras.training.pretraining_config import PretrainConfig
 
 B, T, P, V = 3, 10, 4, 100
@@ -107,7 +111,8 @@ def test_base_rate_loss_is_the_entropy_of_the_replaced_share(tiny_encoder):
     assert 0 < share < 1
     results = model.compute_metrics(x, None, out)
     np.testing.assert_allclose(float(results["base_rate_loss"]),
-                               -(share * np.log(share) + (1 - share) * np.log(1 - share)), rtol=1e-5)
+                               -(share * np.log(share) + (1 - share) * np.log(1 - share)),
+                               rtol=1e-5)
 
 
 def test_replaced_labels_mark_exactly_the_changed_tokens(tiny_encoder):
@@ -132,7 +137,8 @@ def test_replaced_labels_mark_exactly_the_changed_tokens(tiny_encoder):
             if x["masked_lm_weights"][b, p]:
                 expected_corrupted[b, x["masked_lm_positions"][b, p]] = 7
     np.testing.assert_array_equal(out["corrupted_ids"], expected_corrupted)
-    np.testing.assert_array_equal(out["replaced"], (expected_corrupted != original) * x["input_mask"])
+    np.testing.assert_array_equal(out["replaced"],
+                                  (expected_corrupted != original) * x["input_mask"])
     assert out["replaced"].sum() == (x["masked_lm_ids"] == 8).sum() > 0
 
 
@@ -293,7 +299,8 @@ def test_the_discriminator_learns_to_find_replaced_tokens_in_the_bundled_corpus(
     dataset = pipeline.dynamic_pretraining_dataset(
         "bert_keras/assets/web_bible_corpus.txt.gz", tokenizer, 32, max_seq_length=32,
         max_predictions_per_seq=5, pair_mode="none", seed=0).map(with_masked_lm_inputs)
-    model = ElectraPretrainer(bk.BertEncoder.from_preset("bert_tiny", vocab_size=tokenizer.vocab_size),
+    model = ElectraPretrainer(bk.BertEncoder.from_preset("bert_tiny",
+                                                         vocab_size=tokenizer.vocab_size),
                               temperature=1e6, seed=0)
     model.compile(optimizer=optimization.create_optimizer(
         "adamw", learning_rate=1e-3, num_train_steps=300, num_warmup_steps=50))

@@ -7,7 +7,6 @@ import pathlib
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from tensorflow_serving.apis import prediction_log_pb2
 
 import bert_keras as bk
@@ -16,7 +15,8 @@ from bert_keras.errors import InputError
 from bert_keras.serving.export import export_saved_model, read_metadata
 from bert_keras.serving.warmup import WARMUP_FILE
 from bert_keras.tasks.span_qa import windows as span_windows
-from tests.support.export_harness import _enc, _outputs, run_client
+
+from export_harness import _enc, _outputs, run_client
 
 FAMILIES = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "families"
 

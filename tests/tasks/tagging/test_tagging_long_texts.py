@@ -130,7 +130,8 @@ def test_max_windows_is_an_export_option():
     info = dict(task="tagging", labels=model.labels, seq_length=SEQ, text_fields=["text"])
     fns = ServingFunctions(model, tokenizer, info, max_windows=3)
     three, four = "word " * 42, "word " * 43  # 14 pieces a row
-    assert tagging_serving.cut_rows(fns, tf.constant([three, four]), 3).count.numpy().tolist() == [3, 4]
+    cut = tagging_serving.cut_rows(fns, tf.constant([three, four]), 3)
+    assert cut.count.numpy().tolist() == [3, 4]
     assert fns.task.export_metadata(fns) == {"max_windows": 3}
     function = tf.function(fns.serve, autograph=False)
 

@@ -46,7 +46,7 @@ def reference_rows(name, words, tags, seq_length):
     x = {"input_word_ids": ids, "input_mask": np.array([pad([1] * len(r), 0) for r in rows],
                                                        "int32"),
          "input_type_ids": np.zeros_like(ids)}
-    return x, np.array([pad(l, bk.IGNORE_LABEL) for l in labels], "int32")
+    return x, np.array([pad(label, bk.IGNORE_LABEL) for label in labels], "int32")
 
 
 @pytest.mark.parametrize("name", ["bert_tagger", "roberta_tagger", "albert_tagger"])
