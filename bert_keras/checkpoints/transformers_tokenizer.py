@@ -131,14 +131,17 @@ class _WordPiece:
                    "max_input_chars_per_word": tokenizer.max_chars_per_word, "vocab": vocab})
 
 
+def _bos_eos_special_tokens(tokenizer):
+    """The special tokens of a family whose [CLS] and [SEP] are also its bos and eos."""
+    return _special_tokens(tokenizer, bos_token=tokenizer.vocab[tokenizer.cls_id],
+                           eos_token=tokenizer.vocab[tokenizer.sep_id])
+
+
 class _ByteBpe:
     """RoBERTa's byte-level BPE: no normalization, GPT-2's pre-tokenization, `<s> A </s></s>
     B </s>`, one token type."""
 
-    @staticmethod
-    def special_tokens(tokenizer):
-        return _special_tokens(tokenizer, bos_token=tokenizer.vocab[tokenizer.cls_id],
-                               eos_token=tokenizer.vocab[tokenizer.sep_id])
+    special_tokens = staticmethod(_bos_eos_special_tokens)
 
     @staticmethod
     def options(tokenizer):
@@ -170,10 +173,7 @@ class _SentencePiece:
     charsmap, words split on whitespace with "▁" prepended), the Unigram pieces and scores of
     spiece.model."""
 
-    @staticmethod
-    def special_tokens(tokenizer):
-        return _special_tokens(tokenizer, bos_token=tokenizer.vocab[tokenizer.cls_id],
-                               eos_token=tokenizer.vocab[tokenizer.sep_id])
+    special_tokens = staticmethod(_bos_eos_special_tokens)
 
     @staticmethod
     def options(tokenizer):
@@ -210,10 +210,7 @@ class _Other:
     """Another tokenizer class: its own files and the special tokens; no tokenizer.json
     (transformers builds one from the classic files)."""
 
-    @staticmethod
-    def special_tokens(tokenizer):
-        return _special_tokens(tokenizer, bos_token=tokenizer.vocab[tokenizer.cls_id],
-                               eos_token=tokenizer.vocab[tokenizer.sep_id])
+    special_tokens = staticmethod(_bos_eos_special_tokens)
 
     @staticmethod
     def options(tokenizer):
