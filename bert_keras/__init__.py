@@ -59,6 +59,8 @@ from bert_keras.tasks.embedding import (
 from bert_keras.tasks.pretraining import (
     BertPretrainer,
     DistillationPretrainer,
+    DistillOptions,
+    ElectraOptions,
     ElectraPretrainer,
     student_from_teacher,
 )

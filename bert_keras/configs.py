@@ -1,22 +1,36 @@
-"""Typed run configurations: one frozen dataclass per run, the one place an option is named.
+"""Typed run configurations: frozen dataclasses, one per component, the one place an option
+is named.
 
 A config field is declared with `option(default, help, ...)`: its name, type (the
 annotation), default, documentation and choices. `validate()` holds every check of the
-options, so a bad value fails the same way from Python and from a tool. The tools' absl
-flags are generated from the fields (`define_flags`) and read back into a config
-(`from_flags`), so a flag, its default and its help are written once; an empty string flag
-(`--train_file=`) means unset. Messages name options as their flags (`--name`), which is how
-both tool and library users know them.
+options, so a bad value fails the same way from Python and from a tool. A run's config is
+made of components' configs: `section(Cls, **defaults)` holds a component's own config (the
+optimizer's, the data's), with the run's defaults for some of its options, and
+`chosen_section(by, classes)` the options of the component another field names (the task
+type's options by --task, the objective's by --objective). Each section validates itself; the
+run's `validate` checks what spans sections.
+
+The tools' absl flags are generated from the leaf fields (`define_flags`: flat names, as
+before the split; `--helpfull` lists them by the module of the component that owns them) and
+read back into a config (`from_flags`), so a flag, its default and its help are written once;
+an empty string flag (`--train_file=`) means unset. `Config.from_options(**flat)` builds a run's
+config from flat option names (the flags), `to_dict()` gives them back flat. Messages name
+options as their flags (`--name`), which is how both tool and library users know them.
 
 Example:
->>> import dataclasses
+>>> @dataclasses.dataclass(frozen=True)
+... class Optimizer(Config):
+...     learning_rate: float = option(1e-4, "Peak learning rate.")
 >>> @dataclasses.dataclass(frozen=True)
 ... class Demo(Config):
 ...     steps: int = option(10, "Training steps.")
+...     optimizer: Optimizer = section(Optimizer, learning_rate=5e-5)
 ...     def validate(self):
 ...         check(self.steps >= 1, f"--steps must be >= 1, got {self.steps}.")
->>> Demo(steps=3).steps
-3
+>>> Demo.from_options(steps=3, learning_rate=1e-3).optimizer.learning_rate
+0.001
+>>> Demo().to_dict()
+{'steps': 10, 'learning_rate': 5e-05}
 >>> Demo(steps=0)
 Traceback (most recent call last):
 ...
@@ -50,20 +64,126 @@ def option(default, help, *, choices=None, advanced=False):  # `help`: absl's na
                                                             advanced=advanced))
 
 
+def section(config_cls, *, advanced=False, **defaults):
+    """A field holding a component's config `config_cls`, with this owner's `defaults` for
+    some of its options; `advanced`: all its flags are listed by --helpfull only."""
+    return dataclasses.field(default_factory=lambda: config_cls(**defaults),
+                             metadata=dict(section=config_cls, defaults=defaults,
+                                           advanced=advanced))
+
+
+def chosen_section(by, classes):
+    """A field holding the options of the component that field `by` names: `classes()` maps
+    each value of `by` to its options class (or None: no options). Options of another
+    component than the chosen one are refused by name."""
+    return dataclasses.field(default=None, metadata=dict(chosen_by=by, classes=classes))
+
+
 class Config:
     """Base of the frozen config dataclasses: validation on construction."""
 
     def __post_init__(self):
+        for field in dataclasses.fields(self):
+            if "chosen_by" in field.metadata and getattr(self, field.name) is None:
+                cls = field.metadata["classes"]().get(getattr(self, field.metadata["chosen_by"]))
+                if cls is not None:  # the chosen component's defaults
+                    object.__setattr__(self, field.name, cls())
         self.validate()
 
     def validate(self):
         """Raises ConfigError for an invalid option or combination; subclasses add checks."""
 
+    @classmethod
+    def from_options(cls, **options):
+        """The config of flat option names (the flags' names); ConfigError for a name that
+        is not an option of it, or an option of another component than the chosen one."""
+        return cls(**_nest(cls, options))
+
     def replace(self, **changes):
-        return dataclasses.replace(self, **changes)
+        """A copy with options changed, by their flat names."""
+        return self.from_options(**{**self.to_dict(), **changes})
 
     def to_dict(self):
-        return dataclasses.asdict(self)
+        """{flag name: value} of every option, sections included (flat)."""
+        flat = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if _is_section(field):
+                flat.update(value.to_dict() if value is not None else {})
+            else:
+                flat[field.name] = value
+        return flat
+
+
+def _is_section(field):
+    return "section" in field.metadata or "chosen_by" in field.metadata
+
+
+def _chosen_class(cls, field, values):
+    by = field.metadata["chosen_by"]
+    value = values.get(by, _field(cls, by).default)
+    return field.metadata["classes"]().get(value), f"--{by}={value}"
+
+
+def _field(cls, name):
+    return next(f for f in dataclasses.fields(cls) if f.name == name)
+
+
+def leaf_names(cls, chosen=None):
+    """The flat option names of `cls` and its sections; chosen sections give all their
+    components' names, or with `chosen` ({field: class}) the chosen one's only."""
+    names = []
+    for field in dataclasses.fields(cls):
+        if "section" in field.metadata:
+            names += leaf_names(field.metadata["section"])
+        elif "chosen_by" in field.metadata:
+            classes = ([chosen[field.name]] if chosen and field.name in chosen
+                       else field.metadata["classes"]().values())
+            for option_cls in dict.fromkeys(c for c in classes if c is not None):
+                names += [n for n in leaf_names(option_cls) if n not in names]
+        else:
+            names.append(field.name)
+    return names
+
+
+def _nest(cls, options):
+    """The constructor arguments of `cls` from flat option names."""
+    options = dict(options)
+    args = {f.name: options.pop(f.name) for f in dataclasses.fields(cls)
+            if not _is_section(f) and f.name in options}
+    for field in dataclasses.fields(cls):
+        if "section" in field.metadata:
+            mine = {n: options.pop(n) for n in leaf_names(field.metadata["section"])
+                    if n in options}
+            args[field.name] = field.metadata["section"].from_options(
+                **{**field.metadata["defaults"], **mine})
+        elif "chosen_by" in field.metadata:
+            option_cls, choice = _chosen_class(cls, field, args)
+            mine = {n: options.pop(n) for n in (leaf_names(option_cls) if option_cls else ())
+                    if n in options}
+            args[field.name] = option_cls.from_options(**mine) if option_cls else None
+    defaults = option_defaults(cls)
+    for name, value in options.items():
+        owner = next((f"{by}={choice}" for by, choice, option_cls in _choices(cls)
+                      if option_cls and name in leaf_names(option_cls)), None)
+        if owner and value == defaults.get(name):  # another component's option, left unset
+            continue
+        if owner:
+            field = next(f for f in dataclasses.fields(cls) if "chosen_by" in f.metadata
+                         and f.metadata["chosen_by"] == owner.split("=")[0])
+            raise ConfigError(f"--{name} is an option of --{owner}, not of "
+                              f"{_chosen_class(cls, field, args)[1]}.")
+        raise ConfigError(f"{name!r} is not an option of {cls.__name__} (its options: the "
+                          "flags of the tool that runs it).")
+    return args
+
+
+def _choices(cls):
+    """(field `by`, value, options class) of every chosen section of `cls`."""
+    for field in dataclasses.fields(cls):
+        if "chosen_by" in field.metadata:
+            for value, option_cls in field.metadata["classes"]().items():
+                yield field.metadata["chosen_by"], value, option_cls
 
 
 # -- absl flags from config fields -------------------------------------------------------------
@@ -76,18 +196,52 @@ def _base_type(annotation):
     return typing.get_origin(annotation) or annotation
 
 
+def _leaves(cls, defaults=None, advanced=False, seen=None):
+    """(field, its type, its default, advanced, owning class) of every option of `cls`, its
+    sections' and all its chosen sections' (each options class once)."""
+    seen = set() if seen is None else seen
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        meta = field.metadata
+        if "section" in meta:
+            yield from _leaves(meta["section"], meta["defaults"], advanced or meta["advanced"],
+                               seen)
+        elif "chosen_by" in meta:
+            for option_cls in meta["classes"]().values():
+                if option_cls is not None and option_cls not in seen:
+                    seen.add(option_cls)
+                    yield from _leaves(option_cls, None, advanced, seen)
+        else:
+            default = (defaults or {}).get(field.name, field.default)
+            yield field, _base_type(hints[field.name]), default, advanced or meta["advanced"], cls
+
+
+def option_defaults(config_cls):
+    """{flag name: default} of every option of `config_cls`, its sections' (with the run's
+    defaults for them) and all its chosen sections'."""
+    return {field.name: default for field, _, default, _, _ in _leaves(config_cls)}
+
+
+def option_types(config_cls):
+    """{flag name: its type (int, float, bool, str, tuple)} of every option of `config_cls`."""
+    return {field.name: kind for field, kind, _, _, _ in _leaves(config_cls)}
+
+
 def define_flags(config_cls, flag_values=absl_flags.FLAGS, skip=()):
-    """Defines one absl flag per field of `config_cls` (but `skip`): same name, default and
-    help; choices make an enum flag; `advanced` fields are listed by --helpfull only."""
-    hints = typing.get_type_hints(config_cls)
+    """Defines one absl flag per option of `config_cls` and its sections (but `skip`): same
+    name, default and help; choices make an enum flag. Each flag belongs to the module of the
+    component that owns it (--helpfull groups them so); the ones not `advanced` are also the
+    tool's key flags, which its --help lists."""
     main_module = sys.argv[0]  # the module whose flags absl's --help lists
-    for field in dataclasses.fields(config_cls):
+    for field, kind, default, advanced, owner in _leaves(config_cls):
         if field.name in skip:
             continue
-        meta, kind = field.metadata, _base_type(hints[field.name])
-        args = dict(name=field.name, default=field.default, help=meta["help"],
-                    flag_values=flag_values,
-                    module_name=f"{main_module} (advanced)" if meta["advanced"] else main_module)
+        meta = field.metadata
+        module = main_module if owner is config_cls else owner.__module__
+        if advanced and owner is config_cls:
+            module = f"{main_module} (advanced)"
+        args = dict(name=field.name, default=default, help=meta["help"],
+                    flag_values=flag_values, module_name=module)
         if meta["choices"]:
             absl_flags.DEFINE_enum(enum_values=list(meta["choices"]), **args)
         elif kind is bool:
@@ -97,21 +251,23 @@ def define_flags(config_cls, flag_values=absl_flags.FLAGS, skip=()):
         elif kind is float:
             absl_flags.DEFINE_float(**args)
         elif kind is tuple:
-            absl_flags.DEFINE_list(**dict(args, default=list(field.default)))
+            absl_flags.DEFINE_list(**dict(args, default=list(default)))
         elif kind is str:
             absl_flags.DEFINE_string(**args)
         else:
-            raise TypeError(f"{config_cls.__name__}.{field.name}: no flag type for {kind}.")
+            raise TypeError(f"{owner.__name__}.{field.name}: no flag type for {kind}.")
+        if not advanced and module != main_module:
+            flag_values.register_key_flag_for_module(main_module, flag_values[field.name])
 
 
 def from_flags(config_cls, flag_values=absl_flags.FLAGS, **values):
-    """`config_cls` from the parsed flags (its fields'), with `values` overriding them.
+    """`config_cls` from the parsed flags (its options'), with `values` overriding them.
 
     An empty string flag means unset: `--train_file=` (e.g. to drop a flagfile's value, as in
-    `--flagfile=f --train_file= --tfds_name=glue/mrpc`) gives the field its default, None
-    for the paths, as if the flag had not been given.
+    `--flagfile=f --train_file= --tfds_name=glue/mrpc`) gives the option its default, None
+    for the paths, as if the flag had not been given. A flag given for a component that is
+    not the chosen one (e.g. a span_qa option with --task=tagging) is refused by name.
 
-    >>> import dataclasses
     >>> @dataclasses.dataclass(frozen=True)
     ... class Files(Config):
     ...     train_file: str = option(None, "Training data.")
@@ -122,16 +278,24 @@ def from_flags(config_cls, flag_values=absl_flags.FLAGS, **values):
     >>> from_flags(Files, flag_values)
     Files(train_file=None, split='train')
     """
-    hints = typing.get_type_hints(config_cls)
-    for field in dataclasses.fields(config_cls):
-        if field.name not in values and field.name in flag_values:
-            value = flag_values[field.name].value
-            kind = _base_type(hints[field.name])
-            if kind is tuple and value is not None:
-                value = tuple(value)
-            elif kind is str and value == "":  # unset (" " stays: e.g. --label_delimiter)
-                value = field.default
-            values[field.name] = value
-    return config_cls(**values)
-
-
+    values = dict(values)
+    chosen_values = {by: values.get(by, flag_values[by].value if by in flag_values else None)
+                     for by, _, _ in _choices(config_cls)}
+    chosen = {f.name: f.metadata["classes"]().get(chosen_values[f.metadata["chosen_by"]])
+              for f in dataclasses.fields(config_cls) if "chosen_by" in f.metadata}
+    mine = set(leaf_names(config_cls, chosen))
+    for field, kind, default, _, _ in _leaves(config_cls):
+        name = field.name
+        if name in values or name not in flag_values:
+            continue
+        if name not in mine:  # another component's option: refused by `from_options` if given
+            if flag_values[name].present:
+                values[name] = flag_values[name].value
+            continue
+        value = flag_values[name].value
+        if kind is tuple and value is not None:
+            value = tuple(value)
+        elif kind is str and value == "":  # unset (" " stays: e.g. --label_delimiter)
+            value = default
+        values[name] = value
+    return config_cls.from_options(**values)

@@ -95,7 +95,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     config = check_flags()
-    startup.say(precision.describe(config.dtype))
+    startup.say(precision.describe(config.runtime.dtype))
     # A run that fails before it trained (bad data, Ctrl-C) leaves no --output_dir behind.
     with output_dirs.removed_if_failed(config.output_dir, records=RUN_RECORDS):
         try:

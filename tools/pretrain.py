@@ -49,9 +49,10 @@ def check_flags():
     """The PretrainConfig of the flags and its strategy; app.UsageError before any work."""
     try:
         config = configs.from_flags(PretrainConfig)
-        strategy = strategy_lib.create_strategy(config.distribution_strategy, tpu=config.tpu)
+        runtime = config.runtime
+        strategy = strategy_lib.create_strategy(runtime.distribution_strategy, tpu=runtime.tpu)
         strategy_lib.per_replica_batch_size(config.global_batch_size, strategy,
-                                            config.gradient_accumulation_steps)
+                                            config.optimizer.gradient_accumulation_steps)
     except ValueError as e:  # ConfigError included
         raise app.UsageError(str(e)) from None
     return config, strategy
@@ -61,7 +62,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     config, strategy = check_flags()
-    startup.say(precision.describe(config.dtype))
+    startup.say(precision.describe(config.runtime.dtype))
     # A run that fails before it saved anything (bad text, Ctrl-C) leaves no --model_dir.
     with output_dirs.removed_if_failed(config.model_dir, records=RUN_RECORDS):
         try:

@@ -10,11 +10,17 @@ new package `tasks/<name>/` (its task model, featurizer and `Task` subclass) plu
 Shape legend (serving functions): B batch, T packed sequence length.
 """
 
+import os
+
 import numpy as np
 
 from bert_keras import metrics
+from bert_keras.configs import ConfigError
 from bert_keras.data.finetuning import batching
 from bert_keras.data.finetuning.label_map import LabelMap
+
+DEFAULT_EXTENSION_FORMATS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl",
+                             ".json": "squad_json"}
 
 
 class Task:
@@ -35,6 +41,27 @@ class Task:
     # Task distillation (--teacher_dir): how the student's logits are compared with the
     # teacher's, one of models.objectives.task_distillation.SOFT_TARGETS; None: not distillable.
     soft_targets = None
+    # The options only this task type reads (a `configs.Config` of its package, whose fields
+    # are flags of tools/finetune.py): FinetuneConfig.task_options. None: it has none.
+    options_class = None
+    # File extension (".gz" stripped) -> format, over the defaults of every task type.
+    extension_formats = {}
+
+    # -- options ------------------------------------------------------------------------------
+
+    def check_config(self, config):
+        """ConfigError for options of a fine-tuning run (FinetuneConfig) this task type
+        cannot run with, beyond what its options check alone."""
+
+    def file_format_of(self, path):
+        """The file format of `path` from its extension; ConfigError if unknown."""
+        name = os.fspath(path).lower().removesuffix(".gz")
+        ext = os.path.splitext(name)[1]
+        formats = {**DEFAULT_EXTENSION_FORMATS, **self.extension_formats}
+        if ext not in formats:
+            raise ConfigError(f"cannot infer the format of {path!r} (extension {ext!r}); "
+                              "pass --format.")
+        return formats[ext]
 
     # -- data ---------------------------------------------------------------------------------
 
@@ -58,8 +85,8 @@ class Task:
         decides from its training examples filled in (unchanged by default)."""
         return config
 
-    def featurize(self, examples, tokenizer, label_map, *, max_seq_length, doc_stride=128,
-                  max_query_length=64):
+    def featurize(self, examples, tokenizer, label_map, *, max_seq_length, options=None):
+        """Feature rows of `examples`; `options`: the run's task options (None: defaults)."""
         raise NotImplementedError
 
     def dataset(self, features, batch_size, *, shuffle=False, seed=None, pad_id=0):
@@ -94,14 +121,15 @@ class Task:
         """Whether `model` is a model of this task type (`registry.task_of_model`)."""
         return False
 
-    def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):
+    def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None, options=None):
         """The task model over `encoder`; `checkpoint`: the directory the encoder came from
-        (a family's own head, or a fine-tuned head, may come with it)."""
+        (a family's own head, or a fine-tuned head, may come with it); `options`: the run's
+        task options (an `options_class` object; None: its defaults)."""
         raise NotImplementedError
 
-    def predict(self, model, examples, features, label_map, options):
+    def predict(self, model, examples, features, label_map, config):
         """(one JSON-able dict per example, the predicted values that `score` takes);
-        `options`: the run's FinetuneConfig (batch size, thresholds, answer lengths)."""
+        `config`: the run's FinetuneConfig (its eval batch size, its task_options)."""
         raise NotImplementedError
 
     def score(self, examples, predicted, label_map, glue_task=None):

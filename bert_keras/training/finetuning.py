@@ -45,7 +45,6 @@ from bert_keras.data.finetuning import batching, sanity, tfds
 from bert_keras.files import recover_directory, write_json, write_jsonl
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.encoder.inference import cast_for_inference
-from bert_keras.optimization import create_optimizer
 from bert_keras.tasks import task_io
 from bert_keras.tasks.registry import get_task
 from bert_keras.text.tokenizers import load_tokenizer
@@ -62,19 +61,20 @@ def load_tfds_data(config):
     read as its --task (`tfds.TfdsTask`: prepared in --tfds_data_dir, or refused in one line
     unless --tfds_download). The eval split defaults to validation (validation_matched for
     glue/mnli), and to none for a dataset known to have no such split."""
-    name = config.tfds_name
-    task = tfds.TfdsTask(name, config.tfds_data_dir, task=config.task,
-                         download=config.tfds_download, text_a_field=config.text_a_field,
-                         text_b_field=config.text_b_field, label_field=config.label_field)
-    eval_split = config.tfds_eval_split or (
+    data = config.data
+    name = data.tfds.tfds_name
+    task = tfds.TfdsTask(name, data.tfds.tfds_data_dir, task=config.task,
+                         download=data.tfds.tfds_download, text_a_field=data.text_a_field,
+                         text_b_field=data.text_b_field, label_field=data.label_field)
+    eval_split = data.tfds_eval_split or (
         "validation_matched" if name.startswith("glue/mnli") else "validation")
-    if not config.tfds_eval_split and task.splits and eval_split not in task.splits:
+    if not data.tfds_eval_split and task.splits and eval_split not in task.splits:
         logging.warning("--tfds_name=%s has no %s split (its splits: %s): no evaluation; "
                         "pass --tfds_eval_split to name one.", name, eval_split, task.splits)
         eval_split = None
-    test = task.examples(config.tfds_test_split) if config.tfds_test_split else None
+    test = task.examples(data.tfds_test_split) if data.tfds_test_split else None
     evaluation = task.examples(eval_split) if eval_split else None
-    return task.examples(config.tfds_train_split), evaluation, test, task.label_map()
+    return task.examples(data.tfds_train_split), evaluation, test, task.label_map()
 
 
 def read_files(config, name, labeled=True):
@@ -82,17 +82,17 @@ def read_files(config, name, labeled=True):
     `sanity`'s checks: training data whose label column is (nearly) all distinct values, or
     with more than 1% of empty texts, is refused, and its empty texts left out; empty texts
     of eval and test data are counted."""
-    paths = config.files(name)
+    paths = config.data.files(name)
     if not paths:
         return None
     file_format = config.file_format(paths[0])
     examples = get_task(config.task).read_files(paths, file_format, labeled,
-                                                **config.reader_options())
+                                                **config.data.reader_options())
     if name != "train_file":
         sanity.count_empty_texts(examples, name.removesuffix("_file"))
         return examples
-    label_option = (f"--label_field={config.label_field}" if file_format == "jsonl"
-                    else f"--label_column={config.label_column}")
+    label_option = (f"--label_field={config.data.label_field}" if file_format == "jsonl"
+                    else f"--label_column={config.data.label_column}")
     sanity.check_labels(examples, file_format, label_option)
     return sanity.drop_empty_texts(examples, file_format)
 
@@ -103,33 +103,34 @@ class _Run:
     def __init__(self, config, train, evaluation, test, label_map, teacher=None):
         self.config, self.started, self.teacher = config, time.time(), teacher
         self.task = get_task(config.task)
-        if config.tfds_name:
+        data = config.data
+        if data.tfds.tfds_name:
             train, evaluation, test, label_map = load_tfds_data(config)
-        elif config.train_file:
+        elif data.train_file:
             train = read_files(config, "train_file")
             evaluation = read_files(config, "eval_file")
-            test = read_files(config, "test_file", labeled=not config.test_unlabeled)
+            test = read_files(config, "test_file", labeled=not data.test_unlabeled)
         if label_map is None:  # TFDS: its ClassLabel names, where it has them
             label_map = self.task.label_map(train)
         if teacher is not None:
             label_map = teacher.label_map(label_map)
-        if config.max_train_examples:
-            train = train[:config.max_train_examples]
-        if config.max_eval_examples:
-            evaluation = evaluation[:config.max_eval_examples] if evaluation else evaluation
-            test = test[:config.max_eval_examples] if test else test
+        if data.max_train_examples:
+            train = train[:data.max_train_examples]
+        if data.max_eval_examples:
+            evaluation = evaluation[:data.max_eval_examples] if evaluation else evaluation
+            test = test[:data.max_eval_examples] if test else test
         self.train, self.evaluation, self.test, self.label_map = train, evaluation, test, label_map
         self.tokenizer = load_tokenizer(config.init_checkpoint)
         self.train_features = self.featurize(train)
         self.eval_features = self.featurize(evaluation) if evaluation else None
         self.test_features = self.featurize(test) if test else None
         self.config = config = self.task.resolve_config(config, train)
-        self.glue_task = config.glue_task()
+        self.glue_task = config.data.glue_task()
         self.main_metric = config.main_metric_for(self.glue_task)
         self.record = {"task": config.task, "main_metric": self.main_metric, "epochs": [],
                        "best_epoch": None, "train_examples": len(train),
                        "train_features": len(self.train_features["input_word_ids"]),
-                       "dtype": resolve_dtype(config.dtype)[0]}
+                       "dtype": resolve_dtype(config.runtime.dtype)[0]}
         if evaluation:
             self.record["eval_examples"] = len(evaluation)
             self.record["baselines"] = self.task.baselines(train, evaluation, label_map)
@@ -139,10 +140,9 @@ class _Run:
         self.best_dir = os.path.join(config.output_dir, "best")
 
     def featurize(self, examples):
-        c = self.config
         return self.task.featurize(examples, self.tokenizer, self.label_map,
-                                   max_seq_length=c.max_seq_length, doc_stride=c.doc_stride,
-                                   max_query_length=c.max_query_length)
+                                   max_seq_length=self.config.max_seq_length,
+                                   options=self.config.task_options)
 
     def predict(self, model, examples, features):
         """The task's (rows, predictions) from the numerics a float32 export serves (a float32
@@ -258,7 +258,7 @@ def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test
     """Fine-tunes the encoder and tokenizer of `config.init_checkpoint` on `config.task`;
     returns the record written to OUTPUT_DIR/metrics.json.
 
-    `config`: a FinetuneConfig, or None to make one from `options` (its field names, the
+    `config`: a FinetuneConfig, or None to make one from `options` (its option names, the
     flags of tools/finetune.py). Data, exactly one of: `train_examples` (and `eval_examples`,
     `test_examples`, optional `label_map`; default from the training examples),
     `config.train_file` (and eval/test files) or `config.tfds_name`.
@@ -269,10 +269,10 @@ def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test
     `finetuning_state.ResumeError`. A new run first removes an earlier run's outputs from the
     output dir.
     """
-    config = config or FinetuneConfig(**options)
+    config = config or FinetuneConfig.from_options(**options)
     config.validate_data_source(has_examples=train_examples is not None)
     # The teacher's directory and task type are checked before anything is written.
-    teacher = Teacher(config) if config.teacher_dir else None
+    teacher = Teacher(config) if config.distillation.teacher_dir else None
     output_dir = config.output_dir
     os.makedirs(output_dir, exist_ok=True)
     recover_directory(os.path.join(output_dir, "best"))  # a kill mid-swap: the previous best/
@@ -349,23 +349,22 @@ def _build_model(run):
     """(the compiled model that trains, its optimizer built; the task model over the encoder of
     `init_checkpoint`): the same model, or with a teacher the `TaskDistiller` of the task model."""
     config, task = run.config, run.task
-    strategy = strategy_lib.create_strategy(config.distribution_strategy)
+    strategy = strategy_lib.create_strategy(config.runtime.distribution_strategy)
     lengths = [len(r) for r in run.train_features["input_word_ids"]]
     steps_per_epoch = len(batching.batch_indices(lengths, config.train_batch_size, shuffle=True))
     run.record["steps_per_epoch"] = steps_per_epoch
-    total_steps = steps_per_epoch * config.num_train_epochs
-    with dtype_policy(config.dtype), strategy.scope():
+    # An update per --gradient_accumulation_steps batches.
+    total_steps = -(-steps_per_epoch * config.num_train_epochs
+                    // config.optimizer.gradient_accumulation_steps)
+    with dtype_policy(config.runtime.dtype), strategy.scope():
         encoder = BertEncoder.from_pretrained(config.init_checkpoint)
         encoder.check_tokenizer(run.tokenizer, f"--init_checkpoint={config.init_checkpoint}")
         model = task.build_model(encoder, run.label_map, config.dropout,
-                                 checkpoint=config.init_checkpoint)
-        optimizer = create_optimizer(
-            "adamw", learning_rate=config.learning_rate, num_train_steps=total_steps,
-            num_warmup_steps=int(config.warmup_proportion * total_steps),
-            weight_decay=config.weight_decay, layerwise_lr_decay=config.layerwise_lr_decay,
-            num_layers=encoder.num_layers if config.layerwise_lr_decay else None)
+                                 checkpoint=config.init_checkpoint, options=config.task_options)
+        optimizer = config.optimizer.make_optimizer(
+            total_steps, int(config.warmup_proportion * total_steps), encoder.num_layers)
         trainer = model if run.teacher is None else run.teacher.trainer(model, task)
-        trainer.compile(optimizer=optimizer, jit_compile=config.jit_compile)
+        trainer.compile(optimizer=optimizer, jit_compile=config.runtime.jit_compile)
         trainer.optimizer.build(trainer.trainable_variables)  # its slots exist before a restore
     return trainer, model
 

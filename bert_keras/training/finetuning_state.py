@@ -19,7 +19,6 @@ features) differ from the run found there raises `ResumeError` naming them.
 True
 """
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -29,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_keras import configs
 from bert_keras.errors import InputError
 from bert_keras.files import recover_directory, remove_checkpoint_leftovers, writing
 
@@ -89,11 +89,11 @@ def check_same_flags(output_dir, config, what):
                           "pass another --output_dir, or delete this one to start over.") from None
     new = json.loads(json.dumps(config.to_dict(), default=str))
     # An option added since the run was written is taken at its default (the run ran without
-    # it): rerunning a run of an older version is not refused for it.
-    defaults = json.loads(json.dumps({f.name: f.default for f in dataclasses.fields(config)},
-                                     default=str))
-    changed = [k for k in sorted(set(old) | set(new))
-               if k not in FREE_OPTIONS and old.get(k, defaults.get(k)) != new.get(k)]
+    # it): rerunning a run of an older version is not refused for it. One the run has no more
+    # (another task type's, which older versions recorded too) is not compared.
+    defaults = json.loads(json.dumps(configs.option_defaults(type(config)), default=str))
+    changed = [k for k in sorted(new)
+               if k not in FREE_OPTIONS and old.get(k, defaults.get(k)) != new[k]]
     if changed:
         listed = ", ".join(f"--{k}={new.get(k)} (was {old.get(k)})" for k in changed)
         raise ResumeError(

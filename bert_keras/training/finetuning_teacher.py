@@ -32,6 +32,7 @@ import os
 
 import numpy as np
 
+from bert_keras import files
 from bert_keras.data.finetuning import batching
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.errors import InputError
@@ -46,7 +47,7 @@ def find_task_directory(path):
     directory = task_io.find_task_directory(path, "best")
     if directory:
         return directory
-    if not os.path.isdir(path):
+    if not files.isdir(path):
         raise InputError(f"--teacher_dir={path!r} does not exist.")
     raise InputError(f"--teacher_dir={path!r} is not a fine-tuned task directory: no task.json "
                      "in it or in its best/ (give a tools/finetune.py output dir or its best/).")
@@ -62,8 +63,8 @@ class Teacher:
 
     def __init__(self, config):
         self.config = config
-        self.directory = find_task_directory(config.teacher_dir)
-        self.flag = f"--teacher_dir={config.teacher_dir}"
+        self.directory = find_task_directory(config.distillation.teacher_dir)
+        self.flag = f"--teacher_dir={config.distillation.teacher_dir}"
         self.info = task_io.read_task_info(self.directory)
         if self.info["task"] != config.task:
             raise InputError(f"{self.flag} holds a {self.info['task']!r} model, but "
@@ -102,7 +103,7 @@ class Teacher:
         fingerprint (a resumed run must learn from the same teacher)."""
         digest = hashlib.sha256()
         for name in ("task.json", "model.keras"):
-            with open(os.path.join(self.directory, name), "rb") as f:
+            with files.open_file(files.join(self.directory, name), "rb") as f:
                 for block in iter(lambda: f.read(1 << 20), b""):
                     digest.update(block)
         return {"teacher": [digest.hexdigest()]}
@@ -124,7 +125,9 @@ class Teacher:
         else:
             logits = np.stack(logits).astype(np.float32)  # (N, C)
         run.train_features[TEACHER_LOGITS] = logits
-        record = {"dir": os.path.abspath(self.directory), "metrics": self.info.get("metrics", {})}
+        directory = os.path.abspath(self.directory) if files.is_local(self.directory) else (
+            self.directory)
+        record = {"dir": directory, "metrics": self.info.get("metrics", {})}
         run.teacher_predicted = None
         if run.evaluation:
             _, run.teacher_predicted = task.predict(model, run.evaluation, run.eval_features,
@@ -138,8 +141,8 @@ class Teacher:
     def trainer(self, student, task):
         """The model that trains `student` against the teacher's logits."""
         return TaskDistiller(student, task.soft_targets,
-                             temperature=self.config.distill_temperature,
-                             alpha=self.config.distill_alpha,
+                             temperature=self.config.distillation.distill_temperature,
+                             alpha=self.config.distillation.distill_alpha,
                              token_level=bool(task.token_outputs))
 
     def dataset(self, task, features, batch_size, *, shuffle, seed, pad_id):

@@ -79,8 +79,9 @@ def _changed_config(path, config):
     except (OSError, ValueError):
         return {}
     new = json.loads(json.dumps(config, default=str))
-    return {k: (old.get(k), new.get(k)) for k in sorted(set(old) | set(new))
-            if old.get(k) != new.get(k)}
+    # Settings the run has no more (another objective's, which earlier versions recorded too)
+    # are not compared.
+    return {k: (old.get(k), new[k]) for k in sorted(new) if old.get(k) != new[k]}
 
 
 def train(model_fn, dataset_fn, *, model_dir, train_steps, global_batch_size, strategy=None,

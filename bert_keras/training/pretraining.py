@@ -46,7 +46,8 @@ from bert_keras.training.pretraining_config import PretrainConfig
 
 def _dataset_fn(config, tokenizer, *, train_data, train_text, max_seq_length,
                 max_predictions_per_seq):
-    next_sentence = config.pair_mode != "none"
+    data = config.data
+    next_sentence = data.pair_mode != "none"
 
     def dataset_fn(batch_size, input_context):
         if train_data:
@@ -58,9 +59,9 @@ def _dataset_fn(config, tokenizer, *, train_data, train_text, max_seq_length,
             dataset = pipeline.dynamic_pretraining_dataset(
                 train_text, tokenizer, batch_size, max_seq_length=max_seq_length,
                 max_predictions_per_seq=max_predictions_per_seq,
-                masked_lm_prob=config.masked_lm_prob, whole_word_mask=config.whole_word_mask,
-                ngram=config.ngram, pair_mode=config.pair_mode, seed=config.seed,
-                documents_per_chunk=config.documents_per_chunk,
+                masked_lm_prob=data.masked_lm_prob, whole_word_mask=data.whole_word_mask,
+                ngram=data.ngram, pair_mode=data.pair_mode, seed=config.seed,
+                documents_per_chunk=data.documents_per_chunk,
                 input_context=input_context, check_text=False)  # run_pretraining checked it
         return pretraining_models.model_inputs(config, dataset)
 
@@ -68,15 +69,16 @@ def _dataset_fn(config, tokenizer, *, train_data, train_text, max_seq_length,
 
 
 def _tokenizer(config):
-    if config.tokenizer_dir:
-        return load_tokenizer(config.tokenizer_dir)
-    teacher = config.teacher_checkpoint
-    source = config.init_checkpoint or (
+    data = config.data
+    if data.tokenizer_dir:
+        return load_tokenizer(data.tokenizer_dir)
+    teacher = getattr(config.objective_options, "teacher_checkpoint", None)
+    source = config.encoder.init_checkpoint or (
         teacher and (task_io.find_task_directory(teacher, "final") or teacher))
-    if config.vocab_file is None and source:
+    if data.vocab_file is None and source:
         return load_tokenizer(source)
-    return BertTokenizer(config.vocab_file or pipeline.default_vocab_file(),
-                         lower_case=config.lower_case)
+    return BertTokenizer(data.vocab_file or pipeline.default_vocab_file(),
+                         lower_case=data.lower_case)
 
 
 def _model_fn(config, tokenizer):
@@ -89,8 +91,9 @@ def _train_naming_a_corrupt_file(config, train_phase):
     try:
         return train_phase()
     except tf.errors.DataLossError as e:
-        options = [name for name in ("train_data", "phase2_train_data") if getattr(config, name)]
-        found = records.corrupt_file([path for name in options for path in config.files(name)])
+        data = config.data
+        options = [name for name in ("train_data", "phase2_train_data") if getattr(data, name)]
+        found = records.corrupt_file([path for name in options for path in data.files(name)])
         raise InputError(f"{found or e.message.splitlines()[0]}: a TFRecord file is truncated "
                          "or corrupt; recreate it (tools/create_pretraining_data.py) or leave it "
                          "out of --train_data.") from None
@@ -99,48 +102,49 @@ def _train_naming_a_corrupt_file(config, train_phase):
 def run_pretraining(config=None, *, strategy=None, progress=True, **options):
     """Pretrains an encoder and saves it to model_dir/encoder; rerunning resumes.
 
-    `config`: a PretrainConfig, or None to make one from `options` (its field names, the
+    `config`: a PretrainConfig, or None to make one from `options` (its option names, the
     flags of tools/pretrain.py). `strategy`: a tf.distribute.Strategy (default: made from
-    `config.distribution_strategy`). Returns a dict: step, initial_step, history (windows
+    `config.runtime.distribution_strategy`). Returns a dict: step, initial_step, history (windows
     of both phases), encoder_dir.
     """
-    config = config or PretrainConfig(**options)
-    if config.train_text:  # bad text fails here, once, before the model directory is made
-        documents.check_corpus(expand_patterns(config.train_text), config.pair_mode)
-    if config.tfds_name:  # so does a TFDS dataset that is not prepared, or has too little text
-        documents.check_tfds_corpus(config.tfds_text(), config.pair_mode)
+    config = config or PretrainConfig.from_options(**options)
+    data, runtime = config.data, config.runtime
+    if data.train_text:  # bad text fails here, once, before the model directory is made
+        documents.check_corpus(expand_patterns(data.train_text), data.pair_mode)
+    if data.tfds.tfds_name:  # so does a TFDS dataset that is not prepared, or too little text
+        documents.check_tfds_corpus(data.tfds_text(), data.pair_mode)
     # One seed for everything random: initial weights, dropout, data, ELECTRA's sampling.
     keras.utils.set_random_seed(config.seed)
     if strategy is None:
-        strategy = strategy_lib.create_strategy(config.distribution_strategy, tpu=config.tpu)
+        strategy = strategy_lib.create_strategy(runtime.distribution_strategy, tpu=runtime.tpu)
     tokenizer = _tokenizer(config)
     model_fn = _model_fn(config, tokenizer)
     phase1 = config.phase1_steps()
     phases = [(phase1, 0, _dataset_fn(
-        config, tokenizer, train_data=config.train_data,
-        train_text=config.train_text or config.tfds_text(),
-        max_seq_length=config.max_seq_length,
-        max_predictions_per_seq=config.max_predictions_per_seq))]
-    if config.phase2_seq_length:
+        config, tokenizer, train_data=data.train_data,
+        train_text=data.train_text or data.tfds_text(),
+        max_seq_length=data.max_seq_length,
+        max_predictions_per_seq=data.max_predictions_per_seq))]
+    if data.phase2_seq_length:
         phases.append((config.train_steps, phase1, _dataset_fn(
             config, tokenizer,
-            train_data=config.phase2_train_data if config.train_data else None,
-            train_text=None if config.train_data else (config.train_text or config.tfds_text()),
-            max_seq_length=config.phase2_seq_length,
-            max_predictions_per_seq=(config.phase2_max_predictions_per_seq
-                                     or config.max_predictions_per_seq))))
+            train_data=data.phase2_train_data if data.train_data else None,
+            train_text=None if data.train_data else (data.train_text or data.tfds_text()),
+            max_seq_length=data.phase2_seq_length,
+            max_predictions_per_seq=(data.phase2_max_predictions_per_seq
+                                     or data.max_predictions_per_seq))))
     results = []
     reports = pretraining_models.reports(config)  # one set for both phases: each warns once
     for phase_steps, start_step, dataset_fn in phases:
         if start_step:
-            print(f"Phase 2: sequence length {config.phase2_seq_length} from step {start_step}.",
+            print(f"Phase 2: sequence length {data.phase2_seq_length} from step {start_step}.",
                   flush=True)
         results.append(_train_naming_a_corrupt_file(config, lambda: train(
             model_fn, dataset_fn, model_dir=config.model_dir, train_steps=phase_steps,
-            global_batch_size=config.global_batch_size, strategy=strategy, dtype=config.dtype,
-            jit_compile=config.jit_compile, checkpoint_every=config.checkpoint_every,
+            global_batch_size=config.global_batch_size, strategy=strategy, dtype=runtime.dtype,
+            jit_compile=runtime.jit_compile, checkpoint_every=config.checkpoint_every,
             keep_checkpoints=config.keep_checkpoints,
-            gradient_accumulation_steps=config.gradient_accumulation_steps,
+            gradient_accumulation_steps=config.optimizer.gradient_accumulation_steps,
             steps_per_execution=config.steps_per_execution, log_every=config.log_every,
             dataset_start_step=start_step, config=config.to_dict(), progress=progress,
             extra_callbacks=reports)))
@@ -156,7 +160,7 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
         if masked_lm is not None:  # tools/export.py serves it as fill-mask
             task_io.save_task(os.path.join(config.model_dir, "final"), masked_lm, tokenizer,
                               task="pretraining",
-                              seq_length=config.phase2_seq_length or config.max_seq_length)
+                              seq_length=data.phase2_seq_length or data.max_seq_length)
             logging.info("Saved the masked LM to %s/final", config.model_dir)
     return dict(step=result.step, initial_step=results[0].initial_step, history=history,
                 encoder_dir=encoder_dir)

@@ -5,30 +5,24 @@ NSP / SOP / none), `ElectraPretrainer` (replaced-token detection) or `Distillati
 
 from absl import logging
 
-from bert_keras import optimization
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.tasks import registry, task_io
 from bert_keras.tasks.pretraining import BertPretrainer
-from bert_keras.tasks.pretraining.distillation import DistillationPretrainer, student_from_teacher
-from bert_keras.tasks.pretraining.electra import ElectraPretrainer, with_masked_lm_inputs
+from bert_keras.tasks.pretraining.distillation import (
+    DistillationPretrainer,
+    DistillOptions,
+    student_from_teacher,
+)
+from bert_keras.tasks.pretraining.electra import (
+    ElectraOptions,
+    ElectraPretrainer,
+    with_masked_lm_inputs,
+)
 from bert_keras.text.tokenizers import load_tokenizer, tokenizer_difference
 from bert_keras.training import callbacks
-
-
-def stuck_discriminator_advice(config):
-    """What a stuck ELECTRA run of `config` can try, with the run's own values: the easier
-    replacements and the heavier detection loss that kept a small discriminator detecting
-    (docs/variants.md; a weaker generator and GDES did not)."""
-    start = config.start_temperature or config.sampling_temperature
-    return (
-        "Try easier replacements: a higher --sampling_temperature and --start_temperature "
-        f"(this run: {config.sampling_temperature:g} and {start:g}; the paper's 1 stalls a "
-        f"small discriminator), or a heavier --rtd_weight (this run: {config.rtd_weight:g}, "
-        "paper 50); the discriminator's masked LM (--discriminator_mlm_share) still trains the "
-        "encoder meanwhile; see docs/variants.md.")
 
 
 def load_teacher(path):
@@ -57,18 +51,20 @@ def check_teacher_tokenizer(config, teacher, tokenizer):
     embeddings and learns its predictions over the teacher's vocabulary. The vocabularies are
     compared, not the families' names (a teacher directory without tokenizer files gives only
     its embedding's size to compare)."""
-    flag = f"--teacher_checkpoint={config.teacher_checkpoint!r}"
+    teacher_checkpoint = config.objective_options.teacher_checkpoint
+    flag = f"--teacher_checkpoint={teacher_checkpoint!r}"
     if teacher.encoder.vocab_size != tokenizer.vocab_size:
         raise InputError(f"{flag}: the teacher's token embedding has "
                          f"{teacher.encoder.vocab_size:,} rows but the vocab "
                          f"{tokenizer.vocab_file!r} has {tokenizer.vocab_size:,} entries.")
-    source = (config.tokenizer_dir and f"--tokenizer_dir={config.tokenizer_dir!r}"
-              or config.vocab_file and f"--vocab_file={config.vocab_file!r}")
+    data = config.data
+    source = (data.tokenizer_dir and f"--tokenizer_dir={data.tokenizer_dir!r}"
+              or data.vocab_file and f"--vocab_file={data.vocab_file!r}")
     if not source:
         return  # the teacher's own tokenizer
-    directory = task_io.find_task_directory(config.teacher_checkpoint, "final")
+    directory = task_io.find_task_directory(teacher_checkpoint, "final")
     try:
-        theirs = load_tokenizer(directory or config.teacher_checkpoint)
+        theirs = load_tokenizer(directory or teacher_checkpoint)
     except FileNotFoundError:
         return
     difference = tokenizer_difference(theirs, tokenizer)
@@ -79,12 +75,12 @@ def check_teacher_tokenizer(config, teacher, tokenizer):
 
 
 def _encoder(config, tokenizer):
-    overrides = config.encoder_overrides()
-    if config.init_checkpoint:
-        encoder = BertEncoder.from_pretrained(config.init_checkpoint, **overrides)
-        encoder.check_tokenizer(tokenizer, f"--init_checkpoint={config.init_checkpoint}")
+    choice = config.encoder
+    if choice.init_checkpoint:
+        encoder = BertEncoder.from_pretrained(choice.init_checkpoint, **choice.overrides())
+        encoder.check_tokenizer(tokenizer, f"--init_checkpoint={choice.init_checkpoint}")
         return encoder
-    return BertEncoder.from_preset(config.preset, vocab_size=tokenizer.vocab_size, **overrides)
+    return BertEncoder(choice.config(tokenizer.vocab_size))
 
 
 class Objective:
@@ -96,6 +92,8 @@ class Objective:
     # head_checkpoints' loader of this model's heads: continued pretraining (--init_checkpoint)
     # keeps the checkpoint's heads where it has them.
     load_heads = None
+    # The options only this objective reads (PretrainConfig.objective_options), or None.
+    options_class = None
 
     def model(self, config, tokenizer):
         """The uncompiled pretraining model of `config`."""
@@ -117,9 +115,11 @@ class MaskedLM(Objective):
     load_heads = staticmethod(head_checkpoints.load_pretraining_heads)
 
     def model(self, config, tokenizer):
-        activation = (head_checkpoints.masked_lm_activation(config.init_checkpoint)
-                      if config.init_checkpoint else None)
-        return BertPretrainer(_encoder(config, tokenizer), next_sentence=config.pair_mode != "none",
+        init_checkpoint = config.encoder.init_checkpoint
+        activation = (head_checkpoints.masked_lm_activation(init_checkpoint)
+                      if init_checkpoint else None)
+        return BertPretrainer(_encoder(config, tokenizer),
+                              next_sentence=config.data.pair_mode != "none",
                               mlm_activation=activation)
 
     def inputs(self, dataset):
@@ -131,20 +131,16 @@ class ReplacedTokenDetection(Objective):
 
     name = "electra"
     load_heads = staticmethod(head_checkpoints.load_replaced_token_head)
+    options_class = ElectraOptions
 
     def model(self, config, tokenizer):
-        return ElectraPretrainer(
-            _encoder(config, tokenizer), generator_size=config.generator_size,
-            generator_layers=config.generator_layers, rtd_weight=config.rtd_weight,
-            temperature=config.sampling_temperature, start_temperature=config.start_temperature,
-            curriculum_steps=config.curriculum_steps(),
-            disentangled_embeddings=config.disentangled_embeddings,
-            corrective_weight=config.corrective_weight,
-            discriminator_mlm_share=config.discriminator_mlm_share, seed=config.seed)
+        return ElectraPretrainer(_encoder(config, tokenizer), config.objective_options,
+                                 curriculum_steps=config.curriculum_steps(), seed=config.seed)
 
     def reports(self, config):
         # A discriminator stuck at the all-original baseline.
-        detector = callbacks.StuckDiscriminatorDetector(advice=stuck_discriminator_advice(config))
+        detector = callbacks.StuckDiscriminatorDetector(
+            advice=config.objective_options.stuck_advice())
         return [callbacks.StuckDiscriminatorReport(config.log_every, detector)]
 
 
@@ -152,19 +148,22 @@ class Distillation(Objective):
     """DistilBERT's distillation of a teacher masked LM, `DistillationPretrainer`."""
 
     name, teacher = "distill", True
+    options_class = DistillOptions
 
     def model(self, config, tokenizer):
-        teacher = load_teacher(config.teacher_checkpoint)
+        options = config.objective_options
+        teacher = load_teacher(options.teacher_checkpoint)
         check_teacher_tokenizer(config, teacher, tokenizer)
         try:
-            student = student_from_teacher(teacher.encoder, config.student_layer_list())
+            student = student_from_teacher(teacher.encoder, options.student_layer_list())
         except ValueError as e:  # a teacher of shared layers (ALBERT), or layers it lacks
-            layers = f" (--student_layers={config.student_layers})" if config.student_layers else ""
-            raise InputError(f"--teacher_checkpoint={config.teacher_checkpoint!r}{layers}: "
+            layers = (f" (--student_layers={options.student_layers})" if options.student_layers
+                      else "")
+            raise InputError(f"--teacher_checkpoint={options.teacher_checkpoint!r}{layers}: "
                              f"{e}") from None
         return DistillationPretrainer(
-            teacher, student, temperature=config.distill_temperature, alpha_ce=config.alpha_ce,
-            alpha_mlm=config.alpha_mlm, alpha_cos=config.alpha_cos)
+            teacher, student, temperature=options.distill_temperature, alpha_ce=options.alpha_ce,
+            alpha_mlm=options.alpha_mlm, alpha_cos=options.alpha_cos)
 
 
 OBJECTIVES = {objective.name: objective
@@ -175,14 +174,11 @@ def build_model(config, tokenizer):
     """The compiled pretraining model of `config` (call it in the strategy's scope)."""
     objective = OBJECTIVES[config.objective]
     model = objective.model(config, tokenizer)
-    if config.init_checkpoint and objective.load_heads:
-        _try_load_heads(objective.load_heads, model, config.init_checkpoint)
-    model.compile(optimizer=optimization.create_optimizer(
-        config.optimizer, learning_rate=config.learning_rate,
-        num_train_steps=config.train_steps, num_warmup_steps=config.warmup_steps,
-        end_learning_rate=config.end_learning_rate, weight_decay=config.weight_decay,
-        beta_2=config.adam_beta_2, epsilon=config.adam_epsilon,
-        gradient_accumulation_steps=config.gradient_accumulation_steps))
+    init_checkpoint = config.encoder.init_checkpoint
+    if init_checkpoint and objective.load_heads:
+        _try_load_heads(objective.load_heads, model, init_checkpoint)
+    model.compile(optimizer=config.optimizer.make_optimizer(
+        config.train_steps, config.warmup_steps, model.encoder.num_layers))
     return model
 
 

@@ -161,7 +161,7 @@ def test_a_run_reads_its_training_files_through_the_checks(tmp_path, caplog):
     dev = sentiment_csv(tmp_path / "dev.csv", n=20, empty=(0, 1))
     options = dict(task="classification", init_checkpoint=str(tmp_path), header=True,
                    output_dir=str(tmp_path / "run"), train_file=train, eval_file=dev)
-    config = FinetuneConfig(text_a_column="text", label_column="sentiment", **options)
+    config = FinetuneConfig.from_options(text_a_column="text", label_column="sentiment", **options)
     with caplog.at_level(logging.WARNING):
         assert len(finetuning.read_files(config, "train_file")) == 199  # the empty one left out
         assert len(finetuning.read_files(config, "eval_file")) == 20  # counted, kept
@@ -169,10 +169,11 @@ def test_a_run_reads_its_training_files_through_the_checks(tmp_path, caplog):
     assert "dev.csv: 2 of the 20 eval rows have an empty text" in caplog.text
     with pytest.raises(InputError, match=r"train.csv: the training labels \(--label_column=0\)"):
         full = sentiment_csv(tmp_path / "train.csv", n=200)  # the default columns: text as label
-        finetuning.read_files(FinetuneConfig(**dict(options, train_file=full)), "train_file")
+        finetuning.read_files(FinetuneConfig.from_options(**dict(options, train_file=full)),
+                              "train_file")
     # Regression labels over the same file are never refused as distinct values.
     numbers = _write(tmp_path / "r.tsv", "".join(f"{i / 3:.3f}\t{t}\n"
                                                  for i, t in enumerate(sentences(60))))
-    config = FinetuneConfig(task="regression", init_checkpoint=str(tmp_path),
+    config = FinetuneConfig.from_options(task="regression", init_checkpoint=str(tmp_path),
                             output_dir=str(tmp_path / "run"), train_file=numbers)
     assert len(finetuning.read_files(config, "train_file")) == 60

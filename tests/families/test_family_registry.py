@@ -159,10 +159,10 @@ def test_convert_checkpoint_carries_the_byte_level_bpe_files(tmp_path, drop):
 def pretraining_config(tmp_path, teacher, tokenizer_dir=None):
     from bert_keras.training.pretraining_config import PretrainConfig
 
-    return PretrainConfig(model_dir=str(tmp_path / "run"), objective="distill", pair_mode="none",
-                          train_text=str(CORPUS),
-                          teacher_checkpoint=str(FIXTURES / teacher), tokenizer_dir=tokenizer_dir
-                          and str(FIXTURES / tokenizer_dir))
+    return PretrainConfig.from_options(
+        model_dir=str(tmp_path / "run"), objective="distill", pair_mode="none",
+        train_text=str(CORPUS), teacher_checkpoint=str(FIXTURES / teacher),
+        tokenizer_dir=tokenizer_dir and str(FIXTURES / tokenizer_dir))
 
 
 @pytest.mark.parametrize("teacher, tokenizer_dir, needles", [
@@ -205,8 +205,9 @@ def test_a_task_teacher_of_another_family_is_refused(tmp_path):
     roberta = load_tokenizer(str(FIXTURES / "roberta"))
     save_task(str(tmp_path / "teacher"), bk.BertClassifier(encoder(roberta.vocab_size), 2),
               roberta, "classification", 64, labels=["0", "1"])
-    config = FinetuneConfig(task="classification", init_checkpoint=str(tmp_path / "student"),
-                            output_dir=str(tmp_path / "out"), teacher_dir=str(tmp_path / "teacher"))
+    config = FinetuneConfig.from_options(
+        task="classification", init_checkpoint=str(tmp_path / "student"),
+        output_dir=str(tmp_path / "out"), teacher_dir=str(tmp_path / "teacher"))
     with pytest.raises(InputError, match="the teacher's tokenizer and the student's .* differ: "
                                          "a ByteBpeTokenizer .* against a WordPieceTokenizer"):
         Teacher(config)

@@ -169,9 +169,9 @@ def dirs(tmp_path_factory):
 
 
 def config(dirs, teacher, **options):
-    return FinetuneConfig(**{"task": "classification", "init_checkpoint": str(dirs / "student"),
-                             "output_dir": str(dirs / "out"), "teacher_dir": str(teacher),
-                             **options})
+    return FinetuneConfig.from_options(**{
+        "task": "classification", "init_checkpoint": str(dirs / "student"),
+        "output_dir": str(dirs / "out"), "teacher_dir": str(teacher), **options})
 
 
 def test_teacher_checks(dirs):
@@ -192,7 +192,7 @@ def test_teacher_checks(dirs):
     with pytest.raises(InputError, match="no task.json in it or in its best/"):
         Teacher(config(dirs, dirs))
     with pytest.raises(ConfigError, match="--task=span_qa cannot be distilled"):
-        FinetuneConfig(task="span_qa", init_checkpoint=str(dirs / "student"),
+        FinetuneConfig.from_options(task="span_qa", init_checkpoint=str(dirs / "student"),
                        output_dir=str(dirs / "out"), teacher_dir=str(dirs / "abc"))
     for bad, message in ((dict(distill_alpha=1.5), "--distill_alpha must be in [0, 1], got 1.5"),
                          (dict(distill_temperature=0.0), "--distill_temperature must be > 0")):

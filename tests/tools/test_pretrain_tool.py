@@ -70,7 +70,7 @@ def test_documents_per_chunk_must_be_positive():
 
     text = "bert_keras/assets/web_bible_corpus.txt.gz"
     with pytest.raises(ConfigError, match=r"--documents_per_chunk must be >= 1, got 0"):
-        PretrainConfig(model_dir="/tmp/x", train_text=text, documents_per_chunk=0)
+        PretrainConfig.from_options(model_dir="/tmp/x", train_text=text, documents_per_chunk=0)
 
 
 def test_global_batch_not_divisible_by_replicas_is_a_usage_error(tmp_path):
@@ -132,7 +132,7 @@ def test_roberta_from_scratch_with_its_byte_level_bpe_tokenizer_and_adam_beta_2(
     tokenizer = load_tokenizer(str(encoder_dir))
     assert type(tokenizer).__name__ == "ByteBpeTokenizer"
     assert BertEncoder.from_pretrained(str(encoder_dir)).vocab_size == 1000
-    config = PretrainConfig(**json.loads((model_dir / "run_config.json").read_text()))
+    config = PretrainConfig.from_options(**json.loads((model_dir / "run_config.json").read_text()))
     optimizer = pretraining_models.build_model(config, tokenizer).optimizer
     assert (optimizer.beta_2, optimizer.epsilon) == (pytest.approx(0.98), pytest.approx(1e-6))
 

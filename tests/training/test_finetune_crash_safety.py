@@ -465,5 +465,5 @@ def test_checkpoint_every_must_not_be_negative(tiny_checkpoint, tmp_path):
     from bert_keras.training.finetuning_config import FinetuneConfig
 
     with pytest.raises(ConfigError, match=r"--checkpoint_every must be >= 0 .*got -5"):
-        FinetuneConfig(task="classification", init_checkpoint=str(tiny_checkpoint),
+        FinetuneConfig.from_options(task="classification", init_checkpoint=str(tiny_checkpoint),
                        output_dir=str(tmp_path), checkpoint_every=-5)

@@ -13,6 +13,8 @@ bert_keras.configs.ConfigError: BertEncoder: hidden_size=100 is not divisible by
 
 import dataclasses
 
+import tensorflow as tf
+
 from bert_keras.configs import Config, check, option
 from bert_keras.models.layers.activations import ACTIVATIONS
 
@@ -113,3 +115,49 @@ def _presets():
 
 
 PRESETS = _presets()
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderChoice(Config):
+    """Which encoder a pretraining run trains: a preset, or a checkpoint to continue, with
+    some of its settings changed.
+
+    >>> EncoderChoice(preset="bert_tiny", num_layers=3).config(vocab_size=100).num_layers
+    3
+    """
+
+    preset: str = option("bert_mini", "Encoder size: a bk.PRESETS name (bert_tiny, bert_mini, "
+                         "bert_small, bert_base, bert_large, bert_L-4_H-512, ...).")
+    init_checkpoint: str = option(None, "Continue pretraining from this encoder: a Hugging Face, "
+                                  "Google TF1 or bert_keras directory (its size overrides "
+                                  "--preset).", advanced=True)
+    num_layers: int = option(None, "Override the preset's number of layers.", advanced=True)
+    hidden_size: int = option(None, "Override the preset's hidden size.", advanced=True)
+    num_heads: int = option(None, "Override the preset's number of attention heads.", advanced=True)
+    intermediate_size: int = option(None, "Override the preset's feed-forward size.", advanced=True)
+    embedding_size: int = option(None, "Override the preset's embedding width (ALBERT's "
+                                 "factorization: E < hidden size).", advanced=True)
+    num_layer_groups: int = option(None, "Override the preset's number of distinct layer "
+                                   "weight sets (ALBERT: 1, shared by all layers).", advanced=True)
+    dropout: float = option(None, "Override hidden and attention dropout (preset: 0.1).",
+                            advanced=True)
+
+    def validate(self):
+        check(self.preset in PRESETS,
+              f"--preset={self.preset!r} is not one of {sorted(PRESETS)}.")
+        check(not self.init_checkpoint or tf.io.gfile.isdir(self.init_checkpoint),
+              f"--init_checkpoint={self.init_checkpoint!r} is not a directory.")
+
+    def overrides(self):
+        """The preset settings this choice changes (sizes, dropout)."""
+        overrides = {name: getattr(self, name) for name in
+                     ("num_layers", "hidden_size", "num_heads", "intermediate_size",
+                      "embedding_size", "num_layer_groups")
+                     if getattr(self, name) is not None}
+        if self.dropout is not None:
+            overrides.update(dropout=self.dropout, attention_dropout=self.dropout)
+        return overrides
+
+    def config(self, vocab_size):
+        """The EncoderConfig of the preset with these overrides."""
+        return PRESETS[self.preset].replace(vocab_size=vocab_size, **self.overrides())

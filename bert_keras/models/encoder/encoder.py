@@ -16,6 +16,9 @@ from bert_keras.models.layers import transformer as layers
 from bert_keras.models.layers.dense import Dense
 from bert_keras.names import INPUT_NAMES
 
+# The architecture's fields: constructor arguments, read-only attributes and get_config keys.
+_CONFIG_FIELDS = tuple(field.name for field in dataclasses.fields(EncoderConfig))
+
 
 def _check_shareable(other, width, type_vocab_size, max_positions, position_offset):
     mine = dict(width=width, type_vocab_size=type_vocab_size, max_positions=max_positions,
@@ -119,43 +122,24 @@ class BertEncoder(keras.Model):
     TensorShape([1, 2, 128])
     """
 
-    def __init__(
-        self,
-        vocab_size,
-        num_layers=12,
-        hidden_size=768,
-        num_heads=12,
-        intermediate_size=3072,
-        activation="gelu",
-        dropout=0.1,
-        attention_dropout=0.1,
-        max_positions=512,
-        type_vocab_size=2,
-        layer_norm_epsilon=1e-12,
-        initializer_range=0.02,
-        embedding_size=None,
-        num_layer_groups=None,
-        position_offset=0,
-        use_pooler=True,
-        dtype=None,
-        transposed_kernels=False,
-        embeddings_of=None,
-        **kwargs,
-    ):
-        """`embeddings_of`: another BertEncoder whose token, segment and position embeddings
-        and embedding layer norm this one uses (ELECTRA's generator shares the
-        discriminator's); not part of the config, so a saved copy has its own.
-        `transposed_kernels`: the blocks' dense kernels in the faster inference layout
-        (`transposed_dense.TransposedDense`; `cast_for_inference` makes such copies). Like
-        `dtype`, not architecture: checkpoints are read and written with False."""
-        EncoderConfig(  # checks the architecture (ConfigError naming the bad value)
-            vocab_size=vocab_size, num_layers=num_layers, hidden_size=hidden_size,
-            num_heads=num_heads, intermediate_size=intermediate_size, activation=activation,
-            dropout=dropout, attention_dropout=attention_dropout, max_positions=max_positions,
-            type_vocab_size=type_vocab_size, layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range, embedding_size=embedding_size,
-            num_layer_groups=num_layer_groups, position_offset=position_offset,
-            use_pooler=use_pooler)
+    def __init__(self, config=None, *, dtype=None, transposed_kernels=False, embeddings_of=None,
+                 **kwargs):
+        """`config`: the architecture, an `EncoderConfig` (default: BERT-base's); keyword
+        arguments named like its fields change it (`BertEncoder(vocab_size=100,
+        num_layers=2)`), and the rest go to `keras.Model`. `embeddings_of`: another
+        BertEncoder whose token, segment and position embeddings and embedding layer norm this
+        one uses (ELECTRA's generator shares the discriminator's); not part of the config, so
+        a saved copy has its own. `transposed_kernels`: the blocks' dense kernels in the
+        faster inference layout (`transposed_dense.TransposedDense`; `cast_for_inference`
+        makes such copies). Like `dtype`, not architecture: checkpoints are read and written
+        with False."""
+        changes = {name: kwargs.pop(name) for name in list(kwargs) if name in _CONFIG_FIELDS}
+        # ConfigError naming a bad value of the architecture.
+        config = dataclasses.replace(config or EncoderConfig(), **changes)
+        (vocab_size, num_layers, hidden_size, num_heads, intermediate_size, activation, dropout,
+         attention_dropout, max_positions, type_vocab_size, layer_norm_epsilon,
+         initializer_range, embedding_size, num_layer_groups, position_offset,
+         use_pooler) = (getattr(config, name) for name in _CONFIG_FIELDS)
         init = layers.dense_initializer(initializer_range)
         width = embedding_size or hidden_size  # E of the embeddings
         groups = num_layer_groups or num_layers
@@ -214,22 +198,7 @@ class BertEncoder(keras.Model):
             self.dtype_policy = dtype
 
         # === Config ===
-        self.vocab_size = vocab_size
-        self.num_layers = num_layers
-        self.hidden_size = hidden_size
-        self.num_heads = num_heads
-        self.intermediate_size = intermediate_size
-        self.activation = activation
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.max_positions = max_positions
-        self.type_vocab_size = type_vocab_size
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.initializer_range = initializer_range
-        self.embedding_size = embedding_size
-        self.num_layer_groups = num_layer_groups
-        self.position_offset = position_offset
-        self.use_pooler = use_pooler
+        self.encoder_config = config
         self.transposed_kernels = transposed_kernels
         self.token_embedding = token_embedding
         self.segment_embedding = segment_embedding
@@ -259,28 +228,9 @@ class BertEncoder(keras.Model):
             *spec["encoder_outputs"][:-1], short])
 
     def get_config(self):
-        return dict(
-            name=self.name,
-            trainable=self.trainable,
-            dtype=keras.dtype_policies.serialize(self.dtype_policy),
-            vocab_size=self.vocab_size,
-            num_layers=self.num_layers,
-            hidden_size=self.hidden_size,
-            num_heads=self.num_heads,
-            intermediate_size=self.intermediate_size,
-            activation=self.activation,
-            dropout=self.dropout,
-            attention_dropout=self.attention_dropout,
-            max_positions=self.max_positions,
-            type_vocab_size=self.type_vocab_size,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-            initializer_range=self.initializer_range,
-            embedding_size=self.embedding_size,
-            num_layer_groups=self.num_layer_groups,
-            position_offset=self.position_offset,
-            use_pooler=self.use_pooler,
-            transposed_kernels=self.transposed_kernels,
-        )
+        return dict(name=self.name, trainable=self.trainable,
+                    dtype=keras.dtype_policies.serialize(self.dtype_policy),
+                    **self.encoder_config.to_dict(), transposed_kernels=self.transposed_kernels)
 
     @classmethod
     def from_config(cls, config):
@@ -313,14 +263,6 @@ class BertEncoder(keras.Model):
         """The constructor arguments that define the weights' shapes and the math (a dict)."""
         return self.encoder_config.to_dict()
 
-    @property
-    def encoder_config(self):
-        """The architecture as an `EncoderConfig`."""
-        config = self.get_config()
-        for key in ("name", "trainable", "dtype", "transposed_kernels"):  # not architecture
-            config.pop(key)
-        return EncoderConfig(**config)
-
     @classmethod
     def from_preset(cls, name, vocab_size=DEFAULT_VOCAB_SIZE, **overrides):
         """A randomly initialised encoder of a preset size (`bert_keras.PRESETS`, EncoderConfigs);
@@ -332,11 +274,7 @@ class BertEncoder(keras.Model):
         """
         if name not in PRESETS:
             raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
-        fields = {field.name for field in dataclasses.fields(EncoderConfig)}
-        architecture = {k: v for k, v in overrides.items() if k in fields}
-        layer_arguments = {k: v for k, v in overrides.items() if k not in fields}  # e.g. dtype
-        config = PRESETS[name].replace(vocab_size=vocab_size, **architecture)
-        return cls(**config.to_dict(), **layer_arguments)
+        return cls(PRESETS[name].replace(vocab_size=vocab_size), **overrides)
 
     @classmethod
     def from_pretrained(cls, path, dtype=None, **overrides):
@@ -381,3 +319,12 @@ checkpoint.
         loads with `BertEncoder.from_pretrained` and `BertTokenizer.from_pretrained`.
         """
         own.save_encoder(self, path, tokenizer)
+
+
+def _architecture_attribute(name):
+    return property(lambda self: getattr(self.encoder_config, name),
+                    doc=f"The architecture's {name} (`EncoderConfig.{name}`).")
+
+
+for _name in _CONFIG_FIELDS:  # encoder.num_layers, encoder.hidden_size, ...
+    setattr(BertEncoder, _name, _architecture_attribute(_name))

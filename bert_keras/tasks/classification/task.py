@@ -22,6 +22,7 @@ from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import Task, class_labels
 from bert_keras.tasks.classification import problem_types
 from bert_keras.tasks.classification.model import BertClassifier
+from bert_keras.tasks.classification.options import ClassificationOptions, MultiLabelOptions
 
 
 class SequenceClassificationTask(Task):
@@ -31,6 +32,7 @@ class SequenceClassificationTask(Task):
     problem_type = problem_types.SINGLE_LABEL
     serves_pairs = True
     transformers_head = "ForSequenceClassification"
+    options_class = ClassificationOptions
 
     def read_files(self, paths, file_format, labeled=True, **options):
         return read_classification_files(paths, file_format, self.problem_type.label_type,
@@ -53,7 +55,7 @@ class SequenceClassificationTask(Task):
     def builds(self, model):
         return isinstance(model, BertClassifier) and model.problem is self.problem_type
 
-    def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):
+    def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None, options=None):
         """BertClassifier with the head of the checkpoint's family (RoBERTa, ELECTRA and
         DistilBERT have their own), and its weights when the checkpoint is a fine-tuned
         classifier with as many classes."""
@@ -139,6 +141,7 @@ class MultiLabel(SequenceClassificationTask):
     name = problem_type.task
     main_metric = "micro_f1"
     soft_targets = "sigmoid"
+    options_class = MultiLabelOptions
 
     def transformers_label_map(self, labels):
         return LabelMap(labels, multi_label=True)
@@ -146,7 +149,7 @@ class MultiLabel(SequenceClassificationTask):
     def predict(self, model, examples, features, label_map, options):
         logits = self.logits(model, features, options)
         probs = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
-        threshold = options.multi_label_threshold
+        threshold = options.task_options.multi_label_threshold
         rows = self.example_rows(examples)
         for row, chosen, p in zip(rows, label_map.decode_multi_hot(probs, threshold), probs):
             row["prediction"] = chosen

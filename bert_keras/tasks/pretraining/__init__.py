@@ -6,10 +6,14 @@ The runs themselves (data, objectives by --objective, the loop) are
 `bert_keras.training.pretraining`.
 """
 
-from bert_keras.tasks.pretraining.distillation import DistillationPretrainer, student_from_teacher
-from bert_keras.tasks.pretraining.electra import ElectraPretrainer
+from bert_keras.tasks.pretraining.distillation import (
+    DistillationPretrainer,
+    DistillOptions,
+    student_from_teacher,
+)
+from bert_keras.tasks.pretraining.electra import ElectraOptions, ElectraPretrainer
 from bert_keras.tasks.pretraining.model import BertPretrainer
 from bert_keras.tasks.pretraining.task import Pretraining
 
-__all__ = ["BertPretrainer", "DistillationPretrainer", "ElectraPretrainer", "Pretraining",
-           "student_from_teacher"]
+__all__ = ["BertPretrainer", "DistillOptions", "DistillationPretrainer", "ElectraOptions",
+           "ElectraPretrainer", "Pretraining", "student_from_teacher"]

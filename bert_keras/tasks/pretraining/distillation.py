@@ -10,9 +10,13 @@ teacher's layers (`student_from_teacher`: every other one), its embeddings and i
 Shape legend: B batch, T sequence length, P masked positions, V vocabulary, H hidden size.
 """
 
+import dataclasses
+
 import keras
+import tensorflow as tf
 from keras import ops
 
+from bert_keras.configs import Config, ConfigError, check, option
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.objectives.losses import (
     Ratio,
@@ -24,6 +28,53 @@ from bert_keras.models.objectives.objective_model import ObjectiveModel
 from bert_keras.names import INPUT_NAMES
 from bert_keras.optimization import default_optimizer
 from bert_keras.tasks.pretraining.model import BertPretrainer
+
+
+@dataclasses.dataclass(frozen=True)
+class DistillOptions(Config):
+    """The options of DistilBERT's distillation (`--objective=distill`); its loss weights and
+    temperature are `DistillationPretrainer`'s defaults.
+
+    >>> DistillOptions(teacher_checkpoint=".", student_layers="0,2").student_layer_list()
+    [0, 2]
+    """
+
+    teacher_checkpoint: str = option(None, "--objective=distill: the teacher, a masked LM with "
+                                     "its head: a bert_keras pretraining run's final/ or model "
+                                     "dir, or a Hugging Face *ForMaskedLM / Google BERT "
+                                     "directory.", advanced=True)
+    student_layers: str = option(None, "--objective=distill: the teacher layers the student "
+                                 "starts from, e.g. 0,2,4 (default: every other one).",
+                                 advanced=True)
+    distill_temperature: float = option(2.0, "--objective=distill: softmax temperature of the "
+                                        "soft targets.", advanced=True)
+    alpha_ce: float = option(5.0, "--objective=distill: weight of the soft-target KL loss.",
+                             advanced=True)
+    alpha_mlm: float = option(2.0, "--objective=distill: weight of the student's MLM loss.",
+                              advanced=True)
+    alpha_cos: float = option(1.0, "--objective=distill: weight of the hidden-state cosine "
+                              "loss.", advanced=True)
+
+    def validate(self):
+        check(bool(self.teacher_checkpoint), "--objective=distill needs --teacher_checkpoint.")
+        check(tf.io.gfile.isdir(self.teacher_checkpoint),
+              f"--teacher_checkpoint={self.teacher_checkpoint!r} is not a directory.")
+        check(self.distill_temperature > 0,
+              f"--distill_temperature must be > 0, got {self.distill_temperature}.")
+        self.student_layer_list()
+
+    def student_layer_list(self):
+        """--student_layers as a list of ints (None: every other teacher layer)."""
+        if not self.student_layers:
+            return None
+        try:
+            return [int(i) for i in self.student_layers.split(",")]
+        except ValueError:
+            raise ConfigError(f"--student_layers={self.student_layers!r} is not a comma-separated "
+                              "list of layer numbers.") from None
+
+
+_DEFAULTS = {field.name: field.default for field in dataclasses.fields(DistillOptions)}
 
 
 def student_layers(teacher_layers, student_layers=None):
@@ -75,7 +126,8 @@ class DistillationPretrainer(ObjectiveModel):
         teacher: a `BertPretrainer` (its `encoder` and `masked_lm_head` are used).
         student: the student `BertEncoder` (default `student_from_teacher(teacher.encoder)`),
             of the teacher's hidden size (the cosine loss compares hidden states).
-        temperature, alpha_ce, alpha_mlm, alpha_cos: as in the paper (2, 5, 2, 1).
+        temperature, alpha_ce, alpha_mlm, alpha_cos: as in the paper (2, 5, 2, 1;
+            `DistillOptions`' defaults).
 
     Example:
     >>> import numpy as np
@@ -90,8 +142,9 @@ class DistillationPretrainer(ObjectiveModel):
     default_learning_rate = 5e-4  # DistilBERT's
     loss_term_names = ("distillation_loss", "masked_lm_loss", "cosine_loss")
 
-    def __init__(self, teacher, student=None, temperature=2.0, alpha_ce=5.0, alpha_mlm=2.0,
-                 alpha_cos=1.0, **kwargs):
+    def __init__(self, teacher, student=None, temperature=_DEFAULTS["distill_temperature"],
+                 alpha_ce=_DEFAULTS["alpha_ce"], alpha_mlm=_DEFAULTS["alpha_mlm"],
+                 alpha_cos=_DEFAULTS["alpha_cos"], **kwargs):
         super().__init__(**kwargs)
         teacher.trainable = False
         self.teacher = teacher

@@ -7,11 +7,12 @@ fine-tuned) predicts for every token whether it was replaced. Loss = generator M
 `rtd_weight` (50 in the paper) x the discriminator's sigmoid loss over the non-padding tokens.
 A sampled token that equals the original counts as original, as in the paper.
 
-Four departures from the paper, all off by default in this class; tools/pretrain.py's
-defaults turn on the first two and weight the detection loss 1 instead of 50, the recipe that
-fine-tuned as well as masked LM at small scale where the paper's did no better than a random
-encoder (docs/variants.md): an easy start, sampling at `start_temperature` annealed to
-`temperature` (a small discriminator cannot tell temperature-1 samples of a generator at the
+Four departures from the paper; `ElectraOptions` (the defaults of this class and of
+tools/pretrain.py alike) turns on the first two and weighs the detection loss 1 instead of 50,
+the recipe that fine-tuned as well as masked LM at small scale where the paper's did no better
+than a random encoder (docs/variants.md; `ElectraOptions.paper()` gives the paper's): an easy
+start, sampling at `start_temperature` annealed to `sampling_temperature` (a small
+discriminator cannot tell temperature-1 samples of a generator at the
 masked-LM plateau from the originals, and collapses to "nothing replaced"); a masked LM on the
 discriminator (`discriminator_mlm_share` of the masked positions reach it still masked, and it
 predicts their tokens: the contextual signal replaced-token detection alone does not give a
@@ -21,9 +22,12 @@ small discriminator); DeBERTa-v3's gradient-disentangled embedding sharing
 Shape legend: B batch, T sequence length, P masked positions, V vocabulary.
 """
 
+import dataclasses
+
 import keras
 from keras import ops
 
+from bert_keras.configs import Config, check, option
 from bert_keras.models import heads
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.encoder.config import EncoderConfig
@@ -33,6 +37,107 @@ from bert_keras.names import INPUT_NAMES
 from bert_keras.optimization import default_optimizer
 
 MASKED_LM_INPUTS = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+
+
+@dataclasses.dataclass(frozen=True)
+class ElectraOptions(Config):
+    """The options of ELECTRA pretraining (`--objective=electra`); its defaults are the
+    small-scale recipe of docs/variants.md.
+
+    >>> ElectraOptions().rtd_weight, ElectraOptions.paper().rtd_weight
+    (1.0, 50.0)
+    >>> ElectraOptions(generator_size=1.5)
+    Traceback (most recent call last):
+    ...
+    bert_keras.configs.ConfigError: --generator_size must be in (0, 1], got 1.5.
+    """
+
+    generator_size: float = option(0.25, "--objective=electra: the generator's width as a "
+                                   "fraction of the discriminator's (paper: 1/4 to 1/3).",
+                                   advanced=True)
+    generator_layers: float = option(1.0, "--objective=electra: the generator's depth as a "
+                                     "fraction of the discriminator's, at least one layer "
+                                     "(paper: 1, the same depth).", advanced=True)
+    rtd_weight: float = option(1.0, "--objective=electra: weight of the replaced-token "
+                               "detection loss against the masked-LM losses (paper: 50; at "
+                               "small scale 50 drowns the discriminator's masked LM, "
+                               "docs/variants.md).", advanced=True)
+    sampling_temperature: float = option(1.5, "--objective=electra: temperature of the "
+                                         "generator's sampling distribution once the easy "
+                                         "start is over (paper: 1). Above 1 the replacements "
+                                         "stay detectable for a small discriminator, which at 1 "
+                                         "stops learning at small scale (docs/variants.md).",
+                                         advanced=True)
+    start_temperature: float = option(3.0, "--objective=electra: sampling temperature at the "
+                                      "first step (flatter: rarer, easier replacements), "
+                                      "annealed linearly to --sampling_temperature over "
+                                      "--curriculum_fraction of the steps (the paper: equal "
+                                      "to --sampling_temperature, no easy start).",
+                                      advanced=True)
+    curriculum_fraction: float = option(1.0, "--objective=electra: fraction of --train_steps "
+                                        "over which --start_temperature anneals to "
+                                        "--sampling_temperature.", advanced=True)
+    disentangled_embeddings: bool = option(False, "--objective=electra: DeBERTa-v3's "
+                                           "gradient-disentangled embedding sharing: the "
+                                           "discriminator adds a delta of its own to the shared "
+                                           "embeddings and its loss trains only that delta, so "
+                                           "only the generator's loss trains the shared tables "
+                                           "(paper: false, both train them).", advanced=True)
+    corrective_weight: float = option(0.0, "--objective=electra: weight of COCO-LM's "
+                                      "corrective LM: the discriminator also predicts the "
+                                      "original token at the masked positions from the "
+                                      "corrupted text (paper: 0, none).", advanced=True)
+    discriminator_mlm_share: float = option(0.5, "--objective=electra: share of the masked "
+                                            "positions the discriminator sees still masked "
+                                            "(not filled by the generator); it predicts their "
+                                            "tokens, a masked LM beside replaced-token "
+                                            "detection (paper: 0; without it a small "
+                                            "discriminator fine-tunes no better than a random "
+                                            "encoder, docs/variants.md).", advanced=True)
+
+    @classmethod
+    def paper(cls):
+        """The paper's ELECTRA: detection weighted 50, sampling at 1 throughout, no
+        departures."""
+        return cls(rtd_weight=50.0, sampling_temperature=1.0, start_temperature=None,
+                   discriminator_mlm_share=0.0)
+
+    def validate(self):
+        check(0.0 < self.generator_size <= 1.0,
+              f"--generator_size must be in (0, 1], got {self.generator_size}.")
+        check(0.0 < self.generator_layers <= 1.0,
+              f"--generator_layers must be in (0, 1], got {self.generator_layers}.")
+        check(self.rtd_weight > 0, f"--rtd_weight must be > 0, got {self.rtd_weight}.")
+        check(self.corrective_weight >= 0,
+              f"--corrective_weight must be >= 0, got {self.corrective_weight}.")
+        check(0.0 <= self.discriminator_mlm_share < 1.0, "--discriminator_mlm_share must be in "
+              f"[0, 1), got {self.discriminator_mlm_share}.")
+        check(self.sampling_temperature > 0,
+              f"--sampling_temperature must be > 0, got {self.sampling_temperature}.")
+        check(self.start_temperature is None or self.start_temperature > 0,
+              f"--start_temperature must be > 0, got {self.start_temperature}.")
+        check(0.0 < self.curriculum_fraction <= 1.0,
+              f"--curriculum_fraction must be in (0, 1], got {self.curriculum_fraction}.")
+
+    def curriculum_steps(self, train_steps):
+        """The easy start in optimizer steps of a run of `train_steps` (0: none)."""
+        if self.start_temperature is None or self.start_temperature == self.sampling_temperature:
+            return 0
+        return max(1, int(round(self.curriculum_fraction * train_steps)))
+
+    def stuck_advice(self):
+        """What a stuck run of these options can try, with its own values: the easier
+        replacements and the heavier detection loss that kept a small discriminator detecting
+        (docs/variants.md; a weaker generator and GDES did not)."""
+        start = self.start_temperature or self.sampling_temperature
+        return (
+            "Try easier replacements: a higher --sampling_temperature and --start_temperature "
+            f"(this run: {self.sampling_temperature:g} and {start:g}; the paper's 1 stalls a "
+            f"small discriminator), or a heavier --rtd_weight (this run: {self.rtd_weight:g}, "
+            "paper 50); the discriminator's masked LM (--discriminator_mlm_share) still trains "
+            "the encoder meanwhile; see docs/variants.md.")
+
+_OPTION_FIELDS = tuple(field.name for field in dataclasses.fields(ElectraOptions))
 
 
 def generator_config(discriminator, size, layers=1.0):
@@ -112,31 +217,31 @@ class ElectraPretrainer(ObjectiveModel):
 
     Args:
         discriminator: the `BertEncoder` to pretrain (`.encoder`; saved and fine-tuned).
-        generator_size: the generator's width as a fraction of the discriminator's.
-        generator_layers: the generator's depth as a fraction of the discriminator's (paper: 1).
-        rtd_weight: lambda, the weight of the discriminator loss (paper: 50).
-        temperature: of the generator's sampling distribution (paper: 1).
+        options: an `ElectraOptions` (default: its defaults, the recipe of tools/pretrain.py);
+            keyword arguments named like its fields change it (`rtd_weight=50.0`;
+            `temperature` is `sampling_temperature`). Their meaning:
+            generator_size / generator_layers: the generator's width / depth as a fraction of
+            the discriminator's; rtd_weight: lambda, the weight of the discriminator loss;
+            sampling_temperature: of the generator's sampling distribution; start_temperature:
+            the sampling temperature at the first training step (higher: flatter, so rarer and
+            easier to detect replacements), annealed linearly to sampling_temperature over
+            `curriculum_steps` (None: sampling_temperature throughout); disentangled_embeddings:
+            DeBERTa-v3's gradient-disentangled embedding sharing (the discriminator reads the
+            shared embeddings as stop_gradient(shared) + a delta of its own, so only the
+            generator's loss trains the shared tables; `fold_embedding_deltas` gives `.encoder`
+            the discriminator's own embeddings); corrective_weight: COCO-LM's corrective LM
+            (Meng et al. 2021, without its copy mechanism: the discriminator also predicts the
+            original tokens at the masked positions of the corrupted text, through its own head
+            tied to the shared embeddings; with discriminator_mlm_share it scores only the
+            positions the generator filled); discriminator_mlm_share: the share of the masked
+            positions (each drawn independently) that the discriminator sees as the data masked
+            them, not filled by the generator; it predicts their original tokens (a masked LM
+            weighted 1, through its own head tied to the shared embeddings) and they leave the
+            detection loss.
+        curriculum_steps: optimizer steps of the easy start (0: none; a run sets
+            `options.curriculum_steps(train_steps)`). Outside training (`model(x)`, evaluate)
+            the replacements are sampled at sampling_temperature.
         seed: of the sampling (its state is a variable, so checkpoints resume it).
-        start_temperature: the sampling temperature at the first training step (higher:
-            flatter, so rarer and easier to detect replacements), annealed linearly to
-            `temperature` over `curriculum_steps` (None, the paper: `temperature` throughout).
-        curriculum_steps: optimizer steps of that easy start (0: none). Outside training
-            (`model(x)`, evaluate) the replacements are sampled at `temperature`.
-        disentangled_embeddings: DeBERTa-v3's gradient-disentangled embedding sharing: the
-            discriminator reads the shared embeddings as stop_gradient(shared) + a delta of
-            its own (zeros at first), so only the generator's loss trains the shared tables
-            and only the discriminator's trains the deltas (paper: False, both train them).
-            `fold_embedding_deltas` gives `.encoder` the discriminator's own embeddings.
-        corrective_weight: the weight of COCO-LM's corrective LM (Meng et al. 2021, without its
-            copy mechanism): the discriminator also predicts the original tokens at the masked
-            positions of the corrupted text, through its own head tied to the shared embeddings
-            (paper: 0, none; docs/variants.md measures it). With `discriminator_mlm_share` it
-            scores only the positions the generator filled.
-        discriminator_mlm_share: the share of the masked positions (each drawn independently)
-            that the discriminator sees as the data masked them, not filled by the generator;
-            it predicts their original tokens (a masked LM weighted 1, like the generator's,
-            through its own head tied to the shared embeddings) and they leave the detection
-            loss (paper: 0, every masked position is filled).
 
     Example:
     >>> import numpy as np
@@ -154,12 +259,17 @@ class ElectraPretrainer(ObjectiveModel):
     default_learning_rate = 5e-4  # ELECTRA-Small's
     loss_term_names = ("generator_loss", "discriminator_loss")
 
-    def __init__(self, discriminator, generator_size=0.25, rtd_weight=50.0, temperature=1.0,
-                 seed=None, start_temperature=None, curriculum_steps=0,
-                 disentangled_embeddings=False, generator_layers=1.0, corrective_weight=0.0,
-                 discriminator_mlm_share=0.0, **kwargs):
+    def __init__(self, discriminator, options=None, *, curriculum_steps=0, seed=None, **kwargs):
+        if "temperature" in kwargs:  # the name of earlier versions (and their saved configs)
+            kwargs["sampling_temperature"] = kwargs.pop("temperature")
+        changes = {name: kwargs.pop(name) for name in list(kwargs) if name in _OPTION_FIELDS}
+        options = dataclasses.replace(options or ElectraOptions(), **changes)
         # Its own variable reads (the embedding deltas) stay float32 under mixed precision.
         super().__init__(autocast=False, **kwargs)
+        self.options, self.curriculum_steps, self.seed = options, curriculum_steps, seed
+        generator_size, generator_layers = options.generator_size, options.generator_layers
+        corrective_weight = options.corrective_weight
+        discriminator_mlm_share = options.discriminator_mlm_share
         self.encoder = discriminator
         self.generator = BertEncoder(
             **generator_config(discriminator, generator_size, generator_layers).to_dict(),
@@ -171,8 +281,6 @@ class ElectraPretrainer(ObjectiveModel):
             dtype=discriminator.head_dtype_policy, name="discriminator_head")
         # Built now, so an optimizer can be built for every variable before the first step.
         self.discriminator_head.build((None, None, discriminator.hidden_size))
-        self.corrective_weight = corrective_weight
-        self.discriminator_mlm_share = discriminator_mlm_share
         if corrective_weight or discriminator_mlm_share:
             self.discriminator_lm_head = tied_masked_lm_head(
                 discriminator, discriminator.hidden_size, "discriminator_lm_head")
@@ -184,13 +292,8 @@ class ElectraPretrainer(ObjectiveModel):
                 name="discriminator_mlm_loss")
             self.discriminator_mlm_accuracy = TokenAccuracy(name="discriminator_mlm_accuracy")
         self.seed_generator = keras.random.SeedGenerator(seed)
-        self.generator_size, self.rtd_weight = generator_size, rtd_weight
-        self.temperature = temperature
-        self.seed = seed
-        self.start_temperature, self.curriculum_steps = start_temperature, curriculum_steps
-        self.disentangled_embeddings = disentangled_embeddings
-        self.generator_layers = generator_layers
-        self.embedding_deltas = self._embedding_deltas() if disentangled_embeddings else []
+        self.embedding_deltas = (self._embedding_deltas() if options.disentangled_embeddings
+                                 else [])
         self._masked_lm_loss = TokenCrossEntropy(epsilon=1e-5)
         self.generator_accuracy = TokenAccuracy(name="generator_accuracy")
         self.ratios = {name: Ratio(name=name) for name in (
@@ -226,7 +329,7 @@ class ElectraPretrainer(ObjectiveModel):
                    "discriminator_logits": self.discriminator_head(discriminated),
                    "replaced": replaced, "detected": detected, "left_masked": left_masked,
                    "corrupted_ids": corrupted}
-        if self.corrective_weight or self.discriminator_mlm_share:
+        if self.options.corrective_weight or self.options.discriminator_mlm_share:
             outputs["discriminator_lm_logits"] = self.discriminator_lm_head(discriminated,
                                                                             positions)
         return outputs
@@ -234,10 +337,10 @@ class ElectraPretrainer(ObjectiveModel):
     def left_masked(self, weights):
         """1 at the masked positions (B, P) the discriminator sees masked (a random
         `discriminator_mlm_share` of them), 0 elsewhere."""
-        if not self.discriminator_mlm_share:
+        if not self.options.discriminator_mlm_share:
             return ops.zeros_like(weights)
         draw = keras.random.uniform(ops.shape(weights), seed=self.seed_generator)
-        return ops.cast(draw < self.discriminator_mlm_share, weights.dtype) * ops.cast(
+        return ops.cast(draw < self.options.discriminator_mlm_share, weights.dtype) * ops.cast(
             weights > 0, weights.dtype)
 
     def idle_layers(self):
@@ -256,7 +359,7 @@ class ElectraPretrainer(ObjectiveModel):
     def discriminate(self, inputs, training):
         """The discriminator's outputs; with disentangled embeddings it reads each shared
         variable as stop_gradient(shared) + its delta."""
-        if not self.disentangled_embeddings:
+        if not self.options.disentangled_embeddings:
             return self.encoder(inputs, training=training)
         mapping = [(v, ops.stop_gradient(ops.convert_to_tensor(v)) + delta)
                    for v, delta in zip(self.shared_embeddings(), self.embedding_deltas)]
@@ -285,10 +388,11 @@ class ElectraPretrainer(ObjectiveModel):
     def sampling_temperature(self, training):
         """`start_temperature` at the first training step, annealed linearly to `temperature`
         at `curriculum_steps`; `temperature` outside training."""
-        if self.start_temperature is None or not training:
-            return self.temperature
+        if self.options.start_temperature is None or not training:
+            return self.options.sampling_temperature
         progress = self.curriculum_progress()
-        return self.start_temperature + (self.temperature - self.start_temperature) * progress
+        start, end = self.options.start_temperature, self.options.sampling_temperature
+        return start + (end - start) * progress
 
     def curriculum_progress(self):
         """0 at the first optimizer step, 1 from `curriculum_steps` on (the optimizer's step
@@ -309,13 +413,13 @@ class ElectraPretrainer(ObjectiveModel):
             from_logits=True)
         discriminator_loss = ops.sum(per_token * detected) / (ops.sum(detected) + 1e-6)
         terms = {"generator_loss": generator_loss, "discriminator_loss": discriminator_loss,
-                 "loss": generator_loss + self.rtd_weight * discriminator_loss}
+                 "loss": generator_loss + self.options.rtd_weight * discriminator_loss}
         weights, left_masked = x["masked_lm_weights"], y_pred["left_masked"]
-        if self.corrective_weight:
+        if self.options.corrective_weight:
             terms["corrective_loss"] = self._masked_lm_loss.unscaled(
                 x["masked_lm_ids"], y_pred["discriminator_lm_logits"], weights * (1 - left_masked))
-            terms["loss"] += self.corrective_weight * terms["corrective_loss"]
-        if self.discriminator_mlm_share:
+            terms["loss"] += self.options.corrective_weight * terms["corrective_loss"]
+        if self.options.discriminator_mlm_share:
             terms["discriminator_mlm_loss"] = self._masked_lm_loss.unscaled(
                 x["masked_lm_ids"], y_pred["discriminator_lm_logits"], weights * left_masked)
             terms["loss"] += terms["discriminator_mlm_loss"]
@@ -325,10 +429,10 @@ class ElectraPretrainer(ObjectiveModel):
         self.generator_accuracy.update_state(x["masked_lm_ids"], y_pred["generator_logits"],
                                              x["masked_lm_weights"])
         weights, left_masked = x["masked_lm_weights"], y_pred["left_masked"]
-        if self.corrective_weight:
+        if self.options.corrective_weight:
             self.corrective_accuracy.update_state(
                 x["masked_lm_ids"], y_pred["discriminator_lm_logits"], weights * (1 - left_masked))
-        if self.discriminator_mlm_share:
+        if self.options.discriminator_mlm_share:
             self.discriminator_mlm_accuracy.update_state(
                 x["masked_lm_ids"], y_pred["discriminator_lm_logits"], weights * left_masked)
         mask = ops.cast(y_pred["detected"], "float32")
@@ -348,14 +452,8 @@ class ElectraPretrainer(ObjectiveModel):
 
     def get_config(self):
         return dict(name=self.name, discriminator=keras.saving.serialize_keras_object(self.encoder),
-                    generator_size=self.generator_size, rtd_weight=self.rtd_weight,
-                    temperature=self.temperature, seed=self.seed,
-                    start_temperature=self.start_temperature,
-                    curriculum_steps=self.curriculum_steps,
-                    disentangled_embeddings=self.disentangled_embeddings,
-                    generator_layers=self.generator_layers,
-                    corrective_weight=self.corrective_weight,
-                    discriminator_mlm_share=self.discriminator_mlm_share)
+                    **self.options.to_dict(), curriculum_steps=self.curriculum_steps,
+                    seed=self.seed)
 
     @classmethod
     def from_config(cls, config):

@@ -17,6 +17,7 @@ from bert_keras.tasks.graph_ops import byte_to_char
 from bert_keras.tasks.span_qa import windows as span_windows
 from bert_keras.tasks.span_qa.answer_inputs import DOC_STRIDE, MAX_ANSWER_LENGTH, MAX_QUERY_LENGTH
 from bert_keras.tasks.span_qa.model import BertSpanQA
+from bert_keras.tasks.span_qa.options import SpanQAOptions
 from bert_keras.text.packing import segment_starts
 
 
@@ -30,6 +31,8 @@ class SpanQA(Task):
     needs_label_map = False
     token_outputs = ("start_logits", "end_logits")
     transformers_head = "ForQuestionAnswering"
+    options_class = SpanQAOptions
+    extension_formats = {".json": "squad_json", ".jsonl": "squad_jsonl"}
 
     def read_files(self, paths, file_format, labeled=True, **options):
         if file_format == "squad_json":
@@ -46,19 +49,22 @@ class SpanQA(Task):
         """SQuAD 2.0 (answers may be "no answer") when --version_2_with_negative is unset and
         a training example has no answer: the resolved value is what the run records and
         what prediction reads."""
-        if config.version_2_with_negative is None:
+        if config.task_options.version_2_with_negative is None:
             config = config.replace(version_2_with_negative=any(ex.is_impossible for ex in train))
         return config
 
-    def featurize(self, examples, tokenizer, label_map, *, max_seq_length, doc_stride=128,
-                  max_query_length=64):
-        return spans.span_features(examples, tokenizer, max_seq_length, doc_stride,
-                                   max_query_length)
+    def check_config(self, config):
+        config.task_options.check_room(config.max_seq_length)
+
+    def featurize(self, examples, tokenizer, label_map, *, max_seq_length, options=None):
+        options = options or SpanQAOptions()
+        return spans.span_features(examples, tokenizer, max_seq_length, options.doc_stride,
+                                   options.max_query_length)
 
     def builds(self, model):
         return isinstance(model, BertSpanQA)
 
-    def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):
+    def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None, options=None):
         """BertSpanQA, with the head of a fine-tuned `*ForQuestionAnswering` checkpoint."""
         model = BertSpanQA(encoder)
         if checkpoint and head_checkpoints.try_load_head(self.load_transformers_head, model,
@@ -69,9 +75,10 @@ class SpanQA(Task):
     def load_transformers_head(self, model, path):
         head_checkpoints.load_span_head(model, path)
 
-    def predict(self, model, examples, features, label_map, options):
-        out = batching.predict(model, features, options.eval_batch_size,
+    def predict(self, model, examples, features, label_map, config):
+        out = batching.predict(model, features, config.eval_batch_size,
                                token_outputs=self.token_outputs)
+        options = config.task_options
         answers = decode_feature_answers(
             out, features, [ex.context for ex in examples], n_best_size=options.n_best_size,
             max_answer_length=options.max_answer_length,
@@ -100,10 +107,11 @@ class SpanQA(Task):
     def decoding_options(self, config):
         """What task.json keeps of a run's options, so an export cuts and answers contexts as
         the run scored them."""
-        return dict(doc_stride=config.doc_stride, max_query_length=config.max_query_length,
-                    max_answer_length=config.max_answer_length,
-                    allow_no_answer=bool(config.version_2_with_negative),
-                    null_score_diff_threshold=config.null_score_diff_threshold)
+        options = config.task_options
+        return dict(doc_stride=options.doc_stride, max_query_length=options.max_query_length,
+                    max_answer_length=options.max_answer_length,
+                    allow_no_answer=bool(options.version_2_with_negative),
+                    null_score_diff_threshold=options.null_score_diff_threshold)
 
     def serving_options(self, fns):
         """The export's windows and answers: its flags, else task.json's "decoding", else

@@ -32,6 +32,7 @@ class Tagging(Task):
     token_outputs = True
     soft_targets = "softmax"  # per scored token (the first piece of each word)
     transformers_head = "ForTokenClassification"
+    extension_formats = {".conll": "conll", ".iob": "conll", ".bio": "conll", ".txt": "conll"}
     padded_outputs = ("tokens", "tags", "tag_ids", "tag_scores", "token_starts", "token_ends")
     padding_marker = ("token_starts", -1)
     ENTITY_FIELDS = ("type", "text", "start", "end", "score")
@@ -48,7 +49,7 @@ class Tagging(Task):
     def builds(self, model):
         return isinstance(model, BertTokenClassifier)
 
-    def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None):
+    def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None, options=None):
         """BertTokenClassifier, with the head of a fine-tuned `*ForTokenClassification`
         checkpoint when its tags are these."""
         model = BertTokenClassifier(encoder, len(label_map), dropout=dropout)

@@ -9,6 +9,7 @@ import bert_keras as bk
 from bert_keras.configs import ConfigError
 from bert_keras.tasks.pretraining.distillation import DistillationPretrainer, student_from_teacher
 from bert_keras.tasks.pretraining.electra import (
+    ElectraOptions,
     ElectraPretrainer,
     generator_config,
     sample_tokens,
@@ -43,7 +44,7 @@ def numpy_masked_lm_loss(logits, labels, weights):
 
 
 def test_electra_losses_equal_a_numpy_reference(tiny_encoder):
-    model = ElectraPretrainer(tiny_encoder(), seed=3)
+    model = ElectraPretrainer(tiny_encoder(), ElectraOptions.paper(), seed=3)
     x = batch()
     out = {k: np.asarray(v) for k, v in model(x).items()}
     terms = {k: float(v) for k, v in model.loss_terms(x, out).items()}
@@ -60,7 +61,7 @@ def test_electra_losses_equal_a_numpy_reference(tiny_encoder):
 def test_the_corrective_lm_is_the_discriminators_masked_lm_loss(tiny_encoder):
     """COCO-LM's corrective LM: the discriminator, reading the corrupted text, predicts the
     original tokens at the masked positions through its own head on the shared embeddings."""
-    model = ElectraPretrainer(tiny_encoder(), seed=3, corrective_weight=2.0)
+    model = ElectraPretrainer(tiny_encoder(), ElectraOptions.paper(), seed=3, corrective_weight=2.0)
     assert model.discriminator_lm_head.decoder_table is model.encoder.token_embedding.embeddings
     x = batch()
     out = {k: np.asarray(v) for k, v in model(x).items()}
@@ -72,13 +73,15 @@ def test_the_corrective_lm_is_the_discriminators_masked_lm_loss(tiny_encoder):
     np.testing.assert_allclose(
         terms["loss"], terms["generator_loss"] + 50 * terms["discriminator_loss"] + 2 * corrective,
         rtol=1e-5)
-    assert "discriminator_lm_logits" not in ElectraPretrainer(tiny_encoder(), seed=3)(x)
+    paper = ElectraPretrainer(tiny_encoder(), ElectraOptions.paper(), seed=3)
+    assert "discriminator_lm_logits" not in paper(x)
 
 
 def test_positions_left_masked_train_the_discriminators_masked_lm_not_its_detection(tiny_encoder):
     """`discriminator_mlm_share`: the positions left masked keep the data's input, leave the
     detection loss and carry the discriminator's masked LM; the others are filled and detected."""
-    model = ElectraPretrainer(tiny_encoder(), seed=3, discriminator_mlm_share=0.5)
+    model = ElectraPretrainer(tiny_encoder(), ElectraOptions.paper(),
+                              seed=3, discriminator_mlm_share=0.5)
     x = batch()
     out = {k: np.asarray(v) for k, v in model(x).items()}
     left = out["left_masked"]
@@ -104,7 +107,7 @@ def test_positions_left_masked_train_the_discriminators_masked_lm_not_its_detect
 
 def test_base_rate_loss_is_the_entropy_of_the_replaced_share(tiny_encoder):
     """The loss of the best constant guess, logged beside the discriminator's loss."""
-    model = ElectraPretrainer(tiny_encoder(), seed=3)
+    model = ElectraPretrainer(tiny_encoder(), ElectraOptions.paper(), seed=3)
     x = batch()
     out = model(x)
     share = np.asarray(out["replaced"]).sum() / x["input_mask"].sum()
@@ -118,7 +121,7 @@ def test_base_rate_loss_is_the_entropy_of_the_replaced_share(tiny_encoder):
 def test_replaced_labels_mark_exactly_the_changed_tokens(tiny_encoder):
     """A generator sure of token 7: positions whose original is 7 get 7 back and are labelled
     original; the others are replaced; nothing changes outside the masked positions."""
-    model = ElectraPretrainer(tiny_encoder(), seed=0)
+    model = ElectraPretrainer(tiny_encoder(), ElectraOptions.paper(), seed=0)
     bias = np.full(V, -100.0, "float32")
     bias[7] = 100.0
     model.generator_head.decoder.output_bias.assign(bias)
@@ -164,7 +167,7 @@ def test_scatter_positions_skips_padding_slots():
 
 def test_generator_shares_the_discriminator_embeddings(tiny_encoder):
     discriminator = tiny_encoder(hidden_size=32, num_heads=4, intermediate_size=64)
-    model = ElectraPretrainer(discriminator, generator_size=0.5)
+    model = ElectraPretrainer(discriminator, ElectraOptions.paper(), generator_size=0.5)
     assert model.generator.token_embedding is discriminator.token_embedding
     assert model.generator.position_embedding is discriminator.position_embedding
     assert model.generator_head.decoder_table is discriminator.token_embedding.embeddings
@@ -230,40 +233,37 @@ def test_teacher_weights_are_not_trained(tiny_encoder):
 
 def test_electra_and_distillation_imply_no_pair_task():
     for objective, pair_mode in (("mlm", "nsp"), ("electra", "none"), ("distill", "none")):
-        config = PretrainConfig(model_dir="/tmp/x", objective=objective, teacher_checkpoint=(
-            "/tmp" if objective == "distill" else None),
+        config = PretrainConfig.from_options(
+            model_dir="/tmp/x", objective=objective,
+            teacher_checkpoint="/tmp" if objective == "distill" else None,
             train_text="bert_keras/assets/web_bible_corpus.txt.gz")
-        assert config.pair_mode == pair_mode
+        assert config.data.pair_mode == pair_mode
 
 
 @pytest.mark.parametrize("options, message", [
     (dict(objective="electra", pair_mode="nsp"), "trains no sentence-pair task"),
     (dict(objective="distill", pair_mode="none"), "needs --teacher_checkpoint"),
     (dict(objective="electra", pair_mode="none", generator_size=1.5), "generator_size"),
-    (dict(objective="mlm", teacher_checkpoint="/tmp"), "only it takes one"),
+    (dict(objective="mlm", teacher_checkpoint="/tmp"),
+     "--teacher_checkpoint is an option of --objective=distill, not of --objective=mlm"),
 ])
 def test_contradictory_objective_flags_are_refused(options, message):
     with pytest.raises(ConfigError, match=message):
-        PretrainConfig(model_dir="/tmp/x", train_text="bert_keras/assets/web_bible_corpus.txt.gz",
-                       **options)
+        PretrainConfig.from_options(
+            model_dir="/tmp/x", train_text="bert_keras/assets/web_bible_corpus.txt.gz", **options)
 
 
 def read_flagfile(path):
     """{field: value} of a pretraining flagfile, typed as PretrainConfig's fields."""
-    import dataclasses
-    import typing
+    from bert_keras.configs import option_types
 
-    types = {f.name: f.type for f in dataclasses.fields(PretrainConfig)}
+    types = option_types(PretrainConfig)
     values = {}
     for line in path.read_text().splitlines():
         if not line.startswith("--"):
             continue
         name, _, value = line[2:].partition("=")
         kind = types[name]  # an unknown flag fails here
-        if typing.get_args(kind):  # str | None
-            (kind,) = [arg for arg in typing.get_args(kind) if arg is not type(None)]
-        kind = kind if isinstance(kind, type) else {"int": int, "float": float, "bool": bool,
-                                                    "str": str}[kind]
         values[name] = value.lower() == "true" if kind is bool else kind(value)
     return values
 
@@ -280,7 +280,7 @@ def test_recipe_flagfiles_are_valid_configs(name, tmp_path):
         options["teacher_checkpoint"] = str(tmp_path)
     if options.get("distribution_strategy") == "multi_worker_mirrored":
         options["distribution_strategy"] = "mirrored"
-    PretrainConfig(model_dir=str(tmp_path / "run"), **options)
+    PretrainConfig.from_options(model_dir=str(tmp_path / "run"), **options)
     if "preset" in options:
         assert options["preset"] in bk.PRESETS
 
@@ -301,7 +301,7 @@ def test_the_discriminator_learns_to_find_replaced_tokens_in_the_bundled_corpus(
         max_predictions_per_seq=5, pair_mode="none", seed=0).map(with_masked_lm_inputs)
     model = ElectraPretrainer(bk.BertEncoder.from_preset("bert_tiny",
                                                          vocab_size=tokenizer.vocab_size),
-                              temperature=1e6, seed=0)
+                              ElectraOptions.paper(), temperature=1e6, seed=0)
     model.compile(optimizer=optimization.create_optimizer(
         "adamw", learning_rate=1e-3, num_train_steps=300, num_warmup_steps=50))
     history = model.fit(dataset, steps_per_epoch=100, epochs=3, verbose=0).history
@@ -344,7 +344,8 @@ def test_the_easy_start_replaces_with_random_tokens_then_hardens(tiny_encoder):
     """At step 0 of the curriculum a huge start temperature makes the replacements (nearly)
     uniform, not the generator's sure choice; from `curriculum_steps` on, and outside
     training, they are the generator's."""
-    model = ElectraPretrainer(tiny_encoder(), seed=0, start_temperature=1e6, curriculum_steps=10)
+    model = ElectraPretrainer(tiny_encoder(), ElectraOptions.paper(),
+                              seed=0, start_temperature=1e6, curriculum_steps=10)
     forced_generator(model)
     x = batch()
     tokens = np.concatenate([sampled_tokens(model, x) for _ in range(20)])
@@ -355,7 +356,8 @@ def test_the_easy_start_replaces_with_random_tokens_then_hardens(tiny_encoder):
 
 
 def test_the_temperature_anneals_linearly_with_the_optimizer_steps(tiny_encoder):
-    model = ElectraPretrainer(tiny_encoder(), seed=0, temperature=1.5, start_temperature=3.0,
+    model = ElectraPretrainer(tiny_encoder(), ElectraOptions.paper(),
+                              seed=0, temperature=1.5, start_temperature=3.0,
                               curriculum_steps=10)
     temperatures = []
     for step in (0, 5, 10, 20):
@@ -366,7 +368,7 @@ def test_the_temperature_anneals_linearly_with_the_optimizer_steps(tiny_encoder)
 
 
 def test_the_paper_recipe_has_no_easy_start(tiny_encoder):
-    model = ElectraPretrainer(tiny_encoder(), seed=0)
+    model = ElectraPretrainer(tiny_encoder(), ElectraOptions.paper(), seed=0)
     forced_generator(model)
     assert (sampled_tokens(model, batch()) == 7).all()
 
@@ -376,7 +378,8 @@ def test_disentangled_embeddings_route_each_loss_to_its_own_tables(tiny_encoder)
     the shared tables; folding the deltas in leaves the discriminator's outputs unchanged."""
     import tensorflow as tf
 
-    model = ElectraPretrainer(tiny_encoder(), seed=0, disentangled_embeddings=True)
+    model = ElectraPretrainer(tiny_encoder(), ElectraOptions.paper(),
+                              seed=0, disentangled_embeddings=True)
     shared, deltas = model.shared_embeddings(), model.embedding_deltas
     assert len(shared) == len(deltas) == 5
     x = batch()
@@ -399,7 +402,8 @@ def test_disentangled_embeddings_route_each_loss_to_its_own_tables(tiny_encoder)
 
 def test_disentangled_embeddings_keep_dropout_random(tiny_encoder):
     """The discriminator runs inside a StatelessScope: its dropout seeds must still advance."""
-    model = ElectraPretrainer(tiny_encoder(dropout=0.5), seed=0, disentangled_embeddings=True)
+    model = ElectraPretrainer(tiny_encoder(dropout=0.5), ElectraOptions.paper(),
+                              seed=0, disentangled_embeddings=True)
     inputs = {name: batch()[name] for name in ("input_word_ids", "input_mask", "input_type_ids")}
     first = np.asarray(model.discriminate(inputs, True)["sequence_output"])
     second = np.asarray(model.discriminate(inputs, True)["sequence_output"])
@@ -409,7 +413,7 @@ def test_disentangled_embeddings_keep_dropout_random(tiny_encoder):
 def test_the_new_options_round_trip_through_the_config(tiny_encoder):
     options = dict(start_temperature=3.0, curriculum_steps=7, disentangled_embeddings=True,
                    generator_layers=0.5, corrective_weight=1.0, discriminator_mlm_share=0.5)
-    model = ElectraPretrainer(tiny_encoder(num_layers=2), seed=0, **options)
+    model = ElectraPretrainer(tiny_encoder(num_layers=2), ElectraOptions.paper(), seed=0, **options)
     copy = ElectraPretrainer.from_config(model.get_config())
     assert {k: copy.get_config()[k] for k in options} == options
     assert copy.generator.num_layers == 1 and len(copy.embedding_deltas) == 5
@@ -417,14 +421,16 @@ def test_the_new_options_round_trip_through_the_config(tiny_encoder):
 
 def test_the_run_config_makes_the_curriculum_of_its_steps():
     text = "bert_keras/assets/web_bible_corpus.txt.gz"
-    config = PretrainConfig(model_dir="/tmp/x", train_text=text, objective="electra",
-                            train_steps=1200)
-    assert (config.start_temperature, config.sampling_temperature) == (3.0, 1.5)
+    config = PretrainConfig.from_options(model_dir="/tmp/x", train_text=text, objective="electra",
+                                         train_steps=1200)
+    options = config.objective_options
+    assert (options.start_temperature, options.sampling_temperature) == (3.0, 1.5)
     assert config.curriculum_steps() == 1200
-    assert PretrainConfig(model_dir="/tmp/x", train_text=text, objective="electra",
-                          train_steps=1200, curriculum_fraction=0.25).curriculum_steps() == 300
-    paper = PretrainConfig(model_dir="/tmp/x", train_text=text, objective="electra",
-                           sampling_temperature=1.0, start_temperature=1.0)
+    assert PretrainConfig.from_options(
+        model_dir="/tmp/x", train_text=text, objective="electra", train_steps=1200,
+        curriculum_fraction=0.25).curriculum_steps() == 300
+    paper = PretrainConfig.from_options(model_dir="/tmp/x", train_text=text, objective="electra",
+                                        sampling_temperature=1.0, start_temperature=1.0)
     assert paper.curriculum_steps() == 0  # one temperature throughout: no curriculum
 
 
@@ -433,7 +439,7 @@ def test_the_training_step_reports_what_the_stuck_detector_needs(tiny_encoder):
 
     from bert_keras.training.callbacks import StuckDiscriminatorDetector
 
-    model = ElectraPretrainer(tiny_encoder(), seed=3)
+    model = ElectraPretrainer(tiny_encoder(), ElectraOptions.paper(), seed=3)
     x = batch()
     logs = model.fit(tf.data.Dataset.from_tensors((x,)), verbose=0).history
     assert set(StuckDiscriminatorDetector.NEEDS) <= set(logs)
@@ -506,16 +512,19 @@ def test_only_electra_runs_get_the_stuck_report():
     from bert_keras.training.callbacks import StuckDiscriminatorReport
 
     text = "bert_keras/assets/web_bible_corpus.txt.gz"
-    electra = PretrainConfig(model_dir="/tmp/x", train_text=text, objective="electra", log_every=7)
+    electra = PretrainConfig.from_options(model_dir="/tmp/x", train_text=text,
+                                          objective="electra", log_every=7)
     (report,) = pretraining_models.reports(electra)
     assert isinstance(report, StuckDiscriminatorReport) and report.log_every == 7
     # Its advice names the run's own values, not defaults written down twice.
-    paper = PretrainConfig(model_dir="/tmp/x", train_text=text, objective="electra",
-                           sampling_temperature=1.0, start_temperature=None, rtd_weight=50.0)
+    paper = PretrainConfig.from_options(
+        model_dir="/tmp/x", train_text=text, objective="electra", sampling_temperature=1.0,
+        start_temperature=None, rtd_weight=50.0)
     (report,) = pretraining_models.reports(paper)
     assert "(this run: 1 and 1;" in report.detector.advice
     assert "(this run: 50, paper 50)" in report.detector.advice
-    assert pretraining_models.reports(PretrainConfig(model_dir="/tmp/x", train_text=text)) == []
+    mlm = PretrainConfig.from_options(model_dir="/tmp/x", train_text=text)
+    assert pretraining_models.reports(mlm) == []
 
 
 @pytest.mark.parametrize("option, value", [
@@ -525,8 +534,9 @@ def test_only_electra_runs_get_the_stuck_report():
 ])
 def test_bad_electra_options_are_one_line(option, value):
     with pytest.raises(ConfigError, match=f"--{option} must be"):
-        PretrainConfig(model_dir="/tmp/x", train_text="bert_keras/assets/web_bible_corpus.txt.gz",
-                       objective="electra", **{option: value})
+        PretrainConfig.from_options(
+            model_dir="/tmp/x", train_text="bert_keras/assets/web_bible_corpus.txt.gz",
+            objective="electra", **{option: value})
 
 
 @pytest.mark.parametrize("name", ["electra_small", "electra_base"])
@@ -543,11 +553,11 @@ def test_the_paper_flagfiles_set_the_papers_electra_explicitly(name):
                  discriminator_mlm_share=0.0)
     assert {k: options.get(k) for k in paper} == paper
     options.setdefault("train_text", "bert_keras/assets/web_bible_corpus.txt.gz")
-    assert PretrainConfig(model_dir="/tmp/x", **options).curriculum_steps() == 0
+    assert PretrainConfig.from_options(model_dir="/tmp/x", **options).curriculum_steps() == 0
 
 
 def test_electra_leaves_the_unread_pooler_out_of_training(tiny_encoder):
-    model = ElectraPretrainer(tiny_encoder(num_layers=2), seed=1)
+    model = ElectraPretrainer(tiny_encoder(num_layers=2), ElectraOptions.paper(), seed=1)
     pooler = {id(v) for v in model.encoder.pooler.weights}  # the heads read the sequence output
     assert not pooler & {id(v) for v in model.trainable_weights}
     assert pooler <= {id(v) for v in model.non_trainable_weights}
