@@ -19,7 +19,8 @@ class TfdsSource(Config):
                             "--label_field); a text dataset for pretraining (one example = one "
                             "document, its lines = sentences).")
     tfds_data_dir: str = option(None, "The TFDS data dir holding --tfds_name prepared "
-                                "(default: $TFDS_DATA_DIR, else ~/tensorflow_datasets).")
+                                "(default: $TFDS_DATA_DIR, else ~/tensorflow_datasets).",
+                                advanced=True)
     tfds_download: bool = option(False, "Download and prepare --tfds_name into --tfds_data_dir "
                                  "if it is not there (needs the network); without it an "
-                                 "unprepared dataset is refused at once.")
+                                 "unprepared dataset is refused at once.", advanced=True)
