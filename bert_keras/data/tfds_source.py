@@ -13,11 +13,9 @@ from bert_keras.configs import Config, option
 class TfdsSource(Config):
     """A TFDS dataset prepared in a data dir (`tfds_datasets.open_prepared`)."""
 
-    tfds_name: str = option(None, "A TFDS dataset instead of files: glue/mrpc, squad/v1.1, "
-                            "conll2003 or your own for fine-tuning (texts and label found from "
-                            "its features, or named by --text_a_field, --text_b_field, "
-                            "--label_field); a text dataset for pretraining (one example = one "
-                            "document, its lines = sentences).")
+    tfds_name: str = option(None, "A prepared TFDS dataset instead of files (docs/data_formats."
+                            "md): glue/mrpc, squad/v1.1, conll2003, your own; a text dataset "
+                            "for pretraining.")
     tfds_data_dir: str = option(None, "The TFDS data dir holding --tfds_name prepared "
                                 "(default: $TFDS_DATA_DIR, else ~/tensorflow_datasets).",
                                 advanced=True)
