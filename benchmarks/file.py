@@ -1,14 +1,19 @@
 """The layout of BENCHMARKS.md: an intro, one generated section per CPU kind, then hand-written
-sections.
+sections; and of the page of each kind's every row, docs/benchmarks/<kind>.md.
 
     # Benchmarks              the intro (INTRO for a new file; an existing one is kept)
-    ## CPU kind: AMX          written by benchmarks/run.py on an AMX machine
+    ## CPU kind: AMX          written by benchmarks/run.py on an AMX machine: its command,
+                              machine, Goals, and a link to its page (`summary`)
     ## CPU kind: AVX512-BF16  ... on an AVX512-BF16 machine
     ## Span QA ..., ## Notes  hand-written: from the first other `## ` heading after the
                               kinds to the end of the file
 
-A run replaces only its own kind's section (or adds it among them), so the figures of
-the other kinds, measured on machines this one is not, survive it; every other byte is kept.
+    docs/benchmarks/amx.md    the whole section of the kind, its Results table included
+                              (`page_path`, `page`)
+
+A run replaces only its own kind's section (or adds it among them) and its own page, so the
+figures of the other kinds, measured on machines this one is not, survive it; every other
+byte is kept.
 
 >>> text = replace_section("", "AVX2", "## CPU kind: AVX2\\n\\nfigures\\n\\n")
 >>> [kind for kind, _ in split(text)[1]], split(text)[2]
@@ -35,10 +40,11 @@ environment (`pip install -e ".[bench]"`):
 
     {COMMAND}
 
-It replaces that section only (or adds it); every other byte of this file is kept.
+It replaces that section only (or adds it) and the kind's page under docs/benchmarks/ (the
+section whole, its Results table of every row); every other byte of this file is kept.
 `--max_isa=AVX2` (or `AVX512`) measures a newer x86 CPU as an AVX2-only (or AVX-512 without
 bfloat16) one. Each section gives its exact command, the machine, the date and the versions,
-then two tables.
+its Goals table and the link to its page.
 
 **Goals**: the goals of benchmarks/goals.json, computed from the section's rows: `met`,
 `missed` or `not measured` (and what is missing). Ratios are bert_keras / peer, each family
@@ -52,6 +58,44 @@ total work / total wall time; `per CPU-s`: work per second of the process's CPU 
 = model FLOPs per second / the run's fastest TensorFlow matmul without XLA.
 
 """
+
+
+RESULTS_HEADING = re.compile(r"^### Results$", re.MULTILINE)
+
+
+def page_path(kind):
+    """The page of a kind's whole section, relative to the repository root."""
+    return f"docs/benchmarks/{kind.lower()}.md"
+
+
+def page(kind, section):
+    """The text of `kind`'s page: a title, then its whole section.
+
+    >>> page("AVX2", "## CPU kind: AVX2\\n\\nrows\\n").splitlines()[0]
+    '# Benchmarks on CPU kind AVX2'
+    """
+    return (f"# Benchmarks on CPU kind {kind}\n\nEvery row of the latest run on this kind; "
+            "the goals and the other kinds: [BENCHMARKS.md](../../BENCHMARKS.md). Generated "
+            "by `python -m benchmarks.run`.\n\n" + section)
+
+
+def summary(kind, section):
+    """`section` without its Results table: its command, machine and Goals, then the link to
+    the page that holds every row.
+
+    >>> print(summary("AVX2", "## CPU kind: AVX2\\n\\ngoals\\n\\n### Results\\n\\nrows\\n"))
+    ## CPU kind: AVX2
+    <BLANKLINE>
+    goals
+    <BLANKLINE>
+    Results, every row: [docs/benchmarks/avx2.md](docs/benchmarks/avx2.md).
+    <BLANKLINE>
+    <BLANKLINE>
+    """
+    results = RESULTS_HEADING.search(section)
+    head = section[:results.start()] if results else section
+    link = page_path(kind)
+    return head.rstrip("\n") + f"\n\nResults, every row: [{link}]({link}).\n\n"
 
 
 def split(text):

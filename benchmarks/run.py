@@ -8,8 +8,9 @@ the machine.
 --output (BENCHMARKS.md) holds one section per CPU kind (AMX, AVX512-BF16, AVX512, AVX2,
 other: the bfloat16 hardware and vector width), then hand-written sections. A run rewrites
 only the section of this machine's kind, or adds it: the exact command, the machine, the
-date, the versions, a Goals table (the goals of benchmarks/goals.json: met / missed / not
-measured) and the Results table. Every other byte of the file is kept (benchmarks/file.py).
+date, the versions and a Goals table (the goals of benchmarks/goals.json: met / missed / not
+measured); the whole section, its Results table too, goes on the kind's page
+docs/benchmarks/<kind>.md. Every other byte of the file is kept (benchmarks/file.py).
 The one command that regenerates this machine's section, run from the repository root in the
 benchmark environment (torch, transformers and keras-hub next to bert_keras:
 `pip install -e ".[bench]"`):
@@ -109,17 +110,22 @@ def main(argv):
 
 
 def write_section(rows, run, notes):
-    """Prints this run's section and puts it in --output in place of its kind's old one
-    (`notes`: what replaces the hand-written sections after the kinds, or None to keep
-    them)."""
+    """Prints this run's section, puts it whole on its kind's page (docs/benchmarks/) and its
+    summary in --output in place of its kind's old one (`notes`: what replaces the
+    hand-written sections after the kinds, or None to keep them)."""
     path = REPO / (FLAGS.output or "BENCHMARKS.md")
+    kind = run["kind"]
     text = path.read_text() if path.exists() else ""
-    old_section = file.section_of(text, run["kind"])
+    page = path.parent / file.page_path(kind)
+    old_section = (file.section_of(page.read_text(), kind) if page.exists()
+                   else file.section_of(text, kind))
     previous = table.parse_results(old_section) if old_section else None
     section = report.render_section(rows, previous, run)
     print(section)
     if FLAGS.output:
-        path.write_text(file.replace_section(text, run["kind"], section, notes,
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(file.page(kind, section))
+        path.write_text(file.replace_section(text, kind, file.summary(kind, section), notes,
                                              order=machine.KIND_ORDER))
 
 
