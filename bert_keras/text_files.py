@@ -31,11 +31,13 @@ exit 1, no traceback). The checks are streaming: nothing holds more than a line.
 
 import dataclasses
 import gzip
+import io
 import os
 import zlib
 
 from absl import logging
 
+from bert_keras import files
 from bert_keras.errors import InputError
 
 # Above this share of bad lines a file is refused; at or below, its bad lines are skipped.
@@ -95,17 +97,20 @@ def sniff(name, head):
 
 
 def open_binary(path):
-    """`path` opened for reading bytes, gzip-decompressed if named `.gz`; sniffed (`sniff`)."""
+    """`path` opened for reading bytes, gzip-decompressed if named `.gz`; sniffed (`sniff`).
+    A URL (gs://...) is read through tf.io.gfile."""
     name = os.fsdecode(path)
+    raw = open(name, "rb") if files.is_local(name) else io.BufferedReader(
+        _GFileReader(files.open_file(name, "rb")), buffer_size=_READ_BUFFER)
     if name.endswith(".gz"):
-        stream = gzip.open(path, "rb")
+        stream = _GzipReader(raw, name)
         try:
             head = stream.peek(_SNIFF_BYTES)
         except (OSError, EOFError, zlib.error) as e:
             stream.close()
             raise TextFileError(f"{name} is named .gz but is not gzip data ({e})") from None
     else:
-        stream = open(path, "rb")
+        stream = raw
         head = stream.peek(_SNIFF_BYTES)
     try:
         sniff(name, head)
@@ -113,6 +118,42 @@ def open_binary(path):
         stream.close()
         raise
     return stream
+
+
+_READ_BUFFER = 1 << 20  # an object store serves large reads best
+
+
+class _GzipReader(gzip.GzipFile):
+    """gzip.GzipFile over an opened file that it closes too."""
+
+    def __init__(self, raw, name):
+        super().__init__(filename=name, fileobj=raw, mode="rb")
+        self._raw = raw
+
+    def close(self):
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
+class _GFileReader(io.RawIOBase):
+    """A tf.io.gfile.GFile as a raw stream, so io.BufferedReader gives it peek and lines."""
+
+    def __init__(self, gfile):
+        self._gfile = gfile
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        data = self._gfile.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self):
+        self._gfile.close()
+        super().close()
 
 
 def decode_line(raw):

@@ -17,11 +17,10 @@ wrong shape is an error naming it).
 >>> model, tokenizer, labels, model_type = load_model("runs/paraphrase")  # doctest: +SKIP
 """
 
-import os
-
 import bert_keras as bk
-from bert_keras import checkpoints
+from bert_keras import checkpoints, files
 from bert_keras.checkpoints import huggingface
+from bert_keras.tasks.task_io import is_task_directory
 from bert_keras.text.tokenizers import load_tokenizer
 
 RUN_OUTPUTS = ("best", "final")  # the task directories of a fine-tuning / pretraining run
@@ -30,8 +29,8 @@ TASK_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestio
 
 def task_directory(path):
     """`path` when it holds task.json, else its best/ or final/ that does; None otherwise."""
-    for candidate in (path, *(os.path.join(path, name) for name in RUN_OUTPUTS)):
-        if os.path.isfile(os.path.join(candidate, "task.json")):
+    for candidate in (path, *(files.join(path, name) for name in RUN_OUTPUTS)):
+        if is_task_directory(candidate):
             return candidate
     return None
 

@@ -32,12 +32,12 @@ Examples:
 from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
 
 # isort: split
-import os
 import pathlib
 
 from absl import app, flags, logging
 
 import bert_keras as bk
+from bert_keras import files
 from bert_keras.checkpoints.google import save_google_checkpoint
 from bert_keras.errors import InputError
 from bert_keras.families import FAMILIES
@@ -63,7 +63,7 @@ def main(argv):
     del argv
     if not FLAGS.input_dir or not FLAGS.output_dir:
         raise app.UsageError("--input_dir and --output_dir are required.")
-    if pathlib.Path(FLAGS.output_dir).resolve() == pathlib.Path(FLAGS.input_dir).resolve():
+    if _same_directory(FLAGS.output_dir, FLAGS.input_dir):
         raise app.UsageError(f"--output_dir must differ from --input_dir ({FLAGS.input_dir}).")
     if FLAGS.model_type and FLAGS.output_format != "transformers":
         raise app.UsageError("--model_type is for --output_format=transformers.")
@@ -92,9 +92,16 @@ def write_transformers(input_dir, output_dir, model_type=None):
                                        model_type=model_type or own_type, labels=labels)
     except InputError as e:
         raise InputError(f"{input_dir}: {e}") from None
-    config = read_json(os.path.join(output_dir, "config.json"))
+    config = read_json(files.join(output_dir, "config.json"))
     print(f"Converted {input_dir} -> {output_dir} (transformers {config['architectures'][0]}, "
           f"model_type {written}; tokenizer files {', '.join(sorted(tokenizer.asset_files))})")
+
+
+def _same_directory(a, b):
+    """Whether paths `a` and `b` name the same directory (symlinks resolved where local)."""
+    if files.is_local(a) and files.is_local(b):
+        return pathlib.Path(a).resolve() == pathlib.Path(b).resolve()
+    return a.rstrip("/") == b.rstrip("/")
 
 
 def run():

@@ -15,19 +15,24 @@ Example:
 
 import contextlib
 import os
-import shutil
+
+import tensorflow as tf
+
+from bert_keras import files
 
 
 def holds_nothing_of_value(path, records):
     """True if the directory `path` holds only empty directories and files whose path
-    relative to it is in `records` (no symbolic link, nothing else)."""
-    for parent, dirnames, filenames in os.walk(path):
+    relative to it is in `records` (no symbolic link, nothing else). `path` may be a URL."""
+    local = files.is_local(path)
+    for parent, dirnames, filenames in (os.walk(path) if local else tf.io.gfile.walk(path)):
         for name in dirnames:
-            if os.path.islink(os.path.join(parent, name)):
+            if local and os.path.islink(os.path.join(parent, name)):
                 return False
         for name in filenames:
-            relative = os.path.relpath(os.path.join(parent, name), path)
-            if relative not in records or os.path.islink(os.path.join(parent, name)):
+            file = files.join(parent, name)
+            relative = os.path.relpath(file, path) if local else file[len(path):].lstrip("/")
+            if relative not in records or (local and os.path.islink(file)):
                 return False
     return True
 
@@ -37,16 +42,23 @@ def removed_if_failed(path, records=()):
     """Runs the block; if it raises (SystemExit and KeyboardInterrupt included) and the
     directory `path` did not exist before the block, removes it, and the parents of it that the
     block made, when they hold nothing of value (`holds_nothing_of_value`). The exception
-    always propagates."""
+    always propagates. At a URL (a bucket has no real parent directories) only `path` is
+    considered."""
     path = os.fspath(path)
-    local = "://" not in path  # a bucket's "directories" are left to the file system
-    path = os.path.abspath(path) if local else path
-    created = _first_missing(path) if local else None
+    local = files.is_local(path)
+    path = os.path.abspath(path) if local else path.rstrip("/")
+    if local:
+        created = _first_missing(path)
+    else:
+        created = None if files.exists(path) else path
     try:
         yield
     except BaseException:
         if created is not None and _removable(created, path, set(records)):
-            shutil.rmtree(created, ignore_errors=True)
+            try:
+                files.remove_tree(created)
+            except (OSError, tf.errors.OpError):  # best effort: the run's error is the news
+                pass
         raise
 
 
@@ -64,9 +76,10 @@ def _first_missing(path):
 def _removable(created, path, records):
     """Whether `created` (a directory this run made, `path` or one of its parents) holds
     nothing but the empty directories down to `path` and, in `path`, nothing of value."""
-    if not os.path.isdir(created) or os.path.islink(created):
+    if not files.isdir(created) or os.path.islink(created):
         return False
-    if not os.path.isdir(path) or os.path.islink(path):  # the run did not get that far
+    if not files.isdir(path) or os.path.islink(path):  # the run did not get that far
         return holds_nothing_of_value(created, set())
-    records = {os.path.relpath(os.path.join(path, r), created) for r in records}
+    if created != path:
+        records = {os.path.relpath(os.path.join(path, r), created) for r in records}
     return holds_nothing_of_value(created, records)

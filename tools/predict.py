@@ -61,14 +61,14 @@ WORDS_SIGNATURE = "tag_words"  # a tagger's pre-split words (tasks/tagging/task.
 def resolve_version_dir(path):
     """A version directory: `path` itself if it holds saved_model.pb, else its highest
     integer subdirectory."""
-    if os.path.exists(os.path.join(path, "saved_model.pb")):
+    if files.exists(files.join(path, "saved_model.pb")):
         return path
-    versions = (sorted(int(n) for n in os.listdir(path) if n.isdigit())
-                if os.path.isdir(path) else [])
+    versions = (sorted(int(n) for n in files.listdir(path) if n.isdigit())
+                if files.isdir(path) else [])
     if not versions:
         raise app.UsageError(
             f"--model_dir {path} has no saved_model.pb and no version directories.")
-    return os.path.join(path, str(versions[-1]))
+    return files.join(path, str(versions[-1]))
 
 
 def split_line(n, line, fields, name):
@@ -122,9 +122,9 @@ def check_input_flag(path):
         if sys.stdin is None:
             raise InputError("--input=- reads stdin, but stdin is closed: give --input=FILE, "
                              "or pipe the text in")
-    elif os.path.isdir(path):
+    elif files.isdir(path):
         raise InputError(f"--input={path} is a directory, not a text file")
-    elif not os.path.exists(path):
+    elif not files.exists(path):
         raise InputError(f"--input={path} does not exist")
 
 
@@ -136,8 +136,10 @@ def check_output_flag(path):
             raise InputError("--output=- writes to stdout, but stdout is closed: give "
                              "--output=FILE")
         return
-    if os.path.isdir(path):
+    if files.isdir(path):
         raise InputError(f"--output={path} is a directory: give the path of a file to write")
+    if not files.is_local(path):
+        return  # a bucket has no directories to check (output_sink makes a file:// one)
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise InputError(f"--output={path}: its directory {parent} does not exist")
@@ -174,7 +176,9 @@ def output_sink(path):
         with stdout_sink() as sink:
             yield sink
         return
-    with files.atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as sink:
+    if not files.is_local(path):
+        files.makedirs(os.path.dirname(path))
+    with files.atomic_path(path) as tmp, files.open_file(tmp, "w") as sink:
         yield sink
 
 
@@ -197,7 +201,7 @@ def task_of_export(path, signature):
     from bert_keras.tasks.base import Task
     from bert_keras.tasks.registry import get_task
 
-    if not os.path.exists(os.path.join(path, "assets", METADATA_FILE)):
+    if not files.exists(files.join(path, "assets", METADATA_FILE)):
         return Task()
     task = get_task(read_metadata(path)["task"])
     return task if signature in ("serving_default", *task.extra_signatures) else Task()

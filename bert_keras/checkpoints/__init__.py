@@ -14,22 +14,24 @@ Example:
 >>> encoder = bk.BertEncoder.from_pretrained("all-MiniLM-L6-v2/")  # doctest: +SKIP
 """
 
-import os
-
 from bert_keras.checkpoints import google, huggingface, own
 from bert_keras.checkpoints.assign import CheckpointError, assign_weights
 from bert_keras.checkpoints.integrity import check_finite
 from bert_keras.errors import InputError
 from bert_keras.families import DEFAULT_MODEL_TYPE
+from bert_keras.files import WRITING, isdir, listdir
 
 LAYOUTS = {"bert_keras": own, "huggingface": huggingface, "google": google}
 
 
 def detect_format(path):
     """Returns "bert_keras", "huggingface" or "google" for a checkpoint directory."""
-    if not os.path.isdir(path):
+    if not isdir(path):
         raise FileNotFoundError(f"Checkpoint directory {path!r} does not exist.")
-    files = set(os.listdir(path))
+    files = set(listdir(path))
+    if WRITING in files:
+        raise InputError(f"{path} is being written, or its writer was stopped before it "
+                         "finished (it holds WRITING): wait, or write it again.")
     for name, layout in LAYOUTS.items():
         if layout.is_layout(files):
             return name

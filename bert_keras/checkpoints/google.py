@@ -4,7 +4,6 @@ Google layout (`bert_keras.families.google_layouts`: BERT's `bert_config.json`, 
 `albert_config.json`, ELECTRA's `electra/` variables and no config file) maps the config and
 our variable paths to its variable names."""
 
-import json
 import os
 
 import numpy as np
@@ -13,7 +12,7 @@ import tensorflow as tf
 from bert_keras.checkpoints.assign import concat_columns, identity, transpose
 from bert_keras.errors import InputError
 from bert_keras.families import bert, google_layouts, google_names
-from bert_keras.files import read_json
+from bert_keras.files import exists, listdir, makedirs, read_json, write_json, write_text
 
 
 def is_layout(files):
@@ -24,7 +23,7 @@ def _checkpoint_prefix(path):
     prefix = tf.train.latest_checkpoint(path)
     if prefix:
         return prefix
-    indexes = sorted(f for f in os.listdir(path) if f.endswith(".index"))
+    indexes = [f for f in listdir(path) if f.endswith(".index")]
     return os.path.join(path, indexes[0][: -len(".index")])
 
 
@@ -41,7 +40,7 @@ def _dialect(path):
     layouts = google_layouts()
     for layout in layouts:
         config_file = layout.config_file and os.path.join(path, layout.config_file)
-        if config_file and os.path.exists(config_file):
+        if config_file and exists(config_file):
             return layout, read_json(config_file)
     shapes = _variable_shapes(path)
     for layout in layouts:
@@ -104,7 +103,7 @@ def save_google_checkpoint(encoder, path, tokenizer=None):
 
     The files load with Google's original `modeling.py` and with `BertEncoder.from_pretrained`.
     """
-    os.makedirs(path, exist_ok=True)
+    makedirs(path)
     arch = encoder.architecture
     if arch["activation"] == "gelu":
         raise InputError(
@@ -139,9 +138,7 @@ def save_google_checkpoint(encoder, path, tokenizer=None):
         max_position_embeddings=arch["max_positions"], type_vocab_size=arch["type_vocab_size"],
         initializer_range=arch["initializer_range"],
     )
-    with open(os.path.join(path, bert.GOOGLE.config_file), "w") as f:
-        json.dump(config, f, indent=2)
-    with open(os.path.join(path, "checkpoint"), "w") as f:
-        f.write('model_checkpoint_path: "bert_model.ckpt"\n')
+    write_json(os.path.join(path, bert.GOOGLE.config_file), config)
+    write_text(os.path.join(path, "checkpoint"), 'model_checkpoint_path: "bert_model.ckpt"\n')
     if tokenizer is not None:
         tokenizer.save(path)  # every file of its tokenizer, the casing included

@@ -20,7 +20,7 @@ from bert_keras.families import (
     get_family,
 )
 from bert_keras.families.transformers_names import SPAN_CLASSIFIER, TOKEN_CLASSIFIER
-from bert_keras.files import read_json
+from bert_keras.files import exists, read_json
 
 
 def is_layout(files):
@@ -154,7 +154,7 @@ def masked_lm_activation(path):
 def replaced_token_head_name_map(head, path):
     """A ReplacedTokenHead named `head` -> the discriminator head of checkpoint `path`'s
     family (`ElectraForPreTraining`'s); CheckpointError for a family without one."""
-    if not os.path.exists(os.path.join(path, "config.json")):
+    if not exists(os.path.join(path, "config.json")):
         raise CheckpointError(f"Checkpoint {path} has no config.json: a replaced-token detection "
                               "head is read from a transformers directory.")
     family = read_family(path)[0]

@@ -4,14 +4,15 @@ The format: an 8-byte little-endian header length, a JSON header mapping each te
 its dtype, shape and byte range, then the raw little-endian data.
 """
 
+import io
 import json
 import math
-import os
 import struct
 
 import numpy as np
 
 from bert_keras.errors import InputError
+from bert_keras.files import atomic_path, file_size, open_file
 
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64,
            "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
@@ -102,8 +103,8 @@ def _check_layout(path, ranges, body_size):
 
 def tensor_names(path):
     """The tensor names of a safetensors file (its header only is read)."""
-    with open(path, "rb") as f:
-        return sorted(_read_header(f, path, os.path.getsize(path))[0])
+    with open_file(path, "rb") as f:
+        return sorted(_read_header(f, path, file_size(path))[0])
 
 
 def read_safetensors(path):
@@ -114,10 +115,9 @@ def read_safetensors(path):
 
     >>> tensors = read_safetensors("model.safetensors")  # doctest: +SKIP
     """
-    with open(path, "rb") as f:
+    with open_file(path, "rb") as f:
         data = f.read()
-    with open(path, "rb") as f:
-        header, body_start = _read_header(f, path, len(data))
+    header, body_start = _read_header(io.BytesIO(data), path, len(data))
     body = memoryview(data)[body_start:]
     entries = {name: _check_entry(path, name, info, len(body)) for name, info in header.items()}
     _check_layout(path, {name: entry[:2] for name, entry in entries.items()}, len(body))
@@ -153,9 +153,7 @@ def write_safetensors(path, tensors):
         offset += len(raw)
     encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
     encoded += b" " * (-len(encoded) % 8)  # The format aligns the data to 8 bytes.
-    tmp = f"{path}.tmp"
-    with open(tmp, "wb") as f:
+    with atomic_path(path) as tmp, open_file(tmp, "wb") as f:
         f.write(struct.pack("<Q", len(encoded)) + encoded)
         for raw in chunks:
             f.write(raw)
-    os.replace(tmp, path)

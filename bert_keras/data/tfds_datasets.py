@@ -32,8 +32,10 @@ import shutil
 import sys
 import tempfile
 
+import tensorflow as tf
 from absl import logging
 
+from bert_keras import files
 from bert_keras.errors import InputError
 
 
@@ -124,28 +126,26 @@ def open_prepared(name, data_dir=None, download=False):
 def _listing(data_dir):
     """What a download may add to a data dir: its entries two levels down and those of
     downloads/ and downloads/extracted/ (None if the data dir does not exist)."""
-    if not os.path.isdir(data_dir):
+    if not files.isdir(data_dir):
         return None
     found = set()
-    for parent in (data_dir, os.path.join(data_dir, "downloads"),
-                   os.path.join(data_dir, "downloads", "extracted")):
-        if os.path.isdir(parent):
-            found.update(os.path.join(parent, entry) for entry in os.listdir(parent))
+    for parent in (data_dir, files.join(data_dir, "downloads"),
+                   files.join(data_dir, "downloads", "extracted")):
+        if files.isdir(parent):
+            found.update(files.join(parent, entry) for entry in files.listdir(parent))
     for entry in list(found):
-        if os.path.isdir(entry) and os.path.dirname(entry) == data_dir:
-            found.update(os.path.join(entry, sub) for sub in os.listdir(entry))
+        if files.isdir(entry) and os.path.dirname(entry) == data_dir:
+            found.update(files.join(entry, sub) for sub in files.listdir(entry))
     return found
 
 
 def _remove_added(data_dir, before):
-    if before is None:
-        shutil.rmtree(data_dir, ignore_errors=True)
-        return
-    for path in sorted(_listing(data_dir) - before, key=len):
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        elif os.path.lexists(path):
-            os.remove(path)
+    added = [data_dir] if before is None else sorted(_listing(data_dir) - before, key=len)
+    for path in added:
+        try:
+            files.remove_tree(path)
+        except (OSError, tf.errors.OpError):  # best effort: the download's error is the news
+            pass
 
 
 def _download(builder, name, data_dir):

@@ -28,7 +28,7 @@ from bert_keras.families.transformers_names import (
     require,
     require_token_types,
 )
-from bert_keras.files import read_json
+from bert_keras.files import exists, read_json
 from bert_keras.text.tokenizer import WordPieceTokenizer
 
 MODEL_TYPE = "electra"
@@ -99,7 +99,7 @@ def google_encoder_config(shapes, path, scope="electra"):
     layer = f"{scope}/encoder/layer_0"
     hidden_size, intermediate_size = shapes[f"{layer}/intermediate/dense/kernel"]
     config = {}
-    if os.path.exists(os.path.join(path, "config.json")):
+    if exists(os.path.join(path, "config.json")):
         config = read_json(os.path.join(path, "config.json"))
     return dict(
         vocab_size=vocab_size, num_layers=len(layers), hidden_size=hidden_size,

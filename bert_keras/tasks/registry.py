@@ -11,8 +11,7 @@ its class to TASK_TYPES below (see docs/architecture.md).
 ('start_positions', 'end_positions')
 """
 
-import os
-
+from bert_keras import files
 from bert_keras.checkpoints import huggingface
 from bert_keras.errors import InputError
 from bert_keras.models.encoder import BertEncoder
@@ -50,7 +49,7 @@ def load_task(directory):
     """(model, tokenizer, info) from a directory written by `task_io.save_task`, or from a
     fine-tuned transformers checkpoint (`load_transformers_task`)."""
     if (not task_io.is_task_directory(directory)
-            and huggingface.is_layout(os.listdir(directory) if os.path.isdir(directory) else ())):
+            and huggingface.is_layout(files.listdir(directory) if files.isdir(directory) else ())):
         return load_transformers_task(directory)
     return task_io.load_task_directory(directory)
 

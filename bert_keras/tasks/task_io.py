@@ -20,12 +20,12 @@ Example:
 >>> model, tokenizer, info = bk.load_task("runs/paraphrase/best")  # doctest: +SKIP
 """
 
-import os
 import warnings
 import zipfile
 
 import keras
 
+from bert_keras import files
 from bert_keras.errors import InputError
 from bert_keras.files import read_json, write_directory, write_json
 from bert_keras.models.encoder import BertEncoder
@@ -34,14 +34,15 @@ from bert_keras.text.tokenizers import load_tokenizer
 TASK_INFO = "task.json"
 
 def is_task_directory(path):
-    return os.path.isfile(os.path.join(path, TASK_INFO))
+    """Whether `path` (local or a URL) is a complete task directory (`files.is_complete`)."""
+    return files.is_complete(path, TASK_INFO)
 
 
 def read_task_info(directory):
     """The task.json dict of a directory written by `save_task` (FileNotFoundError without
     one, InputError for a corrupt one)."""
-    info_path = os.path.join(directory, TASK_INFO)
-    if not os.path.exists(info_path):
+    info_path = files.join(directory, TASK_INFO)
+    if not is_task_directory(directory):
         raise FileNotFoundError(
             f"{directory} is not a trained task directory: no task.json (written last by "
             "tools/finetune.py and tools/pretrain.py, so the run may not have finished)."
@@ -58,8 +59,8 @@ def load_task_directory(directory):
     """(model, tokenizer, info) of a directory written by `save_task` (the Keras classes that
     model.keras names are registered by `import bert_keras`)."""
     info = read_task_info(directory)
-    model_path = os.path.join(directory, "model.keras")
-    if not zipfile.is_zipfile(model_path):  # Keras says "File not found" for a truncated one
+    model_path = files.join(directory, "model.keras")
+    if not _is_zip_file(model_path):  # Keras says "File not found" for a truncated one
         raise InputError(f"{model_path} is missing or corrupt (not a complete .keras archive); "
                          "rerun the fine-tuning or pretraining that wrote it.")
     with warnings.catch_warnings():  # the optimizer state is not needed to predict or export
@@ -88,9 +89,9 @@ def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_f
         info["decoding"] = dict(decoding)
 
     def write(path):
-        model.save(os.path.join(path, "model.keras"))
+        model.save(files.join(path, "model.keras"))
         tokenizer.save(path)
-        write_json(os.path.join(path, "task.json"), info)
+        write_json(files.join(path, TASK_INFO), info)
 
     write_directory(directory, write, marker="task.json")
 
@@ -99,7 +100,15 @@ def find_task_directory(path, run_subdir):
     """The task directory of `path`: `path` itself when it holds task.json, else its
     `run_subdir` (a run's output: fine-tuning's "best", pretraining's "final") when that does;
     None otherwise."""
-    for candidate in (path, os.path.join(path, run_subdir)):
-        if os.path.isfile(os.path.join(candidate, "task.json")):
+    for candidate in (path, files.join(path, run_subdir)):
+        if is_task_directory(candidate):
             return candidate
     return None
+
+
+def _is_zip_file(path):
+    """Whether `path` exists and is a whole zip archive (read through tf.io.gfile)."""
+    if not files.exists(path) or files.isdir(path):
+        return False
+    with files.open_file(path, "rb") as f:
+        return zipfile.is_zipfile(f)

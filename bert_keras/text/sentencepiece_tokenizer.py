@@ -39,7 +39,6 @@ Example:
 import collections
 import json
 import os
-import shutil
 
 import numpy as np
 import tensorflow as tf
@@ -165,9 +164,9 @@ class SentencePieceTokenizer(tf.Module):
     def save(self, directory):
         """Writes spiece.model, the casing and the type ids of pairs (tokenizer_config.json,
         in transformers' words) to `directory`."""
-        shutil.copyfile(self.vocab_file, os.path.join(directory, MODEL_FILE))
+        tf.io.gfile.copy(self.vocab_file, os.path.join(directory, MODEL_FILE), True)
         inputs = ["input_ids"] + ["token_type_ids"] * self.pair_type_ids + ["attention_mask"]
-        with open(os.path.join(directory, "tokenizer_config.json"), "w") as f:
+        with tf.io.gfile.GFile(os.path.join(directory, "tokenizer_config.json"), "w") as f:
             json.dump({"do_lower_case": self.lower_case, "model_input_names": inputs}, f)
 
     def normalize(self, texts):

@@ -24,7 +24,7 @@ from bert_keras.data.pretraining.stages import (
     default_vocab_file,
     make_masker,
 )
-from bert_keras.files import expand_patterns, writing
+from bert_keras.files import exists, expand_patterns, is_local, makedirs, remove_tree, writing
 from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.text_files import TextFileError, describe_files
 
@@ -174,11 +174,10 @@ def _write_shards(paths, config, num_workers):
         with writing(named):
             stats = _write_shard_jobs(jobs, config, num_workers)
             for tmp, path in zip(tmp_paths, paths):
-                os.replace(tmp, path)
+                tf.io.gfile.rename(tmp, path, overwrite=True)
     finally:
         for tmp in tmp_paths:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+            remove_tree(tmp)
     return stats
 
 
@@ -252,7 +251,7 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
     if not 0.0 < masked_lm_prob < 1.0:
         raise ValueError(f"masked_lm_prob must be in (0, 1), got {masked_lm_prob}")
     vocab_file = vocab_file or default_vocab_file()
-    if not os.path.exists(vocab_file):
+    if not exists(vocab_file):
         raise FileNotFoundError(f"vocab_file {vocab_file!r} does not exist")
     config = dict(input_files=expand_patterns(input_files) if input_files else None,
                   vocab_file=vocab_file, lower_case=lower_case, tfds_name=tfds_name,
@@ -273,7 +272,8 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
                                        _documents(config, documents.DocumentStats()),
                                        BertTokenizer(vocab_file, lower_case=lower_case))
     paths = shard_file_names(output_file, num_output_shards)
-    os.makedirs(os.path.dirname(os.path.abspath(output_file)), exist_ok=True)
+    makedirs(os.path.dirname(os.path.abspath(output_file) if is_local(output_file)
+                             else output_file))
     start = time.time()
     stats = _write_shards(paths, config, num_workers)
     seconds = time.time() - start
