@@ -11,7 +11,8 @@ from bert_keras.tasks.pretraining.distillation import (
     DistillOptions,
     student_from_teacher,
 )
-from bert_keras.tasks.pretraining.electra import ElectraOptions, ElectraPretrainer
+from bert_keras.tasks.pretraining.electra import ElectraPretrainer
+from bert_keras.tasks.pretraining.electra_options import ElectraOptions
 from bert_keras.tasks.pretraining.model import BertPretrainer
 from bert_keras.tasks.pretraining.task import Pretraining
 
