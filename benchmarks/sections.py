@@ -7,10 +7,10 @@ the section modules registers their hooks (runner.SECTION_HOOKS).
 
 import tempfile
 
-from benchmarks import encoder, export, flops, optimizer, pipeline, tokenizing, training
+from benchmarks import encoder, export, flops, int8, optimizer, pipeline, tokenizing, training
 from benchmarks.runner import SECTION_HOOKS
 
-SECTIONS = ("peak", "encoder", "pretrain", "finetune", "data", "export")
+SECTIONS = ("peak", "encoder", "pretrain", "finetune", "data", "export", "int8")
 
 # The worker functions, by the name a spec gives (--worker runs one in this process).
 WORKERS = {
@@ -23,6 +23,8 @@ WORKERS = {
     "bert_keras_export": export.run_bert_keras_export,
     "saved_model_serving": export.run_saved_model_serving,
     "huggingface_serving": export.run_huggingface_serving,
+    "bert_keras_sized_export": int8.run_bert_keras_sized_export,
+    "huggingface_int8_serving": int8.run_huggingface_int8_serving,
     "bert_keras_encoder": encoder.run_bert_keras_encoder,
     "keras_hub_encoder": encoder.run_keras_hub_encoder,
     "huggingface_encoder": encoder.run_huggingface_encoder,

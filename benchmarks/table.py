@@ -38,7 +38,8 @@ _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 
 
 def is_latency(row):
-    return row["metric"].startswith("latency")
+    """Whether lower is better: latencies, and sizes ("MB on disk")."""
+    return row["metric"].startswith(("latency", "MB"))
 
 
 def rate(row, basis="value"):

@@ -56,6 +56,7 @@ from bert_keras.tasks.embedding import (
     MultipleNegativesRankingLoss,
     SentencePooling,
 )
+from bert_keras.tasks.multiple_choice import BertMultipleChoice
 from bert_keras.tasks.pretraining import (
     BertPretrainer,
     DistillationPretrainer,

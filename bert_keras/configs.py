@@ -210,7 +210,10 @@ def _leaves(cls, defaults=None, advanced=False, seen=None):
             for option_cls in meta["classes"]().values():
                 if option_cls is not None and option_cls not in seen:
                     seen.add(option_cls)
-                    yield from _leaves(option_cls, None, advanced, seen)
+                    for leaf in _leaves(option_cls, None, advanced, seen):
+                        if leaf[0] not in seen:  # a field that options classes inherit: once
+                            seen.add(leaf[0])
+                            yield leaf
         else:
             default = (defaults or {}).get(field.name, field.default)
             yield field, _base_type(hints[field.name]), default, advanced or meta["advanced"], cls

@@ -24,7 +24,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "support"))
 # Scripts, not tests: they need torch and transformers (pytest.ini's --doctest-modules would
 # import them).
 collect_ignore = ["fixtures/make_reference_outputs.py", "fixtures/make_family_references.py",
-                  "fixtures/make_xlm_roberta_references.py"]
+                  "fixtures/make_xlm_roberta_references.py",
+                  "fixtures/make_multiple_choice_references.py"]
 
 
 def pytest_collection_modifyitems(items):
@@ -108,6 +109,51 @@ def tiny_pairs_model(tmp_path_factory):
     task_io.save_task(str(base / "task"), model, tokenizer, "classification", 16,
                       labels=["no", "yes"], text_fields=["text_a", "text_b"])
     return {"export": version_dir, "encoder": base / "encoder", "task": base / "task"}
+
+
+@pytest.fixture(scope="session")
+def tagger_export(tmp_path_factory):
+    """`tagger_export(name)` -> (model, version dir): the family fixture `name` (bert_tagger,
+    roberta_tagger, albert_tagger: transformers *ForTokenClassification) loaded at 16 tokens a
+    row (`BertTokenClassifier.from_pretrained(..., seq_length=16)`) and exported once per
+    test process by `bk.export_model` (warmed up, op audit): shared by the tests that serve
+    it (tests/tasks/tagging/test_tagging_long_texts.py, tests/tools/test_predict_tool.py)."""
+    import bert_keras as bk
+
+    families = pathlib.Path(__file__).resolve().parent / "fixtures" / "families"
+    base = tmp_path_factory.mktemp("tagger_exports")
+    made = {}
+
+    def get(name):
+        if name not in made:
+            model = bk.BertTokenClassifier.from_pretrained(str(families / name), seq_length=16)
+            made[name] = model, bk.export_model(model, str(base), name)
+        return made[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def family_encoder_export(tmp_path_factory):
+    """`family_encoder_export(name)` -> the version dir of the family fixture `name`'s encoder
+    (tests/fixtures/families/NAME) as tools/export.py exports it (`run_export`, model_name
+    NAME, seq_length 32, float32): once per name and test process, shared by the tests that
+    load it (tests/families/test_families.py, tests/serving/test_serving_input_checks.py)."""
+    import bert_keras as bk
+    from bert_keras.serving import export
+
+    families = pathlib.Path(__file__).resolve().parent / "fixtures" / "families"
+    base = tmp_path_factory.mktemp("family_exports")
+    made = {}
+
+    def get(name):
+        if name not in made:
+            made[name] = export.run_export(bk.ExportConfig(
+                encoder_dir=str(families / name), model_name=name, export_dir_base=str(base),
+                seq_length=32, dtype="float32"))
+        return made[name]
+
+    return get
 
 
 def _outputs(model, inputs):

@@ -158,6 +158,12 @@ def _head_of(model, generator, what):
             ("token_classification_head", "tagger", "ForTokenClassification"),
             ("span_head", "span", "ForQuestionAnswering")):
         if hasattr(model, attribute):
+            if role == "classifier":
+                _check_classifier_options(model, what)
+            if getattr(model, "crf_layer", None) is not None:
+                raise InputError(f"{what} decodes its tags with a CRF (crf=True), which "
+                                 f"transformers' *{suffix} has no place for; save it with "
+                                 "model.save() or export it instead.")
             return _Head(model, model.encoder, suffix, {role: getattr(model, attribute)},
                          reads_pooler=role == "classifier")
     if hasattr(model, "architecture") and hasattr(model, "token_embedding"):  # BertEncoder
@@ -165,6 +171,20 @@ def _head_of(model, generator, what):
     raise InputError(f"{what} has no transformers class: a BertEncoder, BertPretrainer, "
                      "ElectraPretrainer, BertClassifier, BertTokenClassifier or BertSpanQA "
                      "can be written.")
+
+
+def _check_classifier_options(classifier, what):
+    """InputError for a classifier's pooling or head layers that no transformers
+    *ForSequenceClassification computes (mean / max / attention pooling have no weights to
+    leave out, so only this check keeps them from being written as a [CLS] classifier)."""
+    pooling = getattr(classifier, "pooling", "cls")
+    if pooling != "cls":
+        raise InputError(f"{what}: pooling={pooling!r} has no transformers equivalent (its "
+                         "*ForSequenceClassification reads the first token: pooling='cls').")
+    layers = getattr(classifier, "head_hidden_layers", 0)
+    if layers:
+        raise InputError(f"{what}: head_hidden_layers={layers} has no transformers equivalent "
+                         "(its *ForSequenceClassification heads have no such layers).")
 
 
 def _others(model, kept):

@@ -17,7 +17,8 @@ defines:
 - `POOLER_TENSORS`: the tensor names whose presence means the file has a pooler (empty: never).
 - `CLASSIFIER_HEAD` (`transformers_names.ClassifierHead`), `MASKED_LM_HEAD`
   (`transformers_names.MaskedLMHead`), `REPLACED_TOKEN_HEAD` (ELECTRA's discriminator head,
-  else None): its heads' tensor names.
+  else None), `MULTIPLE_CHOICE_HEAD` (`transformers_names.MultipleChoiceHead`: its
+  `*ForMultipleChoice` head): its heads' tensor names.
 - `HEAD_PREFIXES`: the first name part of every head tensor its files may hold (an encoder
   import skips them).
 - `GOOGLE`: a `google_names.GoogleLayout` for its Google TF1 checkpoints, or None.
@@ -44,6 +45,7 @@ DEFAULT_MODEL_TYPE = bert.MODEL_TYPE  # of a config.json that names none (the ol
 REQUIRED = ("MODEL_TYPE", "TOKENIZER", "TOKENIZER_FILES", "encoder_config", "encoder_name_map",
             "transformers_config", "TRANSFORMERS_PREFIX", "TRANSFORMERS_TOKENIZER",
             "POOLER_TENSORS", "CLASSIFIER_HEAD", "MASKED_LM_HEAD", "REPLACED_TOKEN_HEAD",
+            "MULTIPLE_CHOICE_HEAD",
             "HEAD_PREFIXES", "GOOGLE")
 
 

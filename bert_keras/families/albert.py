@@ -12,6 +12,7 @@ from bert_keras.families.transformers_names import (
     TASK_HEADS,
     ClassifierHead,
     MaskedLMHead,
+    MultipleChoiceHead,
     bert_style_arguments,
     bert_style_config,
     block_names,
@@ -30,6 +31,7 @@ TRANSFORMERS_TOKENIZER = "AlbertTokenizer"
 
 POOLER_TENSORS = ("pooler.weight", "albert.pooler.weight")
 CLASSIFIER_HEAD = ClassifierHead(None, None, "classifier")
+MULTIPLE_CHOICE_HEAD = MultipleChoiceHead(None, None, "classifier")  # on the pooler
 MASKED_LM_HEAD = MaskedLMHead(None, "predictions.dense", "predictions.LayerNorm",
                               "predictions.bias", "sop_classifier.classifier")
 REPLACED_TOKEN_HEAD = None

@@ -7,6 +7,7 @@ from bert_keras.families.transformers_names import (
     TASK_HEADS,
     ClassifierHead,
     MaskedLMHead,
+    MultipleChoiceHead,
     bert_encoder_name_map,
     bert_style_arguments,
     bert_style_config,
@@ -23,6 +24,7 @@ TRANSFORMERS_TOKENIZER = "BertTokenizer"
 
 POOLER_TENSORS = ("pooler.dense.weight", "bert.pooler.dense.weight")
 CLASSIFIER_HEAD = ClassifierHead(None, None, "classifier")
+MULTIPLE_CHOICE_HEAD = MultipleChoiceHead(None, None, "classifier")  # on the pooler
 MASKED_LM_HEAD = MaskedLMHead(None, "cls.predictions.transform.dense",
                               "cls.predictions.transform.LayerNorm", "cls.predictions.bias",
                               "cls.seq_relationship")

@@ -7,6 +7,7 @@ from bert_keras.families.transformers_names import (
     TASK_HEADS,
     ClassifierHead,
     MaskedLMHead,
+    MultipleChoiceHead,
     activation,
     activation_name,
     block_names,
@@ -24,6 +25,7 @@ TRANSFORMERS_TOKENIZER = "DistilBertTokenizer"
 
 POOLER_TENSORS = ()  # never a pooler
 CLASSIFIER_HEAD = ClassifierHead("relu", "pre_classifier", "classifier")
+MULTIPLE_CHOICE_HEAD = MultipleChoiceHead("relu", "pre_classifier", "classifier")
 MASKED_LM_HEAD = MaskedLMHead(None, "vocab_transform", "vocab_layer_norm",
                               "vocab_projector.bias", None)
 REPLACED_TOKEN_HEAD = None

@@ -20,6 +20,7 @@ from bert_keras.families.transformers_names import (
     TASK_HEADS,
     ClassifierHead,
     MaskedLMHead,
+    MultipleChoiceHead,
     bert_style_arguments,
     bert_style_config,
     embedding_names,
@@ -39,11 +40,16 @@ TRANSFORMERS_TOKENIZER = "BertTokenizer"  # transformers 5 has no ElectraTokeniz
 
 POOLER_TENSORS = ()  # never a pooler
 CLASSIFIER_HEAD = ClassifierHead("gelu", "classifier.dense", "classifier.out_proj")
+# ElectraForMultipleChoice: its sequence summary ([CLS], dense, exact GELU), then a dense.
+MULTIPLE_CHOICE_HEAD = MultipleChoiceHead(
+    "gelu", "sequence_summary.summary", "classifier",
+    (("summary_type", "first"), ("summary_use_proj", True), ("summary_activation", "gelu")))
 # ElectraForMaskedLM, the generator; its head's activation is fixed to the exact GELU.
 MASKED_LM_HEAD = MaskedLMHead("gelu", "generator_predictions.dense",
                               "generator_predictions.LayerNorm", "generator_lm_head.bias", None)
 REPLACED_TOKEN_HEAD = "discriminator_predictions"  # ElectraForPreTraining's
 HEAD_PREFIXES = TASK_HEADS + ("discriminator_predictions", "generator", "generator_predictions",
+                              "sequence_summary",
                               "generator_lm_head")
 
 GOOGLE_MARKER = "electra/embeddings/word_embeddings"

@@ -8,6 +8,7 @@ from bert_keras.families.transformers_names import (
     TASK_HEADS,
     ClassifierHead,
     MaskedLMHead,
+    MultipleChoiceHead,
     bert_encoder_name_map,
     bert_style_arguments,
     bert_style_config,
@@ -24,6 +25,8 @@ TRANSFORMERS_TOKENIZER = "RobertaTokenizer"
 
 POOLER_TENSORS = ("pooler.dense.weight", "roberta.pooler.dense.weight")
 CLASSIFIER_HEAD = ClassifierHead("tanh", "classifier.dense", "classifier.out_proj")
+# RobertaForMultipleChoice scores the pooler output (its classification head does not).
+MULTIPLE_CHOICE_HEAD = MultipleChoiceHead(None, None, "classifier")
 MASKED_LM_HEAD = MaskedLMHead("gelu", "lm_head.dense", "lm_head.layer_norm", "lm_head.bias", None)
 REPLACED_TOKEN_HEAD = None
 HEAD_PREFIXES = TASK_HEADS + ("lm_head",)

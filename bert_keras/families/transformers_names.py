@@ -28,6 +28,13 @@ TASK_HEADS = (TOKEN_CLASSIFIER, SPAN_CLASSIFIER)
 # and of the output dense.
 ClassifierHead = collections.namedtuple("ClassifierHead", "activation hidden output")
 
+# A family's `*ForMultipleChoice` head, one score per choice: as ClassifierHead (activation,
+# hidden dense, output dense of width 1), and `config`: the (config.json key, value) pairs the
+# head assumes, a value also being transformers' default when the key is absent (ELECTRA's
+# sequence summary is configurable; another summary is refused, not read as this one).
+MultipleChoiceHead = collections.namedtuple("MultipleChoiceHead", "activation hidden output config",
+                                            defaults=((),))
+
 # A family's `*ForMaskedLM` / `*ForPreTraining` heads: the masked-LM transform's activation
 # (None: the encoder's `hidden_act`), its dense, its layer norm, the decoder's output bias
 # (the decoder is tied to the word embeddings), and the NSP / SOP classifier (None: none).

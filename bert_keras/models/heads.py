@@ -271,6 +271,10 @@ class ClassificationHead(_LogitsHead):
     dropout -> logits, on the first token: RoBERTa "tanh" (`classifier.dense`/`out_proj`),
     ELECTRA "gelu" (erf), DistilBERT "relu" (`pre_classifier`).
 
+    With `hidden_layers=N`, N more layers before the logits (after the family's, if any),
+    each dense (`hidden_size` units, default H) -> `hidden_layers_activation` -> dropout,
+    named `hidden_1` ... `hidden_N`. No transformers head has them.
+
     Example:
     >>> import numpy as np
     >>> ClassificationHead(num_classes=3)(np.zeros((2, 16), "float32")).shape
@@ -278,37 +282,74 @@ class ClassificationHead(_LogitsHead):
     >>> ClassificationHead(num_classes=3, hidden_activation="tanh")(
     ...     np.zeros((2, 16), "float32")).shape
     TensorShape([2, 3])
+    >>> head = ClassificationHead(num_classes=3, hidden_layers=2, hidden_size=8)
+    >>> head(np.zeros((2, 16), "float32")).shape
+    TensorShape([2, 3])
+    >>> [tuple(w.shape) for w in head.hidden_stack[0].weights + head.hidden_stack[1].weights]
+    [(16, 8), (8,), (8, 8), (8,)]
     """
 
     def __init__(self, num_classes, dropout=0.1, initializer_range=0.02, hidden_activation=None,
-                 **kwargs):
+                 hidden_layers=0, hidden_size=None, hidden_layers_activation="gelu", **kwargs):
         super().__init__(num_classes, dropout, initializer_range, **kwargs)
         if hidden_activation is not None and hidden_activation not in HIDDEN_ACTIVATIONS:
             raise ValueError(f"ClassificationHead: hidden_activation must be None or one of "
                              f"{sorted(HIDDEN_ACTIVATIONS)}, got {hidden_activation!r}.")
+        if isinstance(hidden_layers, bool) or not isinstance(hidden_layers, int) or (
+                hidden_layers < 0):
+            raise ValueError("ClassificationHead: hidden_layers must be an integer >= 0, "
+                             f"got {hidden_layers!r}.")
+        if hidden_size is not None and (isinstance(hidden_size, bool)
+                                        or not isinstance(hidden_size, int) or hidden_size < 1):
+            raise ValueError("ClassificationHead: hidden_size must be None or an integer >= 1, "
+                             f"got {hidden_size!r}.")
+        if hidden_layers_activation not in HIDDEN_ACTIVATIONS:
+            raise ValueError(f"ClassificationHead: hidden_layers_activation must be one of "
+                             f"{sorted(HIDDEN_ACTIVATIONS)}, got {hidden_layers_activation!r}.")
         self.hidden_activation = hidden_activation
+        self.hidden_layers = hidden_layers
+        self.hidden_size = hidden_size
+        self.hidden_layers_activation = hidden_layers_activation
 
     def build(self, input_shape):
-        super().build(input_shape)
+        width = input_shape[-1]
+        size = self.hidden_size or width
+        super().build((*input_shape[:-1], size if self.hidden_layers else width))
         if self.hidden_activation:
             self.hidden = Dense(
-                input_shape[-1], kernel_initializer=_initializer(self.initializer_range),
+                width, kernel_initializer=_initializer(self.initializer_range),
                 dtype=self.dtype_policy, name="hidden")
             self.hidden.build(input_shape)
+        self.hidden_stack = []
+        for i in range(self.hidden_layers):
+            dense = Dense(size, kernel_initializer=_initializer(self.initializer_range),
+                          dtype=self.dtype_policy, name=f"hidden_{i + 1}")
+            dense.build((*input_shape[:-1], size if i else width))
+            self.hidden_stack.append(dense)
 
     def call(self, inputs, training=None):
         if self.hidden_activation:
             hidden = self.hidden(self.dropout_layer(inputs, training=training))  # (B, H)
-            if self.hidden_activation == "gelu":  # the erf GELU of ELECTRA's head
-                inputs = keras.activations.gelu(hidden, approximate=False)
-            else:
-                inputs = keras.activations.get(self.hidden_activation)(hidden)
+            inputs = _activation(self.hidden_activation, hidden)
+        for dense in self.hidden_stack:
+            inputs = _activation(self.hidden_layers_activation,
+                                 dense(self.dropout_layer(inputs, training=training)))
         return super().call(inputs, training=training)
 
     def get_config(self):
         config = super().get_config()
-        config.update(hidden_activation=self.hidden_activation)
+        config.update(hidden_activation=self.hidden_activation, hidden_layers=self.hidden_layers,
+                      hidden_size=self.hidden_size,
+                      hidden_layers_activation=self.hidden_layers_activation)
         return config
+
+
+def _activation(name, x):
+    """A name of `HIDDEN_ACTIVATIONS` applied to `x`; "gelu" is the erf GELU of ELECTRA's
+    head, as BERT's feed-forward layers compute it."""
+    if name == "gelu":
+        return keras.activations.gelu(x, approximate=False)
+    return keras.activations.get(name)(x)
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")

@@ -41,10 +41,10 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras.errors import InputError
-from bert_keras.files import writing
+from bert_keras.files import is_local, move_directory, writing
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.encoder.inference import cast_for_inference, uses_transposed_kernels
-from bert_keras.serving import op_audit
+from bert_keras.serving import int8_check, op_audit
 from bert_keras.serving import signatures as sigs
 from bert_keras.serving.export_config import DTYPES
 from bert_keras.serving.warmup import warmup_requests, write_warmup
@@ -56,10 +56,12 @@ from bert_keras.text.tokenizers import load_tokenizer
 METADATA_FILE = "bert_keras_metadata.json"
 
 OUTPUT_DOCS = {
-    "probabilities": "class probabilities (softmax; sigmoid for multi_label)",
+    "probabilities": "class probabilities (softmax; sigmoid for multi_label; over the choices "
+                     "for multiple_choice)",
     "label_ids": "index of the predicted class (multi_label: 1 where probability >= 0.5)",
     "labels": "name of the predicted class (multi_label: chosen names joined with ',')",
     "scores": "regression outputs",
+    "choice": "index of the best choice (multiple_choice)",
     "tokens": "words of the text (the tokenizer's words, or the given words), '' padding",
     "tags": "predicted tag of each word, '' padding",
     "tag_ids": "index of each word's tag, -1 padding",
@@ -105,7 +107,7 @@ def check_export_base(base_dir, model_name, name="base_dir"):
     line naming `name` (the flag) and the path, not in TensorFlow's makedirs after the export.
     Local paths only (a gs:// path is left to the file system)."""
     base_dir = os.fspath(base_dir)
-    if "://" in base_dir:
+    if not is_local(base_dir):
         return
     path = os.path.abspath(os.path.join(base_dir, model_name))
     while not os.path.lexists(path) and os.path.dirname(path) != path:
@@ -133,12 +135,18 @@ def _signature_functions(functions):
 
         def pre(text_a, text_b):
             return functions.preprocess(text_a, text_b)
-    else:
+    elif fields == ("question", "context"):
         def serve(question, context):
             return functions.serve(question, context)
 
         def pre(question, context):
             return functions.preprocess(question, context)
+    else:  # the specs' names are the signature's input names
+        def serve(*texts):
+            return functions.serve(*texts)
+
+        def pre(*texts):
+            return functions.preprocess(*texts)
     ids = [tf.TensorSpec([None, None], tf.int32, name=n)
            for n in ("input_word_ids", "input_mask", "input_type_ids")]
     fns = {
@@ -180,7 +188,7 @@ def _remove_abandoned_exports(model_dir):
     """Deletes `.tmp-VERSION-PID` directories of exports whose process is gone (killed
     mid-export: TF Serving ignores them, but they hold a whole model each). Local paths only:
     a process id means nothing on another machine's file system."""
-    if "://" in model_dir:
+    if not is_local(model_dir):
         return
     for name in os.listdir(model_dir):
         match = re.fullmatch(r"\.tmp-\d+-(\d+)", name)
@@ -235,7 +243,7 @@ def serving_functions(model, tokenizer, info, dtype="float32", top_k=5, kernel_l
 
 def export_saved_model(model, tokenizer, info, base_dir, model_name, version=None,
                        dtype="float32", top_k=5, extra_allowed_ops=(), examples=None,
-                       kernel_layout="auto", **options):
+                       kernel_layout="auto", calibration_examples=None, **options):
     """Exports a Keras task model (or bare encoder) to BASE_DIR/MODEL_NAME/VERSION/.
 
     Args:
@@ -245,8 +253,10 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
       base_dir: e.g. "saved_models".
       model_name: the served model's name (the directory under base_dir).
       version: positive int; None: the next free version.
-      dtype: "float32" (default) or "bfloat16" (encoder weights and compute in bfloat16, heads
-        and outputs float32); never chosen from the exporting machine.
+      dtype: "float32" (default), "bfloat16" (encoder weights and compute in bfloat16, heads
+        and outputs float32) or "int8" (the encoder's dense kernels and token embeddings stored
+        in int8, compute float32: `inference.quantize_for_inference`); never chosen from the
+        exporting machine.
       top_k: fill-mask predictions per [MASK].
       extra_allowed_ops: op names the audit should accept besides core TF and TF Serving's
         tf-text ops (only if your model server links them).
@@ -254,6 +264,9 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
       kernel_layout: the encoder blocks' dense kernel layout, for the serving CPU's speed
         only (`inference.uses_transposed_kernels`): "auto" (by dtype), "keras" or
         "transposed" (float32 on AVX2-only CPUs).
+      calibration_examples: dtype "int8" only: {input name: list of texts}, the task's own
+        examples (`int8_check.read_calibration_file`) on which the int8 copy is checked
+        against float32; the result goes into the metadata ("int8_check") and the log.
       options: the task type's, None for its default (span QA: max_answer_tokens, the
         longest answer; doc_stride and max_windows, how a long context is cut; default:
         task.json's "decoding", as the run that trained it answered).
@@ -272,6 +285,8 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}.")
     transposed = uses_transposed_kernels(dtype, kernel_layout)  # a bad name fails here
+    if calibration_examples is not None and dtype != "int8":
+        raise InputError(f"{int8_check.FLAG} checks an int8 export; this one is {dtype}.")
     functions = serving_functions(model, tokenizer, info, dtype, top_k, kernel_layout,
                                   **options)
     fns = _signature_functions(functions)
@@ -285,6 +300,14 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
         top_k=None, max_answer_tokens=None, signatures=describe_signatures(signatures),
     )
     metadata.update(functions.task.export_metadata(functions))
+    if calibration_examples is not None:
+        reference = serving_functions(model, tokenizer, info, "float32", top_k, "keras",
+                                      **options)
+        check = int8_check.compare_outputs(reference, functions, calibration_examples)
+        logging.info("int8 against float32 on %d calibration examples: agreement %s, largest "
+                     "difference %s", check["examples"], check["agreement"],
+                     check["max_abs_difference"])
+        metadata["int8_check"] = check
     tf.io.gfile.makedirs(model_dir)
     _remove_abandoned_exports(model_dir)
     tmp = os.path.join(model_dir, f".tmp-{version}-{os.getpid()}")
@@ -292,7 +315,7 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
     try:
         with writing(final):  # a full disk: one line naming the version directory
             for name, source in tokenizer.asset_files.items():
-                shutil.copyfile(source, os.path.join(staging, name))
+                tf.io.gfile.copy(source, os.path.join(staging, name), overwrite=True)
             with open(os.path.join(staging, METADATA_FILE), "w", encoding="utf-8") as f:
                 json.dump(metadata, f, indent=2)
             # The root tracks the variables as a plain list, like keras.export.ExportArchive:
@@ -309,7 +332,7 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
             tf.saved_model.save(root, tmp, signatures=signatures)
             op_audit.audit_saved_model(tmp, extra_allowed=extra_allowed_ops)
             write_warmup(tmp, model_name, warmup_requests(functions, examples))
-            tf.io.gfile.rename(tmp, final)
+            move_directory(tmp, final, marker="saved_model.pb")  # TF Serving needs it whole
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if tf.io.gfile.exists(tmp):
@@ -339,9 +362,11 @@ def export_task(task_dir, base_dir, model_name=None, **kwargs):
 def run_export(config):
     """The export of an ExportConfig (tools/export.py): a task directory or a bare encoder."""
     source = config.task_dir or config.encoder_dir
-    # Before loading the model: a bad --export_dir_base fails at once.
+    # Before loading the model: a bad --export_dir_base or --calibration_file fails at once.
     check_export_base(config.export_dir_base, config.model_name or default_model_name(source),
                       "--export_dir_base")
+    if config.calibration_file:
+        int8_check.read_calibration_file(config.calibration_file, None)
     if config.task_dir:
         model, tokenizer, info = registry.load_task(config.task_dir)
     else:
@@ -360,17 +385,24 @@ def run_export(config):
             raise InputError(f"--pairs: {source} is a {info['task']} model, whose export does "
                              "not take text pairs.")
         info = dict(info, text_fields=["text_a", "text_b"])
+    calibration = None
+    if config.calibration_file:
+        calibration = int8_check.read_calibration_file(config.calibration_file,
+                                                       info["text_fields"])
     return export_saved_model(model, tokenizer, info, config.export_dir_base,
                               config.model_name or default_model_name(source),
                               version=config.version, dtype=config.dtype, top_k=config.top_k,
                               extra_allowed_ops=config.allow_ops,
                               kernel_layout=config.kernel_layout,
+                              calibration_examples=calibration,
                               max_answer_tokens=config.max_answer_tokens,
                               doc_stride=config.doc_stride, max_windows=config.max_windows)
 
 
 def default_model_name(path):
-    parts = os.path.normpath(os.path.abspath(os.fspath(path))).split(os.sep)
+    path = os.fspath(path)
+    parts = (os.path.normpath(os.path.abspath(path)).split(os.sep) if is_local(path)
+             else path.rstrip("/").split("/"))
     name = parts[-1]
     if name in ("best", "final", "encoder", "export") and len(parts) > 1:
         name = parts[-2]

@@ -19,7 +19,7 @@ from bert_keras.models.encoder.inference import KERNEL_LAYOUTS
 from bert_keras.tasks.embedding.pooling import POOLINGS
 
 # No "auto": an export answers the same whatever machine made it (bfloat16 is an opt-in).
-DTYPES = ("float32", "bfloat16")
+DTYPES = ("float32", "bfloat16", "int8")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +36,9 @@ class ExportConfig(Config):
                         "on any machine), or bfloat16 (opt-in: encoder weights and compute in "
                         "bfloat16, heads and outputs float32; faster where the serving CPU "
                         "has AMX or AVX512-BF16; emulated elsewhere, 2-3.5x slower than "
-                        "float32).", choices=DTYPES)
+                        "float32), or int8 (the encoder's dense kernels and token embeddings "
+                        "stored in int8, per channel: ~27% of float32's size, compute float32; "
+                        "for memory, not speed: docs/serving.md).", choices=DTYPES)
     seq_length: int = option(None, "Maximum tokens per request row; default: task.json's "
                              "seq_length (128 for --encoder_dir and transformers checkpoints, "
                              "or the position table where shorter); refused beyond the "
@@ -61,6 +63,11 @@ class ExportConfig(Config):
                               "request with a longer one is refused (InvalidArgument).")
     allow_ops: tuple = option((), "Extra op names the audit accepts (only if your model server "
                               "links them).")
+    calibration_file: str = option(None, "With --dtype=int8: a few hundred examples of the "
+                                   "task's own data, one per line, fields tab-separated in the "
+                                   "order of the export's inputs; the int8 model's answers on "
+                                   "them are compared with float32's (the metadata's "
+                                   "int8_check).")
     kernel_layout: str = option("auto", "Layout of the encoder's dense kernels, for serving "
                                 "speed only (same answers): auto (transposed for bfloat16, "
                                 "Keras' for float32: the faster on AVX-512 servers), keras, or "
@@ -88,5 +95,8 @@ class ExportConfig(Config):
             value = getattr(self, name)
             check(value is None or value >= 1, f"--{name} must be positive, got {value}.")
         check(self.dtype in DTYPES, f"--dtype={self.dtype!r} is not one of {DTYPES}.")
+        check(not self.calibration_file or self.dtype == "int8",
+              f"--calibration_file checks an int8 export: give it with --dtype=int8, not "
+              f"--dtype={self.dtype}.")
         check(self.kernel_layout in KERNEL_LAYOUTS,
               f"--kernel_layout={self.kernel_layout!r} is not one of {KERNEL_LAYOUTS}.")

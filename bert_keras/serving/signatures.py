@@ -9,7 +9,8 @@ so the SavedModel needs no Python from this project. `ServingFunctions` binds a 
 tokenizer and its task object; each task type's `serve` (bert_keras/tasks/) computes the
 outputs below, packing with `text.packing.pack_segments` like `BertPreprocessor`.
 
-Signatures (all batch sizes, including 0; all string inputs are tf.string [B]). Every input is
+Signatures (all batch sizes, including 0; string inputs are tf.string [B], multiple choice's
+`choices` [B, K]). Every input is
 checked in the graph before use (`input_checks`): another rank, ids outside the model's
 vocabulary or token types, or a mask other than 0/1 fail the request with an
 InvalidArgumentError naming the input, and the server goes on serving.
@@ -37,6 +38,10 @@ span_qa             question, context      answer string [B], answer_start / ans
                                            The best span over every window of the context
                                            (cut as spans.span_features cuts it); more than
                                            max_windows windows: refused
+multiple_choice     text, choices [B, K]   probabilities float32 [B, K] (softmax over the
+                                           choices), choice int32 [B] (index of the best);
+                                           any K >= 2; each choice packed as the pair
+                                           (text, choice)
 pretraining         text (with [MASK])     mask_positions int32 [B, P] (-1 padding),
                                            top_k_ids int32 [B, P, K], top_k_tokens string
                                            [B, P, K], top_k_scores float32 [B, P, K]
@@ -99,7 +104,8 @@ class ServingFunctions:
         self.vocab_tokens = tf.constant(tokenizer.vocab)
 
     def text_signature(self):
-        return [tf.TensorSpec([None], tf.string, name=name) for name in self.text_fields]
+        return [tf.TensorSpec([None] * self.task.serving_ranks.get(name, 1), tf.string, name=name)
+                for name in self.text_fields]
 
     def encode(self, input_word_ids, input_mask, input_type_ids):
         inputs = checked_token_ids(
@@ -124,8 +130,12 @@ class ServingFunctions:
         return self.task.serve_extra(self, name, checked_strings(inputs, ranks))
 
     def checked(self, texts):
-        """The text inputs (in `text_fields` order), each refused in the graph unless rank 1."""
-        checked = checked_texts(dict(zip(self.text_fields, texts)))
+        """The text inputs (in `text_fields` order), each refused in the graph unless rank 1
+        (or the rank the task's `serving_ranks` gives it)."""
+        inputs = dict(zip(self.text_fields, texts))
+        ranks = self.task.serving_ranks
+        checked = checked_texts({k: v for k, v in inputs.items() if k not in ranks})
+        checked.update(checked_strings({k: v for k, v in inputs.items() if k in ranks}, ranks))
         return tuple(checked[name] for name in self.text_fields)
 
     # -- what the task types' serving functions use ---------------------------------------------

@@ -65,8 +65,9 @@ class Task:
 
     # -- data ---------------------------------------------------------------------------------
 
-    def read_files(self, paths, file_format, labeled=True, **options):
-        """Examples from files of one format (readers' options: columns, fields, header)."""
+    def read_files(self, paths, file_format, labeled=True, options=None, **reader_options):
+        """Examples from files of one format (`reader_options`: columns, fields, header;
+        `options`: the run's task options, None: their defaults)."""
         raise NotImplementedError(f"{self.name} does not read files")
 
     def is_labeled(self, examples):
@@ -93,6 +94,21 @@ class Task:
         """Length-bucketed (inputs, targets) batches for model.fit."""
         return batching.make_dataset(features, batch_size, self.label_keys, shuffle=shuffle,
                                      seed=seed, pad_id=pad_id)
+
+    # -- TFDS datasets (data.finetuning.tfds) ---------------------------------------------------
+
+    def tfds_reader(self, dataset, *, text_a_field=None, text_b_field=None, label_field=None):
+        """How this task type reads the rows of `dataset` (a `tfds.TfdsDataset`): an object
+        with `example(row, where, split)` and `label_map()` (the ClassLabel order; None:
+        from the examples) whose attributes name the features it reads; the fields: the
+        --text_a_field / --text_b_field / --label_field flags (None: found from the
+        features). InputError (one line) where the features do not make this task."""
+        dataset.refuse(f"--task={self.name} does not read TFDS datasets.")
+
+    def reads_tfds(self, dataset, label_field=None):
+        """Whether `dataset`'s features make a task of this type (asked when --task is not
+        given, in `registry.TFDS_INFERENCE`'s order)."""
+        return False
 
     # -- fine-tuned transformers checkpoints ----------------------------------------------------
 
@@ -150,6 +166,10 @@ class Task:
     def serving_text_fields(self, info):
         """The serving_default input names, from task.json's dict."""
         return ("text",)
+
+    # The serving_default inputs of another rank than 1 ([B]: a text per row), e.g.
+    # {"choices": 2} for [B, K] strings; each is refused in the graph unless of its rank.
+    serving_ranks = {}
 
     def serving_labels(self, model, labels):
         """The label names the export serves (checked against the model), or None."""

@@ -6,28 +6,34 @@ Adding a task type: write the package `bert_keras/tasks/<name>/` with a `Task` s
 its class to TASK_TYPES below (see docs/architecture.md).
 
 >>> sorted(FINETUNING_TASKS)
-['classification', 'multi_label', 'regression', 'span_qa', 'tagging']
+['classification', 'multi_label', 'multiple_choice', 'regression', 'span_qa', 'tagging']
 >>> get_task("span_qa").label_keys
 ('start_positions', 'end_positions')
 """
 
 from bert_keras import files
 from bert_keras.checkpoints import huggingface
+from bert_keras.data.finetuning import tfds
 from bert_keras.errors import InputError
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.tasks import task_io
 from bert_keras.tasks.classification import Classification, MultiLabel, Regression
 from bert_keras.tasks.embedding import Embedding
 from bert_keras.tasks.encoder import Encoder
+from bert_keras.tasks.multiple_choice import MultipleChoice
 from bert_keras.tasks.pretraining import Pretraining
 from bert_keras.tasks.span_qa import SpanQA
 from bert_keras.tasks.tagging import Tagging
 from bert_keras.text.tokenizers import load_tokenizer
 
 TASK_TYPES = {cls.name: cls for cls in (
-    Classification, MultiLabel, Regression, Tagging, SpanQA, Pretraining, Encoder, Embedding)}
+    Classification, MultiLabel, Regression, Tagging, SpanQA, MultipleChoice, Pretraining,
+    Encoder, Embedding)}
 TASKS = tuple(TASK_TYPES)
 FINETUNING_TASKS = tuple(name for name, cls in TASK_TYPES.items() if cls.finetunable)
+# The task types a TFDS dataset's features can make without --task, asked in this order: those
+# whose features say it alone (SQuAD's; words + tags) before those a label feature's kind tells.
+TFDS_INFERENCE = (SpanQA, Tagging, Regression, MultiLabel, Classification)
 
 
 def task_of_model(model):
@@ -43,6 +49,21 @@ def get_task(name):
     if name not in TASK_TYPES:
         raise ValueError(f"Unknown task {name!r}; expected one of {TASKS}.")
     return TASK_TYPES[name]()
+
+
+def tfds_task_of(dataset, label_field=None):
+    """The Task object whose features `dataset` (a `tfds.TfdsDataset`) has, the first of
+    TFDS_INFERENCE (`Task.reads_tfds`); refused in one line if none."""
+    for cls in TFDS_INFERENCE:
+        if cls().reads_tfds(dataset, label_field):
+            return cls()
+    label = label_field if label_field in dataset.kinds else tfds.DEFAULT_LABEL_FIELD
+    dataset.refuse("cannot tell its task (no SQuAD features, no tokens + ner tags, no "
+                   f"{label!r} label feature); pass --task and name the features with "
+                   "--text_a_field, --text_b_field and --label_field.")
+
+
+tfds.use_task_types(get_task, tfds_task_of)  # data/ reads TFDS rows through these
 
 
 def load_task(directory):

@@ -58,12 +58,13 @@ from bert_keras.training.precision import dtype_policy, resolve_dtype
 
 def load_tfds_data(config):
     """(train, eval or None, test or None, label_map or None) of the config's TFDS dataset,
-    read as its --task (`tfds.TfdsTask`: prepared in --tfds_data_dir, or refused in one line
-    unless --tfds_download). The eval split defaults to validation (validation_matched for
-    glue/mnli), and to none for a dataset known to have no such split."""
+    read as its --task (`tfds.TfdsTask`, by the Task's `tfds_reader`: prepared in
+    --tfds_data_dir, or refused in one line unless --tfds_download). The eval split defaults
+    to validation (validation_matched for glue/mnli), and to none for a dataset known to have
+    no such split."""
     data = config.data
     name = data.tfds.tfds_name
-    task = tfds.TfdsTask(name, data.tfds.tfds_data_dir, task=config.task,
+    task = tfds.TfdsTask(name, data.tfds.tfds_data_dir, task=get_task(config.task),
                          download=data.tfds.tfds_download, text_a_field=data.text_a_field,
                          text_b_field=data.text_b_field, label_field=data.label_field)
     eval_split = data.tfds_eval_split or (
@@ -87,6 +88,7 @@ def read_files(config, name, labeled=True):
         return None
     file_format = config.file_format(paths[0])
     examples = get_task(config.task).read_files(paths, file_format, labeled,
+                                                options=config.task_options,
                                                 **config.data.reader_options())
     if name != "train_file":
         sanity.count_empty_texts(examples, name.removesuffix("_file"))

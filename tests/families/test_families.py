@@ -13,7 +13,6 @@ import pytest
 import tensorflow as tf
 
 import bert_keras as bk
-from bert_keras.serving import export
 from bert_keras.text.tokenizers import load_tokenizer
 
 import tool_runner  # tests/support: tools forked without their imports
@@ -167,10 +166,8 @@ def test_byte_bpe_pre_tokenization_emulates_the_lookahead():
 
 
 @pytest.mark.parametrize("name", ["albert", "distilbert", "roberta", "xlm_roberta"])
-def test_export_of_a_family_encoder_takes_raw_text(tmp_path, name):
-    path = export.run_export(bk.ExportConfig(encoder_dir=str(FAMILIES / name), model_name=name,
-                                             export_dir_base=str(tmp_path), seq_length=32,
-                                             dtype="float32"))
+def test_export_of_a_family_encoder_takes_raw_text(family_encoder_export, name):
+    path = family_encoder_export(name)
     loaded = tf.saved_model.load(path)
     ref = reference(name)
     import tensorflow_text  # noqa: F401  (the tokenizer ops of the SavedModel)
@@ -258,16 +255,15 @@ def test_presets_are_the_published_configs(preset):
 
 
 @pytest.mark.slow
-def test_family_exports_serve_in_a_process_without_this_project(tmp_path):
+def test_family_exports_serve_in_a_process_without_this_project(tmp_path,
+                                                                family_encoder_export):
     """The SavedModels of RoBERTa, ALBERT, DistilBERT and XLM-R encoders, loaded (TF1 and TF2
     loaders) in `python -I -S` with only TensorFlow and tensorflow-text: `preprocess` gives the
     family tokenizer's ids and `encode` the reference outputs."""
     from export_harness import _enc, _outputs, run_client
 
     names = ["roberta", "albert", "distilbert", "xlm_roberta"]
-    paths = {name: export.run_export(bk.ExportConfig(
-        encoder_dir=str(FAMILIES / name), model_name=name, export_dir_base=str(tmp_path / "saved"),
-        seq_length=32, dtype="float32")) for name in names}
+    paths = {name: family_encoder_export(name) for name in names}
     requests = {}
     for name, path in paths.items():
         ref = reference(name)

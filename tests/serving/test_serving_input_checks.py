@@ -45,12 +45,10 @@ def pairs(tiny_pairs_model):
 
 
 @pytest.fixture(scope="module")
-def roberta(tmp_path_factory):
-    """The RoBERTa family fixture exported as an encoder (1,000 ids, one token type)."""
-    path = export.run_export(bk.ExportConfig(
-        encoder_dir=str(FAMILIES / "roberta"), model_name="roberta", seq_length=32,
-        export_dir_base=str(tmp_path_factory.mktemp("saved"))))
-    return tf.saved_model.load(path)
+def roberta(family_encoder_export):
+    """The RoBERTa family fixture exported as an encoder (1,000 ids, one token type; conftest's
+    family_encoder_export: tools/export.py's export at 32 tokens)."""
+    return tf.saved_model.load(family_encoder_export("roberta"))
 
 
 def good_encode_inputs(loaded, **texts):

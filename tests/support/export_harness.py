@@ -1,13 +1,20 @@
 """Shared pieces of the export tests: a tiny encoder over the bundled vocab, request encoding,
-and the client that loads exports in a fresh interpreter without this project."""
+and the client that loads exports in an interpreter without this project (one per test
+process: serving_client.py --serve)."""
 
+import atexit
 import base64
 import json
 import os
 import pathlib
+import queue
+import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
+import threading
+import time
 
 import keras
 import numpy as np
@@ -59,22 +66,99 @@ def _dec(obj):
     return np.array(obj["values"], dtype=obj["dtype"]).reshape(obj["shape"])
 
 
+class _Client:
+    """serving_client.py --serve in a `python -I -S` process (cwd elsewhere, clean
+    environment), kept for the test process's life: one TensorFlow import per test process."""
+
+    def __init__(self):
+        self.home = home = tempfile.mkdtemp(prefix="serving_client_")
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home,
+               "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", **SERVER_ENVIRONMENT}
+        self.stderr = open(os.path.join(home, "stderr.txt"), "w+")
+        self.proc = subprocess.Popen([sys.executable, "-I", "-S", str(CLIENT), "--serve"],
+                                     cwd=home, env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        atexit.register(self.stop)
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)  # the process ended
+
+    def stderr_tail(self):
+        self.stderr.flush()
+        self.stderr.seek(0)
+        return self.stderr.read()[-4000:]
+
+    def serve(self, config, timeout):
+        """The reply ({"ok": ..., "error": ...}) to one config, or None if the process died."""
+        self.proc.stdin.write(f"{config}\n")
+        self.proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            if line is None:
+                return None
+            if line.startswith(REPLY):
+                return json.loads(line[len(REPLY):])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.stderr.close()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+_client = None
+_client_lock = threading.Lock()
+REPLY = "serving_client:"  # serving_client.REPLY: the line that answers a config
+
+
+def _serve(tmp_path, config):
+    """Runs one config: in this test process's client (started on first use), or in a fresh
+    process of its own with BERT_KERAS_TESTS_FRESH_CLIENT=1."""
+    if os.environ.get("BERT_KERAS_TESTS_FRESH_CLIENT") == "1":
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+               "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", **SERVER_ENVIRONMENT}
+        proc = subprocess.run([sys.executable, "-I", "-S", str(CLIENT), str(config)],
+                              cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        return
+    global _client
+    with _client_lock:
+        if _client is None or _client.proc.poll() is not None:
+            _client = _Client()
+        try:
+            reply = _client.serve(config, timeout=600)
+        except queue.Empty:
+            _client.proc.kill()
+            raise AssertionError("serving_client.py took over 600 s: "
+                                 + _client.stderr_tail()) from None
+        assert reply is not None, "serving_client.py died: " + _client.stderr_tail()
+        assert reply["ok"], reply["error"]
+
+
 def run_client(tmp_path, exports, requests=None):
     """Runs serving_client.py in a fresh `python -I -S` (cwd elsewhere, clean environment),
     set as docs/serving.md recommends for a model server (`SERVER_ENVIRONMENT`: oneDNN
     keeps each matmul's weights from their first use), so every answer the tests check also
-    checks that none of them went stale."""
+    checks that none of them went stale. The process serves every run_client of this test
+    process (its TensorFlow import paid once; see serving_client.py --serve): each run still
+    checks that the project is not importable there, and a request that kills it fails."""
     site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     out = tmp_path / "client_out.json"
     config = tmp_path / "client_config.json"
     config.write_text(json.dumps(dict(site=site, exports=[str(e) for e in exports],
                                       requests={str(k): v for k, v in (requests or {}).items()},
-                                      out=str(out))))
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
-           "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", **SERVER_ENVIRONMENT}
-    proc = subprocess.run([sys.executable, "-I", "-S", str(CLIENT), str(config)], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+                                      out=str(out), cwd=str(tmp_path), home=str(tmp_path))))
+    _serve(tmp_path, config)
     report = json.loads(out.read_text())
     assert report["bert_keras_importable"] is False
     project_dirs = {str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "support"),

@@ -1,6 +1,7 @@
 """Loads exports the way TF Serving does, in a process without this project (run by test_export).
 
     python -I -S tests/support/serving_client.py CONFIG.json
+    python -I -S tests/support/serving_client.py --serve   # one CONFIG path a line on stdin
 
 -I: no PYTHONPATH, no script directory, no user site; -S: no site-packages .pth files (so an
 editable install of bert_keras is not on the path either). CONFIG holds {"site": [dirs with
@@ -13,6 +14,11 @@ inputs]]}, "out": path}; inputs are encoded by `encode`. For each export the cli
   3. replays the warmup requests and the extra requests through both, recording outputs or
      errors (a bad request must give an error, never kill the process),
 and writes everything to "out" as JSON.
+
+With --serve it stays up and answers one CONFIG path per line of stdin (a REPLY line on stdout
+for each, once its "out" is written, or the traceback if it failed): the tests then pay
+TensorFlow's import once per test process instead of once per batch of exports, and every
+batch is still served in a process without this project.
 """
 
 import base64
@@ -96,10 +102,13 @@ def parse_prediction_log(raw):
     return name, signature, inputs
 
 
+REPLY = "serving_client:"
+
+
 def main(config_path):
     with open(config_path) as f:
         config = json.load(f)
-    sys.path.extend(config["site"])
+    sys.path.extend(d for d in config["site"] if d not in sys.path)
     report = {"sys_path": sys.path, "bert_keras_importable":
               importlib.util.find_spec("bert_keras") is not None}
     import numpy as np
@@ -174,5 +183,27 @@ def main(config_path):
         json.dump(report, f)
 
 
+def serve():
+    """Answers CONFIG paths, one a line of stdin, until stdin closes (see the docstring)."""
+    import traceback
+
+    for line in sys.stdin:
+        config_path = line.strip()
+        if not config_path:
+            continue
+        try:
+            with open(config_path) as f:
+                config = json.load(f)
+            os.chdir(config.get("cwd") or os.getcwd())
+            if config.get("home"):
+                os.environ["HOME"] = config["home"]
+            main(config_path)
+            reply = {"ok": True}
+        except Exception:  # a bug of a test or of an export: reported, the server goes on
+            reply = {"ok": False, "error": traceback.format_exc()[-4000:]}
+        sys.stdout.write(REPLY + json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    serve() if sys.argv[1] == "--serve" else main(sys.argv[1])

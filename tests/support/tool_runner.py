@@ -54,22 +54,19 @@ def _forkable(argv, kwargs):
             and set(kwargs) <= {"capture_output", "text", "cwd", "env", "timeout", "input"})
 
 
-def run(argv, **kwargs):
-    """subprocess.run(argv, **kwargs) for a Python tool, forked from the server (see the
-    module docstring); other calls go to subprocess.run as they are."""
-    argv = [os.fspath(a) for a in argv]
-    if not _forkable(argv, kwargs):
-        return subprocess.run(argv, **kwargs)
-    text, data = kwargs.get("text", False), kwargs.get("input")
+def _serve(argv, cwd, env, timeout, data, stdout=None, stderr=None):
+    """Runs argv forked from the server: stdin `data` (bytes), stdout and stderr into files
+    (or at the paths given). Returns (exit status or None on a timeout, stdout, stderr)."""
     with tempfile.TemporaryDirectory(prefix="tool_run_") as d:
         paths = {name: os.path.join(d, name) for name in ("stdin", "stdout", "stderr")}
         with open(paths["stdin"], "wb") as f:
-            f.write(b"" if data is None else data.encode() if text else data)
+            f.write(data)
         for name in ("stdout", "stderr"):
             open(paths[name], "wb").close()
-        request = dict(argv=argv, cwd=os.fspath(kwargs.get("cwd") or os.getcwd()),
-                       env=dict(kwargs.get("env") or os.environ),
-                       timeout=kwargs.get("timeout"), **paths)
+        paths.update({name: path for name, path in (("stdout", stdout), ("stderr", stderr))
+                      if path is not None})
+        request = dict(argv=argv, cwd=os.fspath(cwd or os.getcwd()), env=dict(env or os.environ),
+                       timeout=timeout, **paths)
         global _server
         with _lock:  # one request at a time per server
             if _server is None or _server.poll() is not None:
@@ -81,12 +78,41 @@ def run(argv, **kwargs):
             except EOFError:  # a bug of the server, not of the tool
                 raise RuntimeError(f"tool_server.py died running {argv[1:]}; "
                                    "BERT_KERAS_TESTS_FORK=0 runs plain subprocesses") from None
-        out, err = (pathlib.Path(paths[name]).read_bytes() for name in ("stdout", "stderr"))
+        out, err = (pathlib.Path(os.path.join(d, name)).read_bytes()
+                    for name in ("stdout", "stderr"))
+    return returncode, out, err
+
+
+def run(argv, **kwargs):
+    """subprocess.run(argv, **kwargs) for a Python tool, forked from the server (see the
+    module docstring); other calls go to subprocess.run as they are."""
+    argv = [os.fspath(a) for a in argv]
+    if not _forkable(argv, kwargs):
+        return subprocess.run(argv, **kwargs)
+    text, data = kwargs.get("text", False), kwargs.get("input")
+    returncode, out, err = _serve(argv, kwargs.get("cwd"), kwargs.get("env"),
+                                  kwargs.get("timeout"),
+                                  b"" if data is None else data.encode() if text else data)
     if text:
         out, err = out.decode(), err.decode()
     if returncode is None:
         raise subprocess.TimeoutExpired(argv, kwargs["timeout"], out, err)
     return subprocess.CompletedProcess(argv, returncode, out, err)
+
+
+def run_on_terminal(argv, terminal, env=None, cwd=REPO, timeout=600):
+    """Runs a Python tool (argv as for `run`) with stdin empty, stdout discarded and stderr
+    on `terminal` (a pseudo-terminal's path, `os.ttyname` of its slave end): what a person
+    watching it sees. Forked from the server as `run` does; returns the exit status."""
+    argv = [os.fspath(a) for a in argv]
+    if os.environ.get("BERT_KERAS_TESTS_FORK", "1") == "0":
+        with open(terminal, "w") as stderr:
+            return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=stderr, env=env, cwd=cwd, timeout=timeout).returncode
+    returncode, _, _ = _serve(argv, cwd, env, timeout, b"", stdout=os.devnull, stderr=terminal)
+    if returncode is None:
+        raise subprocess.TimeoutExpired(argv, timeout)
+    return returncode
 
 
 def run_tool(name, *args, text=True, input=None, env=None, timeout=600):

@@ -6,7 +6,6 @@ import json
 import os
 import pathlib
 import pty
-import subprocess
 import sys
 import threading
 
@@ -26,13 +25,10 @@ LINES = ["Jesus wept.", "", "In the beginning God created the heavens and the ea
 
 
 @pytest.fixture(scope="module")
-def tagger_export(tmp_path_factory):
+def tagger(tagger_export):
     """The bert_tagger fixture (a transformers *ForTokenClassification) exported at 16 tokens
-    a row, so the long line takes several rows."""
-    import bert_keras as bk
-
-    model = bk.BertTokenClassifier.from_pretrained(str(TAGGER), seq_length=16)
-    return bk.export_model(model, str(tmp_path_factory.mktemp("exports")), "tagger")
+    a row, so the long line takes several rows (conftest.tagger_export): (model, export)."""
+    return tagger_export("bert_tagger")
 
 
 def predict(export, lines, *args):
@@ -42,16 +38,17 @@ def predict(export, lines, *args):
     return [json.loads(line) for line in proc.stdout.splitlines()]
 
 
-def test_each_line_gets_only_its_own_words(tagger_export):
-    # (A line alone has to hold text: predict.py refuses an input of blank lines.)
-    alone = [predict(tagger_export, [line], "--batch_size=1")[0] if line else None
-             for line in LINES]
-    batched = predict(tagger_export, LINES, "--batch_size=32")
-    assert [r["line"] for r in batched] == [1, 2, 3, 4, 5]
+def test_each_line_gets_only_its_own_words(tagger):
+    _, export = tagger
+    # --batch_size=1: each model call holds one line only (predict.py's batches of lines).
+    alone = predict(export, LINES, "--batch_size=1")
+    batched = predict(export, LINES, "--batch_size=32")
+    assert [r["line"] for r in alone] == [r["line"] for r in batched] == [1, 2, 3, 4, 5]
     for one, row in zip(alone, batched):
         assert list(row) == ["line", "inputs", "outputs"]
         assert list(row["outputs"]) == sorted(row["outputs"])
-        assert one is None or row["outputs"] == one["outputs"], row["line"]
+        assert row["inputs"] == one["inputs"], row["line"]
+        assert row["outputs"] == one["outputs"], row["line"]
         out = row["outputs"]
         n = len(out["tokens"])
         assert all(len(out[k]) == n for k in ("tags", "tag_ids", "tag_scores", "token_starts",
@@ -72,12 +69,10 @@ def test_each_line_gets_only_its_own_words(tagger_export):
         assert all(list(e) == ["type", "text", "start", "end", "score"] for e in out["entities"])
 
 
-def test_words_mode_tags_each_given_word(tagger_export):
-    import bert_keras as bk
-
+def test_words_mode_tags_each_given_word(tagger):
+    model, export = tagger
     lines = ["Mr. Bumble's letter went to Jerusalem .", "Amen", "In  the\tbeginning"]
-    rows = predict(tagger_export, lines, "--words")
-    model = bk.BertTokenClassifier.from_pretrained(str(TAGGER), seq_length=16)
+    rows = predict(export, lines, "--words")
     words = [line.split() for line in lines]
     logits = model.predict(words)
     for row, given, want in zip(rows, words, logits):
@@ -106,13 +101,12 @@ def _run_with_terminal_stderr(args):
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     env = dict(os.environ, **dict(tool_runner.QUIET, TF_CPP_MIN_LOG_LEVEL="3"))
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "predict.py"), *args],
-                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
-                          env=env, cwd=ROOT, timeout=600)
+    status = tool_runner.run_on_terminal([sys.executable, str(ROOT / "tools" / "predict.py"),
+                                          *args], os.ttyname(slave), env=env, cwd=ROOT)
     os.close(slave)
     reader.join(timeout=10)
     os.close(master)
-    return proc.returncode, b"".join(shown).decode("utf-8", "replace")
+    return status, b"".join(shown).decode("utf-8", "replace")
 
 
 def test_a_progress_line_on_a_terminal_only(tmp_path, tiny_pairs_model):

@@ -9,9 +9,12 @@ length and pad each batch only to its own longest example (rounded up to a multi
 import keras
 import numpy as np
 import tensorflow as tf
+from keras import ops
 
 from bert_keras.data.finetuning import batching
 from bert_keras.models.layers import transposed_dense
+from bert_keras.models.layers.quantized_dense import Int8Dense
+from bert_keras.models.layers.transformer import TransformerBlock
 from bert_keras.names import INPUT_NAMES
 
 
@@ -56,6 +59,9 @@ def length_bucketed_batches(inputs, batch_size=32, pad_to_multiple=8):
 
 
 KERNEL_LAYOUTS = ("auto", "keras", "transposed")
+# The dense layers of a TransformerBlock, as (sublayer path, attribute) pairs.
+BLOCK_DENSE_LAYERS = (("attention", "qkv"), ("attention", "output_dense"), (None, "intermediate"),
+                      (None, "output_dense"))
 
 
 def uses_transposed_kernels(dtype, kernel_layout="auto"):
@@ -74,16 +80,19 @@ def uses_transposed_kernels(dtype, kernel_layout="auto"):
     """
     if kernel_layout not in KERNEL_LAYOUTS:
         raise ValueError(f"kernel_layout must be one of {KERNEL_LAYOUTS}, got {kernel_layout!r}.")
+    if dtype == "int8":
+        return False  # Int8Dense keeps Keras' layout
     if kernel_layout == "auto":
         return dtype != "float32"
     return kernel_layout == "transposed"
 
 
-def cast_for_inference(model, dtype="bfloat16", kernel_layout="auto"):
+def cast_for_inference(model, dtype="bfloat16", kernel_layout="auto", force_copy=False):
     """A copy of `model` (a BertEncoder, or a task model over one) for inference: encoder
     weights and compute all `dtype` (the heads stay float32), and the blocks' dense kernels
     in the layout `kernel_layout` picks (`uses_transposed_kernels`; transposed:
-    `transposed_dense.TransposedDense`). `model` itself if it already is both.
+    `transposed_dense.TransposedDense`). `model` itself if it already is both, unless
+    `force_copy`.
 
     bfloat16 is for CPUs with bfloat16 matmuls (AMX): faster than the `mixed_bfloat16`
     policy, which keeps float32 weights and casts every kernel to bfloat16 on every call.
@@ -91,12 +100,17 @@ def cast_for_inference(model, dtype="bfloat16", kernel_layout="auto"):
     tests/training/test_bfloat16_tolerance.py). float32 copies answer as `model` does, to
     float32 rounding. Do not train the copy: use mixed_bfloat16.
 
+    "int8" (`quantize_for_inference`): a float32 copy whose blocks' dense kernels and token
+    embeddings are stored in int8, dequantized before use (always a new copy).
+
     Example:
     >>> import bert_keras as bk
     >>> encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=100)
     >>> cast_for_inference(encoder).weights[0].dtype
     'bfloat16'
     """
+    if dtype == "int8":
+        return quantize_for_inference(model)
     transposed = uses_transposed_kernels(dtype, kernel_layout)
     config = keras.saving.serialize_keras_object(model)
     changed = False
@@ -116,11 +130,72 @@ def cast_for_inference(model, dtype="bfloat16", kernel_layout="auto"):
                 set_inference_config(value)
 
     set_inference_config(config)
-    if not changed:
+    if not changed and not force_copy:
         return model
     clone = keras.saving.deserialize_keras_object(config)
     transposed_dense.copy_weights(model, clone)
     return clone
+
+
+def quantize_for_inference(model):
+    """A float32 copy of `model` (a BertEncoder, or a task model over one) with the weights
+    that are most of its size stored in int8: every TransformerBlock's four dense kernels
+    (`Int8Dense`: per output column, symmetric) and each encoder's token embedding table
+    (Keras' own int8 `Embedding`: per row). Compute stays float32 (see quantized_dense.py
+    for why no int8 matmul); heads, biases, layer norms and the other embeddings stay
+    float32. `model` itself is left as it was.
+
+    Example:
+    >>> import bert_keras as bk
+    >>> encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=100)
+    >>> sorted({w.dtype for w in quantize_for_inference(encoder).weights})
+    ['float32', 'int8']
+    """
+    clone = cast_for_inference(model, "float32", "keras", force_copy=True)
+    for layer in _nested_layers(clone):
+        if isinstance(layer, TransformerBlock):
+            for path, name in BLOCK_DENSE_LAYERS:
+                owner = getattr(layer, path) if path else layer
+                _replace_sublayer(owner, name, _int8_copy(getattr(owner, name)))
+        embedding = getattr(layer, "token_embedding", None)
+        if isinstance(embedding, keras.layers.Embedding) and not embedding.quantization_mode:
+            embedding.quantize("int8")
+    return clone
+
+
+def _nested_layers(model):
+    """`model` and every layer inside it, depth first (each once)."""
+    seen, stack, found = set(), [model], []
+    while stack:
+        layer = stack.pop()
+        if id(layer) in seen:
+            continue
+        seen.add(id(layer))
+        found.append(layer)
+        stack.extend(getattr(layer, "layers", ()))
+    return found
+
+
+def _int8_copy(dense):
+    """The Int8Dense of a trained Keras-layout dense layer (same name, bias, no activation:
+    the blocks apply theirs after)."""
+    if getattr(dense, "activation", None) not in (None, keras.activations.linear):
+        raise ValueError(f"{dense.path} has an activation; Int8Dense computes none.")
+    return Int8Dense.from_kernel(ops.convert_to_numpy(dense.kernel),
+                                 ops.convert_to_numpy(dense.bias), name=dense.name)
+
+
+def _replace_sublayer(owner, name, layer):
+    """Sets `owner.<name>` to `layer`, untracking the layer it replaces, so that the old
+    float32 weights leave `owner.weights` (and the SavedModel). A built layer refuses new
+    state; Keras' own `Layer.quantize` unlocks its tracker the same way."""
+    owner._tracker.untrack(getattr(owner, name))
+    delattr(owner, name)
+    owner._tracker.unlock()
+    try:
+        setattr(owner, name, layer)
+    finally:
+        owner._tracker.lock()
 
 
 def inference_function(encoder, jit_compile=False, outputs=("sequence_output", "pooled_output")):

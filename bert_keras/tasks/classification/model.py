@@ -1,6 +1,7 @@
-"""`BertClassifier`: sequence classification or regression on the pooled [CLS] output.
+"""`BertClassifier`: sequence classification or regression on one vector per text: the
+pooled [CLS] output, or the tokens pooled (`POOLINGS`).
 
-Shape legend: B batch, T sequence length, C classes.
+Shape legend: B batch, T sequence length, H hidden size, C classes.
 
 x: the encoder inputs (`input_word_ids`, `input_mask`, `input_type_ids`, int32 (B, T)), or raw
 texts / pairs (`tasks.text_inputs`) when it carries a preprocessor. y by problem type
@@ -10,20 +11,54 @@ floats (B,) or (B, C).
 
 import keras
 
+from bert_keras.checkpoints import CheckpointError
 from bert_keras.models import head_checkpoints, heads
+from bert_keras.models.layers.pooling import SentencePooling
 from bert_keras.tasks.classification import problem_types
 from bert_keras.tasks.task_model import BertTaskModel, class_count, encoder_inputs, label_names
+
+# "cls": the encoder's pooled output (its pooler on [CLS], as BERT's classifier and every
+# transformers *ForSequenceClassification); the others pool the sequence output over the real
+# tokens (`SentencePooling`).
+POOLINGS = ("cls", "mean", "max", "attention")
+HEAD_ACTIVATIONS = heads.HIDDEN_ACTIVATIONS
+# The deeper head's default: GELU is the encoder's own feed-forward activation and, unlike
+# tanh, does not saturate, so a stack of layers keeps its gradients; unlike ReLU no unit of
+# a freshly initialized layer dies in a short fine-tuning run.
+DEFAULT_HEAD_ACTIVATION = "gelu"
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
 class BertClassifier(BertTaskModel):
-    """Sequence classification or regression on the pooled [CLS] output.
+    """Sequence classification or regression on the pooled [CLS] output, or on the tokens
+    pooled by `pooling`, through a head of `head_hidden_layers` more layers.
 
     Outputs float32 logits (B, num_classes). Default compile (AdamW at 5e-5), by
     `problem_type` (a name of `problem_types`, or its object):
     "single_label": sparse cross entropy from logits + accuracy (y: int labels (B,));
     "multi_label": binary cross entropy from logits + binary accuracy at logit 0
     (y: 0/1 floats (B, C)); "regression": mean squared error (y: floats (B, C), C=1 usually).
+
+    Args:
+      encoder: a `BertEncoder`.
+      num_classes: C.
+      problem_type: "single_label", "multi_label" or "regression".
+      dropout: the head's dropout rate, before each of its dense layers.
+      hidden_activation: the family's own head layer (RoBERTa "tanh", ELECTRA "gelu",
+        DistilBERT "relu"; None: BERT's, on the pooler); from_pretrained reads it.
+      labels: the class names, or None.
+      preprocessor: a `TextPreprocessor` (from_pretrained makes it), or None for ids only.
+      pooling: what the head reads: "cls" the pooled output (default; the encoder's last
+        block then runs on [CLS] only), "mean" / "max" the sequence output over the real
+        tokens (`input_mask`), "attention" their weighted sum by a learned score per token
+        (softmax over the real tokens).
+      head_hidden_layers: N >= 0 layers dense -> `head_activation` -> dropout before the
+        logits.
+      head_hidden_size: their width (None: the encoder's hidden size).
+      head_activation: "gelu" (default: the encoder's own activation, non-saturating),
+        "tanh" or "relu".
+    Only pooling="cls" and head_hidden_layers=0 have a transformers class
+    (`bk.save_transformers` refuses the others).
 
     Example:
     >>> import numpy as np
@@ -34,26 +69,52 @@ class BertClassifier(BertTaskModel):
     >>> history = clf.fit(x, np.array([0, 1, 2, 1]), verbose=0)
     >>> clf.predict(x, verbose=0).shape
     (4, 3)
+    >>> deeper = BertClassifier(bk.BertEncoder.from_preset("bert_tiny", vocab_size=100), 3,
+    ...                         pooling="attention", head_hidden_layers=2, head_hidden_size=64)
+    >>> deeper.predict(x, verbose=0).shape
+    (4, 3)
     """
 
     head_name = "classification_head"
     transformers_head = "ForSequenceClassification"
-    load_transformers_head = staticmethod(head_checkpoints.load_classification_head)
+
+    @staticmethod
+    def load_transformers_head(classifier, path):
+        """The head of a transformers `*ForSequenceClassification` directory, into a
+        classifier that computes what it computes (CheckpointError for a token pooling or
+        head layers: their head starts fresh)."""
+        if not classifier.has_transformers_head():
+            raise CheckpointError(f"{path}: a transformers classification head reads the "
+                                  f"pooler, through no more layers; this classifier has "
+                                  f"pooling={classifier.pooling!r}, head_hidden_layers="
+                                  f"{classifier.head_hidden_layers}.")
+        head_checkpoints.load_classification_head(classifier, path)
 
     def __init__(self, encoder, num_classes, problem_type="single_label", dropout=0.1,
-                 hidden_activation=None, labels=None, preprocessor=None, **kwargs):
+                 hidden_activation=None, labels=None, preprocessor=None, pooling="cls",
+                 head_hidden_layers=0, head_hidden_size=None,
+                 head_activation=DEFAULT_HEAD_ACTIVATION, **kwargs):
         try:
             problem = problem_types.get(problem_type)
         except ValueError as e:
             raise ValueError(f"BertClassifier: {e}") from None
+        check_head_options(pooling, head_hidden_layers, head_hidden_size, head_activation)
         head = heads.ClassificationHead(
             num_classes, dropout=dropout, initializer_range=encoder.initializer_range,
-            hidden_activation=hidden_activation, dtype=encoder.head_dtype_policy,
-            name="classification_head",
+            hidden_activation=hidden_activation, hidden_layers=head_hidden_layers,
+            hidden_size=head_hidden_size, hidden_layers_activation=head_activation,
+            dtype=encoder.head_dtype_policy, name="classification_head",
         )
         inputs = encoder_inputs()
-        # output_positions=(): the encoder's last block runs on [CLS] only.
-        logits = head(encoder(inputs, output_positions=())["pooled_output"])  # (B, C)
+        pooling_layer = None
+        if pooling == "cls":
+            # output_positions=(): the encoder's last block runs on [CLS] only.
+            pooled = encoder(inputs, output_positions=())["pooled_output"]  # (B, H)
+        else:
+            pooling_layer = SentencePooling(pooling, name="pooling")
+            pooled = pooling_layer(encoder(inputs)["sequence_output"],
+                                   inputs["input_mask"])  # (B, H) float32
+        logits = head(pooled)  # (B, C)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.num_classes = num_classes
         self.problem = problem
@@ -61,8 +122,20 @@ class BertClassifier(BertTaskModel):
         self.dropout = dropout
         self.hidden_activation = hidden_activation
         self.labels = label_names(labels, num_classes)
+        self.pooling = pooling
+        self.head_hidden_layers = head_hidden_layers
+        self.head_hidden_size = head_hidden_size
+        self.head_activation = head_activation
+        self.pooling_layer = pooling_layer
         self.classification_head = head
         self._finish_init(encoder, preprocessor=preprocessor)
+
+    def reads_pooled_output(self):
+        return getattr(self, "pooling", "cls") == "cls"
+
+    def has_transformers_head(self):
+        """Whether transformers' *ForSequenceClassification computes this pooling and head."""
+        return self.pooling == "cls" and not self.head_hidden_layers
 
     @classmethod
     def _pretrained_arguments(cls, path, trained, labels, kwargs):
@@ -71,12 +144,23 @@ class BertClassifier(BertTaskModel):
         if isinstance(trained, cls):
             kwargs.setdefault("problem_type", trained.problem_type)
             kwargs.setdefault("hidden_activation", trained.hidden_activation)
+            for key in HEAD_OPTIONS:  # the trained head's shape, so that it is kept
+                kwargs.setdefault(key, getattr(trained, key))
         else:
             kwargs.setdefault("hidden_activation",
                               head_checkpoints.classifier_head_activation(path))
         if labels is not None and len(labels) == kwargs["num_classes"]:
             kwargs.setdefault("labels", labels)
         return kwargs
+
+    def _keep_head(self, trained):
+        """The head's weights, and the attention pooling's score, of `trained` where each
+        has this model's shapes."""
+        super()._keep_head(trained)
+        mine, theirs = self.pooling_layer, trained.pooling_layer
+        if mine is not None and theirs is not None and [tuple(v.shape) for v in mine.weights] == [
+                tuple(v.shape) for v in theirs.weights]:
+            mine.set_weights(theirs.get_weights())
 
     def _checked_targets(self, y):
         return self.problem.check_targets(y, self.num_classes, type(self).__name__)
@@ -90,4 +174,27 @@ class BertClassifier(BertTaskModel):
     def _task_config(self):
         return dict(num_classes=self.num_classes, problem_type=self.problem_type,
                     dropout=self.dropout, hidden_activation=self.hidden_activation,
-                    labels=self.labels)
+                    labels=self.labels, **{key: getattr(self, key) for key in HEAD_OPTIONS})
+
+
+HEAD_OPTIONS = ("pooling", "head_hidden_layers", "head_hidden_size", "head_activation")
+
+
+def check_head_options(pooling, head_hidden_layers, head_hidden_size, head_activation):
+    """ValueError in one line naming the first of the classifier's pooling and head
+    arguments that is not one of its choices."""
+    if pooling not in POOLINGS:
+        raise ValueError(f"BertClassifier: pooling must be one of {POOLINGS}, got {pooling!r}.")
+    if not _is_int(head_hidden_layers) or head_hidden_layers < 0:
+        raise ValueError("BertClassifier: head_hidden_layers must be an integer >= 0, got "
+                         f"{head_hidden_layers!r}.")
+    if head_hidden_size is not None and (not _is_int(head_hidden_size) or head_hidden_size < 1):
+        raise ValueError("BertClassifier: head_hidden_size must be None (the encoder's hidden "
+                         f"size) or an integer >= 1, got {head_hidden_size!r}.")
+    if head_activation not in HEAD_ACTIVATIONS:
+        raise ValueError(f"BertClassifier: head_activation must be one of {HEAD_ACTIVATIONS}, "
+                         f"got {head_activation!r}.")
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -20,7 +20,7 @@ from bert_keras.data.finetuning import batching, features, readers
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import Task, class_labels
-from bert_keras.tasks.classification import problem_types
+from bert_keras.tasks.classification import problem_types, tfds_reader
 from bert_keras.tasks.classification.model import BertClassifier
 from bert_keras.tasks.classification.options import ClassificationOptions, MultiLabelOptions
 
@@ -34,9 +34,16 @@ class SequenceClassificationTask(Task):
     transformers_head = "ForSequenceClassification"
     options_class = ClassificationOptions
 
-    def read_files(self, paths, file_format, labeled=True, **options):
+    def read_files(self, paths, file_format, labeled=True, options=None, **reader_options):
         return read_classification_files(paths, file_format, self.problem_type.label_type,
-                                         labeled, **options)
+                                         labeled, **reader_options)
+
+    def tfds_reader(self, dataset, **fields):
+        return tfds_reader.LabeledTextReader(dataset, self.name, self.problem_type.label_type,
+                                             **fields)
+
+    def reads_tfds(self, dataset, label_field=None):
+        return tfds_reader.reads_label(dataset, label_field, self.problem_type.label_type)
 
     def text_fields(self, examples):
         return ["text_a", "text_b"] if examples and examples[0].text_b is not None else ["text"]
@@ -57,11 +64,15 @@ class SequenceClassificationTask(Task):
 
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None, options=None):
         """BertClassifier with the head of the checkpoint's family (RoBERTa, ELECTRA and
-        DistilBERT have their own), and its weights when the checkpoint is a fine-tuned
-        classifier with as many classes."""
+        DistilBERT have their own), the pooling and head layers of `options`
+        (`ClassificationOptions`), and the checkpoint's head weights when it is a fine-tuned
+        transformers classifier that computes the same (as many classes, pooling="cls", no
+        head layers)."""
         activation = head_checkpoints.classifier_head_activation(checkpoint) if checkpoint else None
+        options = options or self.options_class()
         model = BertClassifier(encoder, self.num_outputs(label_map), problem_type=self.problem_type,
-                               dropout=dropout, hidden_activation=activation)
+                               dropout=dropout, hidden_activation=activation,
+                               **options.model_arguments())
         labels = label_map.labels if label_map is not None else None
         if checkpoint and head_checkpoints.try_load_head(self.load_transformers_head, model,
                                                          checkpoint, labels):
@@ -69,7 +80,7 @@ class SequenceClassificationTask(Task):
         return model
 
     def load_transformers_head(self, model, path):
-        head_checkpoints.load_classification_head(model, path)
+        BertClassifier.load_transformers_head(model, path)
 
     def logits(self, model, features_, options):
         return np.stack(batching.predict(model, features_, options.eval_batch_size))  # (N, C)

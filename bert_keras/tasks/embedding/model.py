@@ -15,8 +15,9 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from bert_keras.models.layers.pooling import SentencePooling
 from bert_keras.tasks import text_inputs
-from bert_keras.tasks.embedding.pooling import SentencePooling, check_pooling
+from bert_keras.tasks.embedding.pooling import check_pooling
 from bert_keras.tasks.task_model import BertTaskModel, encoder_inputs
 from bert_keras.tasks.text_preprocessor import TEXT_FIELDS
 

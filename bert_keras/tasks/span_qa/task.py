@@ -14,6 +14,7 @@ from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import WARMUP_WINDOWS, Task, max_windows
 from bert_keras.tasks.graph_ops import byte_to_char
+from bert_keras.tasks.span_qa import tfds_reader
 from bert_keras.tasks.span_qa import windows as span_windows
 from bert_keras.tasks.span_qa.answer_inputs import DOC_STRIDE, MAX_ANSWER_LENGTH, MAX_QUERY_LENGTH
 from bert_keras.tasks.span_qa.model import BertSpanQA
@@ -34,10 +35,16 @@ class SpanQA(Task):
     options_class = SpanQAOptions
     extension_formats = {".json": "squad_json", ".jsonl": "squad_jsonl"}
 
-    def read_files(self, paths, file_format, labeled=True, **options):
+    def read_files(self, paths, file_format, labeled=True, options=None, **reader_options):
         if file_format == "squad_json":
             return readers.read_squad_json(paths)
         return readers.read_squad_jsonl(paths)
+
+    def tfds_reader(self, dataset, **fields):
+        return tfds_reader.SquadReader(dataset, **fields)
+
+    def reads_tfds(self, dataset, label_field=None):
+        return tfds_reader.reads_squad_features(dataset)
 
     def is_labeled(self, examples):
         return True

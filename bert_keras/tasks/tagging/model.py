@@ -13,7 +13,8 @@ import keras
 from bert_keras.models import head_checkpoints, heads
 from bert_keras.models.objectives.losses import TokenAccuracy, TokenCrossEntropy
 from bert_keras.tasks import targets
-from bert_keras.tasks.tagging import word_inputs
+from bert_keras.tasks.tagging import decoding, word_inputs
+from bert_keras.tasks.tagging.crf import CRF, CRFLoss, check_tag_sequences
 from bert_keras.tasks.task_model import BertTaskModel, class_count, encoder_inputs, label_names
 
 
@@ -45,6 +46,18 @@ class BertTokenClassifier(BertTaskModel):
     >>> history = tagger.fit([["Jesus", "wept", "."]], [["B-PER", "O", "O"]], verbose=0)
     >>> tagger.predict([["Jesus", "wept", "."], ["Amen"]]).shape
     TensorShape([2, None, 5])
+
+    `crf=True` adds a linear-chain CRF over each sentence's words (`crf.CRF`: learned
+    transition, start and end scores, zeros at first; a transformers checkpoint has none),
+    trained on its negative log-likelihood (`crf.CRFLoss`); the outputs stay the per-token
+    logits (the CRF's emissions; the `accuracy` metric reads their argmax), and `tag` /
+    `word_tags` decode the Viterbi path. `crf_learning_rate_multiplier` (100): how much
+    faster than the encoder the CRF's scores learn (`crf.CRF`). `crf_constraints="bio"`
+    forbids `I-X` first or after anything but `B-X` / `I-X` (from `labels`):
+    >>> tagger = BertTokenClassifier.from_pretrained("tests/fixtures/families/bert_tagger",
+    ...                                              crf=True, crf_constraints="bio")
+    >>> tagger.tag([["Jesus", "wept", "."]])
+    [['B-LOC', 'B-LOC', 'B-LOC']]
     """
 
     head_name = "token_classification_head"
@@ -52,6 +65,7 @@ class BertTokenClassifier(BertTaskModel):
     load_transformers_head = staticmethod(head_checkpoints.load_token_classification_head)
 
     def __init__(self, encoder, num_classes, dropout=0.1, labels=None, preprocessor=None,
+                 crf=False, crf_constraints="none", crf_learning_rate_multiplier=100.0,
                  **kwargs):
         head = heads.TokenClassificationHead(
             num_classes, dropout=dropout, initializer_range=encoder.initializer_range,
@@ -64,10 +78,27 @@ class BertTokenClassifier(BertTaskModel):
         self.dropout = dropout
         self.labels = label_names(labels, num_classes)
         self.token_classification_head = head
+        self.crf = bool(crf)
+        self.crf_constraints = crf_constraints or "none"
+        self.crf_learning_rate_multiplier = float(crf_learning_rate_multiplier)
+        if not self.crf and self.crf_constraints != "none":
+            raise ValueError(f"crf_constraints={crf_constraints!r} needs crf=True.")
+        self.crf_layer = None
+        if self.crf:
+            self.crf_layer = CRF(num_classes, labels=self.labels,
+                                 constraints=self.crf_constraints,
+                                 learning_rate_multiplier=self.crf_learning_rate_multiplier,
+                                 name="crf")
+            self.crf_layer.build()
         self._finish_init(encoder, preprocessor=preprocessor)
 
     @classmethod
     def _pretrained_arguments(cls, path, trained, labels, kwargs):
+        if isinstance(trained, cls):  # a task directory's tagger: its CRF unless told
+            kwargs.setdefault("crf", trained.crf)
+            kwargs.setdefault("crf_constraints", trained.crf_constraints)
+            kwargs.setdefault("crf_learning_rate_multiplier",
+                              trained.crf_learning_rate_multiplier)
         if kwargs.get("num_classes") is None:
             kwargs["num_classes"] = class_count(path, labels)
         if labels is not None and len(labels) == kwargs["num_classes"]:
@@ -76,6 +107,27 @@ class BertTokenClassifier(BertTaskModel):
 
     def reads_pooled_output(self):
         return False  # the head reads the sequence output
+
+    def _keep_head(self, trained):
+        super()._keep_head(trained)
+        if self.crf and trained.crf and self.num_classes == trained.num_classes:
+            mine, theirs = self.crf_layer, trained.crf_layer
+            ratio = theirs.learning_rate_multiplier / mine.learning_rate_multiplier
+            mine.set_weights([w * ratio for w in theirs.get_weights()])  # the same scores
+
+    def word_tags(self, word_logits):
+        """Tag ids of per-word logits (`predict(words)`: a tf.RaggedTensor (sentences,
+        (words), C)) as a tf.RaggedTensor (sentences, (words)) int32: the CRF's Viterbi path
+        over each sentence's words when `crf`, else each word's argmax; -1 for a word with
+        no piece (NaN logits)."""
+        return decoding.word_tags(self.crf_layer, word_logits)
+
+    def tag(self, words, batch_size=None):
+        """Each sentence's tag names (lists of str, one per word; "" for a word with no
+        piece): `word_tags` of `predict(words)`."""
+        ids = self.word_tags(self.predict(words, batch_size=batch_size)).to_list()
+        names = self.labels or [str(i) for i in range(self.num_classes)]
+        return [[names[i] if i >= 0 else "" for i in row] for row in ids]
 
     def _checked_targets(self, y):
         return targets.check_class_ids(y, self.num_classes, type(self).__name__, per_token=True)
@@ -96,6 +148,11 @@ class BertTokenClassifier(BertTaskModel):
     def _word_rows(self, words, tags=None, sample_weight=None):
         self._check_words_go_in(sample_weight)
         names = self.labels or [str(i) for i in range(self.num_classes)]
+        if tags is not None and self.crf_constraints != "none":
+            examples = word_inputs.tagged_examples(word_inputs.sentences(words), tags, names,
+                                                   type(self).__name__)
+            check_tag_sequences([ex.tags for ex in examples], names, self.crf_constraints,
+                                type(self).__name__)
         return word_inputs.word_features(self.preprocessor, words, tags, names,
                                          type(self).__name__)
 
@@ -130,10 +187,25 @@ class BertTokenClassifier(BertTaskModel):
         return super().predict(x, batch_size=batch_size, **kwargs)
 
     def _default_loss(self):
+        if self.crf:
+            return CRFLoss(crf=self.crf_layer)
         return TokenCrossEntropy(epsilon=0.0, ignore_negative_labels=True)
+
+    def compile(self, optimizer="auto", loss="auto", **kwargs):
+        """`BertTaskModel.compile`; a `CRFLoss` (the default with `crf`) is bound to this
+        model's CRF."""
+        if isinstance(loss, CRFLoss):
+            if not self.crf:
+                raise ValueError(f"{type(self).__name__}: CRFLoss needs crf=True.")
+            loss.crf = self.crf_layer
+        super().compile(optimizer=optimizer, loss=loss, **kwargs)
 
     def _default_weighted_metrics(self):
         return [TokenAccuracy(name="accuracy")]
 
     def _task_config(self):
-        return dict(num_classes=self.num_classes, dropout=self.dropout, labels=self.labels)
+        config = dict(num_classes=self.num_classes, dropout=self.dropout, labels=self.labels)
+        if self.crf:  # left out without, so earlier .keras configs stay as they were
+            config.update(crf=True, crf_constraints=self.crf_constraints,
+                          crf_learning_rate_multiplier=self.crf_learning_rate_multiplier)
+        return config

@@ -13,6 +13,7 @@ import tensorflow as tf
 from bert_keras.metrics.entities import chunk_tables
 from bert_keras.tasks.base import max_windows
 from bert_keras.tasks.graph_ops import byte_to_char, rows, word_rows
+from bert_keras.tasks.tagging import decoding
 from bert_keras.text.packing import segment_starts
 from bert_keras.text.words import group_words
 
@@ -21,9 +22,10 @@ Tagged = collections.namedtuple("Tagged", "word_text word_start word_end tokens 
 
 def tag_words(fns, text, words=None):
     """Texts [B] (and their words, see `cut_rows`) -> `Tagged`: each word's text, byte
-    offsets into it, bytes, tag id and tag probability ([N] each), every word of a text
-    however long, at most `max_windows` rows a text (an export option), more refused
-    (InvalidArgument)."""
+    offsets into it, bytes, tag id and tag probability ([N] each; with a CRF, the Viterbi
+    path over all the text's words and each word's marginal probability of its tag,
+    `decoding`), every word of a text however long, at most `max_windows` rows a text (an
+    export option), more refused (InvalidArgument)."""
     limit = max_windows(fns)
     cut = cut_rows(fns, text, limit, words)
     refused = tf.debugging.Assert(
@@ -45,9 +47,8 @@ def tag_words(fns, text, words=None):
     row_base = tf.gather(tf.boolean_mask(in_row, row_start), word_row)
     position = in_row - row_base + tf.gather(segment_starts([kept])[0], word_row)
     word_logits = tf.gather_nd(logits, tf.stack([word_row, position], -1))  # (N, C)
-    probs = tf.nn.softmax(word_logits, axis=-1)
-    tag_ids = tf.argmax(word_logits, axis=-1, output_type=tf.int32)
-    scores = tf.reduce_max(probs, axis=-1)
+    tag_ids, scores = decoding.tag_ids_and_scores(  # a CRF's chain: all the words of a text
+        fns.model.crf_layer, word_logits, cut.word_text, tf.shape(text)[0])
     return Tagged(cut.word_text, cut.word_start, cut.word_end, cut.word_bytes, tag_ids, scores)
 
 

@@ -15,10 +15,14 @@ from absl import logging
 
 from bert_keras import metrics
 from bert_keras.data.finetuning import batching, features, readers
+from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import WARMUP_WINDOWS, Task, class_labels, listed, max_windows
 from bert_keras.tasks.tagging import serving as tagging_serving
+from bert_keras.tasks.tagging import tfds_reader
+from bert_keras.tasks.tagging.crf import check_tag_sequences
 from bert_keras.tasks.tagging.model import BertTokenClassifier
+from bert_keras.tasks.tagging.options import TaggingOptions
 
 EXAMPLE_WORDS = ["Mr.", "Bumble's", "letter", "went", "to", "Jerusalem", "."]
 
@@ -27,6 +31,7 @@ class Tagging(Task):
     """CoNLL files (`token tag` per line), entity F1 (`--task=tagging`)."""
 
     name = "tagging"
+    options_class = TaggingOptions
     file_formats = ("conll",)
     main_metric = "f1"
     token_outputs = True
@@ -37,11 +42,30 @@ class Tagging(Task):
     padding_marker = ("token_starts", -1)
     ENTITY_FIELDS = ("type", "text", "start", "end", "score")
 
-    def read_files(self, paths, file_format, labeled=True, **options):
+    def read_files(self, paths, file_format, labeled=True, options=None, **reader_options):
         return readers.read_conll(paths, tag_column=-1 if labeled else None)
+
+    def tfds_reader(self, dataset, **fields):
+        return tfds_reader.WordTagReader(dataset, **fields)
+
+    def reads_tfds(self, dataset, label_field=None):
+        return tfds_reader.reads_words_and_tags(dataset)
 
     def is_labeled(self, examples):
         return all(ex.tags is not None for ex in examples)
+
+    def resolve_config(self, config, train):
+        """Refuses training tags that --crf_constraints forbid (they would train on a loss
+        of thousands), naming the sentence."""
+        options = config.task_options
+        if options.crf_constraints != "none":
+            labels = self.label_map(train).labels
+            try:
+                check_tag_sequences([ex.tags for ex in train], labels, options.crf_constraints,
+                                    "the training data")
+            except ValueError as error:
+                raise InputError(str(error)) from None
+        return config
 
     def featurize(self, examples, tokenizer, label_map, *, max_seq_length, **unused):
         return features.tagging_features(examples, tokenizer, max_seq_length, label_map)
@@ -50,9 +74,15 @@ class Tagging(Task):
         return isinstance(model, BertTokenClassifier)
 
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None, options=None):
-        """BertTokenClassifier, with the head of a fine-tuned `*ForTokenClassification`
-        checkpoint when its tags are these."""
-        model = BertTokenClassifier(encoder, len(label_map), dropout=dropout)
+        """BertTokenClassifier (with a CRF: `TaggingOptions`), with the head of a fine-tuned
+        `*ForTokenClassification` checkpoint when its tags are these (a CRF starts from
+        zeros: transformers has none)."""
+        options = options or TaggingOptions()
+        model = BertTokenClassifier(encoder, len(label_map), dropout=dropout,
+                                    labels=list(label_map.labels) if options.crf else None,
+                                    crf=options.crf, crf_constraints=options.crf_constraints,
+                                    crf_learning_rate_multiplier=(
+                                        options.crf_learning_rate_multiplier))
         if checkpoint and head_checkpoints.try_load_head(
                 self.load_transformers_head, model, checkpoint, label_map.labels):
             logging.info("Loaded the token classification head of %s", checkpoint)
@@ -64,10 +94,11 @@ class Tagging(Task):
     def predict(self, model, examples, features_, label_map, options):
         logits = batching.predict(model, features_, options.eval_batch_size, token_outputs=True)
         default = label_map.labels.index("O") if "O" in label_map else 0
-        ids = features.word_predictions([row.argmax(-1) for row in logits],
-                                        features_["word_index"], features_["num_words"],
-                                        default=default, example_index=features_["example_index"])
-        tags = [label_map.decode(row) for row in ids]
+        per_word = features.word_predictions(  # NaN: a word without a token
+            [np.asarray(row, np.float32) for row in logits], features_["word_index"],
+            features_["num_words"], default=np.nan, example_index=features_["example_index"])
+        ids = model.word_tags(per_word).to_list()  # the Viterbi path of a CRF tagger
+        tags = [label_map.decode([i if i >= 0 else default for i in row]) for row in ids]
         return [dict(words=ex.words, tags=ex.tags, predictions=p)
                 for ex, p in zip(examples, tags)], tags
 

@@ -11,7 +11,6 @@ import tensorflow as tf
 
 import bert_keras as bk
 from bert_keras.metrics.entities import get_entities
-from bert_keras.serving.export import export_saved_model
 from bert_keras.serving.signatures import ServingFunctions
 from bert_keras.serving.warmup import EXAMPLES
 from bert_keras.tasks import graph_ops
@@ -45,17 +44,17 @@ def _padded(words):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """{name: (model, report of its export's requests)}: one export per family, all served
-    by one client process."""
-    tmp = tmp_path_factory.mktemp("tagging_exports")
+def served(tmp_path_factory, tagger_export):
+    """{name: (model, report of its export's requests)}: one export per family
+    (conftest.tagger_export: `bk.export_model` at SEQ tokens a row, op audit), all served by
+    one client process."""
+    assert SEQ == 16  # tagger_export's rows
+    tmp = tmp_path_factory.mktemp("tagging_client")
     models, requests = {}, {}
     for name in NAMES:
-        model = bk.BertTokenClassifier.from_pretrained(str(FAMILIES / name), seq_length=SEQ)
-        tokenizer = model.preprocessor.tokenizer
-        info = dict(task="tagging", labels=model.labels, seq_length=SEQ,
-                    lower_case=tokenizer.lower_case, text_fields=["text"])
-        path = export_saved_model(model, tokenizer, info, tmp / "exports", name)  # op audit
+        model, path = tagger_export(name)
+        assert model.preprocessor.seq_length == SEQ and list(model.preprocessor.text_fields) == [
+            "text"]
         models[path] = name, model
         requests[path] = [["serving_default", {"text": _enc(np.array(t, object))}]
                           for t in (BATCH, [], ["Amen", TOO_LONG], ["Jesus wept"])]
