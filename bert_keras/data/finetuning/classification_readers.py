@@ -25,6 +25,7 @@ from bert_keras.data.finetuning.examples import ClassificationExample
 from bert_keras.data.finetuning.task_files import (
     TaskFileError,
     _field,
+    _header_names,
     _json_lines,
     _row_repr,
     _rows,
@@ -104,12 +105,7 @@ def read_delimited(
     for path in expand_patterns(pattern):
         blank_lines = []
         rows = _rows(path, delimiter, blank_lines)
-        names = None
-        if header:
-            first = next(rows, None)
-            if first is None:
-                raise TaskFileError(f"{path} is empty")
-            names = [n.strip() for n in first[1]]
+        names = _header_names(rows, path, header)
         columns = None
         num_columns = len(names) if names is not None else None
         parsed = []  # (where, text_a, text_b, label text or None)

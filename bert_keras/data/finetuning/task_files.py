@@ -99,6 +99,18 @@ def _rows(path: str, delimiter: str,
         raise TaskFileError(f"{path}:{start}: malformed CSV ({e})") from e
 
 
+def _header_names(rows: Iterator[tuple[int, list[str]]], path: str,
+                  header: bool) -> list[str] | None:
+    """The column names of a file read with a header row (taken from `rows`), None without
+    one; TaskFileError for a file that has not even the header."""
+    if not header:
+        return None
+    first = next(rows, None)
+    if first is None:
+        raise TaskFileError(f"{path} is empty")
+    return [name.strip() for name in first[1]]
+
+
 def _json_lines(path: str, blank_lines: list | None = None) -> Iterator[tuple[int, dict]]:
     """(line number, object) of a JSON lines file; empty lines skipped (their numbers appended
     to `blank_lines` when given)."""

@@ -22,7 +22,13 @@ from typing import Sequence
 
 from bert_keras.data.finetuning import sanity
 from bert_keras.data.finetuning.classification_readers import _resolve_column
-from bert_keras.data.finetuning.task_files import TaskFileError, _field, _json_lines, _rows
+from bert_keras.data.finetuning.task_files import (
+    TaskFileError,
+    _field,
+    _header_names,
+    _json_lines,
+    _rows,
+)
 from bert_keras.files import expand_patterns
 
 ENDING_PREFIX = "ending"  # SWAG's ending0, ending1, ...
@@ -93,12 +99,7 @@ def read_choices_delimited(pattern: str | Sequence[str], *, delimiter: str = ","
     for path in expand_patterns(pattern):
         blank_lines = []
         rows = _rows(path, delimiter, blank_lines)
-        names = None
-        if header:
-            first = next(rows, None)
-            if first is None:
-                raise TaskFileError(f"{path} is empty")
-            names = [n.strip() for n in first[1]]
+        names = _header_names(rows, path, header)
         columns, n_before = None, len(examples)
         for line_no, row in rows:
             where = f"{path}:{line_no}"
