@@ -164,26 +164,26 @@ def _nest(cls, options):
             args[field.name] = option_cls.from_options(**mine) if option_cls else None
     defaults = option_defaults(cls)
     for name, value in options.items():
-        owner = next((f"{by}={choice}" for by, choice, option_cls in _choices(cls)
+        owner = next(((field, choice) for field, choice, option_cls in _choices(cls)
                       if option_cls and name in leaf_names(option_cls)), None)
         if owner and value == defaults.get(name):  # another component's option, left unset
             continue
         if owner:
-            field = next(f for f in dataclasses.fields(cls) if "chosen_by" in f.metadata
-                         and f.metadata["chosen_by"] == owner.split("=")[0])
-            raise ConfigError(f"--{name} is an option of --{owner}, not of "
-                              f"{_chosen_class(cls, field, args)[1]}.")
+            field, choice = owner
+            raise ConfigError(f"--{name} is an option of --{field.metadata['chosen_by']}="
+                              f"{choice}, not of {_chosen_class(cls, field, args)[1]}.")
         raise ConfigError(f"{name!r} is not an option of {cls.__name__} (its options: the "
                           "flags of the tool that runs it).")
     return args
 
 
 def _choices(cls):
-    """(field `by`, value, options class) of every chosen section of `cls`."""
+    """(the chosen section's field, a value of its `by` field, that value's options class) of
+    every chosen section of `cls`."""
     for field in dataclasses.fields(cls):
         if "chosen_by" in field.metadata:
             for value, option_cls in field.metadata["classes"]().items():
-                yield field.metadata["chosen_by"], value, option_cls
+                yield field, value, option_cls
 
 
 # -- absl flags from config fields -------------------------------------------------------------
@@ -282,10 +282,12 @@ def from_flags(config_cls, flag_values=absl_flags.FLAGS, **values):
     Files(train_file=None, split='train')
     """
     values = dict(values)
-    chosen_values = {by: values.get(by, flag_values[by].value if by in flag_values else None)
-                     for by, _, _ in _choices(config_cls)}
-    chosen = {f.name: f.metadata["classes"]().get(chosen_values[f.metadata["chosen_by"]])
-              for f in dataclasses.fields(config_cls) if "chosen_by" in f.metadata}
+    chosen = {}  # {chosen section: the options class its `by` flag picks}
+    for field in dataclasses.fields(config_cls):
+        if "chosen_by" in field.metadata:
+            by = field.metadata["chosen_by"]
+            choice = values.get(by, flag_values[by].value if by in flag_values else None)
+            chosen[field.name] = field.metadata["classes"]().get(choice)
     mine = set(leaf_names(config_cls, chosen))
     for field, kind, default, _, _ in _leaves(config_cls):
         name = field.name
