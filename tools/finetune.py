@@ -20,9 +20,15 @@ OUTPUT_DIR/
   test_predictions.jsonl   the best model's predictions on --test_file
   best/                    task_io.save_task: model.keras, vocab.txt, task.json (labels) -> export;
                            replaced atomically, so it is always a complete directory
+  train/, eval/            TensorBoard scalars: loss, metrics, learning rate, examples/s; the
+                           eval metrics of each epoch
   checkpoints/             the latest checkpoint (model, optimizer, data position) until the
                            run ends: one at each epoch's end and, inside an epoch, every
                            --checkpoint_every steps (default 0: every 10 minutes of training)
+
+--early_stopping_patience=N ends the run after N epochs in a row without a better
+--main_metric. --distribution_strategy=mirrored|multi_worker_mirrored|tpu runs it on several
+devices or workers (docs/scaling.md); --output_dir, like every path, may be gs://.
 
 Crash-safe: after a crash or kill -9, rerun the same command: it resumes from the latest
 checkpoint ("Resuming from checkpoint ..."), mid-epoch included (it skips the batches of the
@@ -69,6 +75,7 @@ from absl import app, flags
 
 from bert_keras import configs
 from bert_keras.training import precision
+from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.finetuning import run_finetuning
 from bert_keras.training.finetuning_config import FinetuneConfig
 from bert_keras.training.finetuning_state import ResumeError
@@ -78,28 +85,32 @@ FLAGS = flags.FLAGS
 configs.define_flags(FinetuneConfig)
 
 # What a run writes in --output_dir before its first epoch ends: nothing worth keeping.
-RUN_RECORDS = ("flags.json",)
+RUN_RECORDS = ("flags.json", "train/events.out.tfevents.*", "eval/events.out.tfevents.*")
 
 
 def check_flags():
-    """The FinetuneConfig of the flags; app.UsageError for bad values or combinations."""
+    """The FinetuneConfig of the flags and its strategy (made first: a multi-worker strategy
+    must exist before TensorFlow starts); app.UsageError for bad values or combinations."""
     try:
         config = configs.from_flags(FinetuneConfig)
         config.validate_data_source()
-    except configs.ConfigError as e:
+        runtime = config.runtime
+        strategy = strategy_lib.create_strategy(runtime.distribution_strategy, tpu=runtime.tpu)
+        strategy_lib.per_replica_batch_size(config.train_batch_size, strategy)
+    except ValueError as e:  # ConfigError included
         raise app.UsageError(str(e)) from None
-    return config
+    return config, strategy
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    config = check_flags()
+    config, strategy = check_flags()
     startup.say(precision.describe(config.runtime.dtype))
     # A run that fails before it trained (bad data, Ctrl-C) leaves no --output_dir behind.
     with output_dirs.removed_if_failed(config.output_dir, records=RUN_RECORDS):
         try:
-            record = run_finetuning(config)
+            record = run_finetuning(config, strategy=strategy)
         except (ResumeError, OSError) as e:  # another run in --output_dir, a full disk
             sys.exit(f"finetune: {e}")
     summary = {k: record[k] for k in ("best_epoch", "eval", "test", "baselines") if k in record}

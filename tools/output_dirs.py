@@ -5,8 +5,9 @@ made, a refused flag, Ctrl-C during the first epoch) should leave the file syste
 it: `removed_if_failed(path, records)` runs the tool's work and, if the work raises, removes
 `path` when this run created it and it still holds nothing of value: only empty directories
 and the run's own records (`records`: relative paths such as "flags.json", which a rerun
-writes again). A directory that existed before, or that holds anything else (a checkpoint, a
-prediction file, a user's file), is never touched.
+writes again, or patterns such as "train/events.out.tfevents.*": the TensorBoard logs of
+steps that no checkpoint kept). A directory that existed before, or that holds anything else
+(a checkpoint, a prediction file, a user's file), is never touched.
 
 Example:
     with output_dirs.removed_if_failed(config.output_dir, records=("flags.json",)):
@@ -14,6 +15,7 @@ Example:
 """
 
 import contextlib
+import fnmatch
 import os
 
 import tensorflow as tf
@@ -23,16 +25,16 @@ from bert_keras import files
 
 def holds_nothing_of_value(path, records):
     """True if the directory `path` holds only empty directories and files whose path
-    relative to it is in `records` (no symbolic link, nothing else). `path` may be a URL."""
+    relative to it is in `records` or matches a pattern there (fnmatch: "train/*.v2"); no
+    symbolic link, nothing else. `path` may be a URL."""
     local = files.is_local(path)
     for parent, dirnames, filenames in (os.walk(path) if local else tf.io.gfile.walk(path)):
-        for name in dirnames:
-            if local and os.path.islink(os.path.join(parent, name)):
-                return False
+        if any(_is_link(files.join(parent, name)) for name in dirnames):
+            return False
         for name in filenames:
             file = files.join(parent, name)
             relative = os.path.relpath(file, path) if local else file[len(path):].lstrip("/")
-            if relative not in records or (local and os.path.islink(file)):
+            if not any(fnmatch.fnmatchcase(relative, r) for r in records) or _is_link(file):
                 return False
     return True
 
@@ -76,10 +78,15 @@ def _first_missing(path):
 def _removable(created, path, records):
     """Whether `created` (a directory this run made, `path` or one of its parents) holds
     nothing but the empty directories down to `path` and, in `path`, nothing of value."""
-    if not files.isdir(created) or os.path.islink(created):
+    if not files.isdir(created) or _is_link(created):
         return False
-    if not files.isdir(path) or os.path.islink(path):  # the run did not get that far
+    if not files.isdir(path) or _is_link(path):  # the run did not get that far
         return holds_nothing_of_value(created, set())
     if created != path:
         records = {os.path.relpath(os.path.join(path, r), created) for r in records}
     return holds_nothing_of_value(created, records)
+
+
+def _is_link(path):
+    """Whether `path` is a symbolic link (a URL has none)."""
+    return files.is_local(path) and os.path.islink(path)

@@ -35,8 +35,6 @@ from bert_keras.training.task_distillation_config import TaskDistillationConfig
 GLUE_MAIN_METRICS = {"cola": "mcc", "mrpc": "f1", "qqp": "f1", "stsb": "pearson"}
 # --checkpoint_every=0: seconds of training between the checkpoints inside an epoch.
 TIMED_CHECKPOINT_SECONDS = 600
-# The strategies the fine-tuning epochs run under.
-FINETUNING_STRATEGIES = ("one_device", "mirrored")
 
 
 def _task_options():
@@ -67,7 +65,11 @@ class FinetuneConfig(Config):
         "crash or kill resumes mid-epoch (each epoch also ends with one); 0: one every "
         f"{TIMED_CHECKPOINT_SECONDS // 60} minutes of training. Changes no result, so a resumed "
         "run may pass another value.")
-    verbose: int = option(2, "Keras fit verbosity: 0 silent, 1 progress bar, 2 one line per epoch.")
+    early_stopping_patience: int = option(
+        0, "Stop after this many epochs in a row without a better --main_metric on the eval "
+        "data (best/ keeps the best epoch); 0: train all --num_train_epochs.")
+    verbose: int = option(2, "Progress: 0 silent, 1 a progress bar, 2 a line per logging "
+                          "window and per epoch.")
     data: FinetuneData = section(FinetuneData)
     optimizer: OptimizerConfig = section(OptimizerConfig, learning_rate=5e-5)
     runtime: RuntimeConfig = section(RuntimeConfig)
@@ -96,9 +98,8 @@ class FinetuneConfig(Config):
               f"minutes), got {self.checkpoint_every}.")
         check(0.0 <= self.warmup_proportion <= 1.0,
               f"--warmup_proportion must be in [0, 1], got {self.warmup_proportion}.")
-        check(self.runtime.distribution_strategy in FINETUNING_STRATEGIES,
-              f"--distribution_strategy={self.runtime.distribution_strategy} does not run "
-              f"fine-tuning; it runs under {FINETUNING_STRATEGIES}.")
+        check(self.early_stopping_patience >= 0, "--early_stopping_patience must be >= 0, got "
+              f"{self.early_stopping_patience}.")
         task = get_task(self.task)
         if self.distillation.teacher_dir:
             check(task.soft_targets is not None,

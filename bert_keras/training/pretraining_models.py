@@ -10,7 +10,7 @@ from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.tasks import registry, task_io
-from bert_keras.tasks.pretraining import BertPretrainer
+from bert_keras.tasks.pretraining import BertPretrainer, electra_monitor
 from bert_keras.tasks.pretraining.distillation import (
     DistillationPretrainer,
     DistillOptions,
@@ -22,7 +22,6 @@ from bert_keras.tasks.pretraining.electra import (
     with_masked_lm_inputs,
 )
 from bert_keras.text.tokenizers import load_tokenizer, tokenizer_difference
-from bert_keras.training import callbacks
 
 
 def load_teacher(path):
@@ -139,9 +138,9 @@ class ReplacedTokenDetection(Objective):
 
     def reports(self, config):
         # A discriminator stuck at the all-original baseline.
-        detector = callbacks.StuckDiscriminatorDetector(
+        detector = electra_monitor.StuckDiscriminatorDetector(
             advice=config.objective_options.stuck_advice())
-        return [callbacks.StuckDiscriminatorReport(config.log_every, detector)]
+        return [electra_monitor.StuckDiscriminatorReport(config.log_every, detector)]
 
 
 class Distillation(Objective):

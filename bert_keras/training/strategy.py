@@ -75,6 +75,40 @@ def per_replica_batch_size(global_batch_size, strategy, gradient_accumulation_st
     return global_batch_size // parts
 
 
+def replica_batches(dataset, input_context):
+    """Splits each global batch of `dataset` into the per-replica batches of this input
+    pipeline: replica r of R takes rows r, r + R, ... of every batch, so all replicas together
+    train on the batches one replica would (fine-tuning's length-bucketed batches, made the
+    same on every worker). A batch of fewer than R rows (the last of an epoch) is left out
+    everywhere alike; `trained_batches` counts what remains.
+
+    >>> ds = tf.data.Dataset.from_tensor_slices(tf.reshape(tf.range(12), [3, 4])).map(
+    ...     lambda row: tf.reshape(row, [4, 1]))
+    >>> replica_batches(ds, None) is ds
+    True
+    """
+    if input_context is None or input_context.num_replicas_in_sync == 1:
+        return dataset
+    replicas = input_context.num_replicas_in_sync
+    local = replicas // input_context.num_input_pipelines
+    first = input_context.input_pipeline_id * local
+
+    def rows(batch):
+        return tf.shape(tf.nest.flatten(batch)[0])[0]
+
+    def split(*batch):
+        batch = batch[0] if len(batch) == 1 else batch
+        parts = tf.data.Dataset.range(first, first + local)
+        return parts.map(lambda r: tf.nest.map_structure(lambda t: t[r::replicas], batch))
+
+    return dataset.filter(lambda *batch: rows(batch) >= replicas).flat_map(split)
+
+
+def trained_batches(batch_sizes, replicas):
+    """How many of the batches of `batch_sizes` rows `replica_batches` keeps."""
+    return sum(1 for size in batch_sizes if size >= replicas)
+
+
 def num_workers_from_tf_config():
     """The number of workers (chief included) in TF_CONFIG's cluster; 1 without TF_CONFIG."""
     config = json.loads(os.environ.get("TF_CONFIG") or "{}")

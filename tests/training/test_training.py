@@ -19,7 +19,6 @@ import pytest
 import tensorflow as tf
 
 from bert_keras import optimization
-from bert_keras.training import callbacks as callbacks_lib
 from bert_keras.training import loop as training
 from bert_keras.training import pretraining
 from bert_keras.training import strategy as strategy_lib
@@ -118,7 +117,8 @@ def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(tmp_p
     assert info.value.step == 5
     latest = training.latest_checkpoint(str(tmp_path))
     assert latest.endswith("ckpt-4") and training.checkpoint_step(latest) == 4
-    names = [name for name, _ in tf.train.list_variables(latest) if "VARIABLE_VALUE" in name]
+    names = [name for name, _ in tf.train.list_variables(latest)
+             if "VARIABLE_VALUE" in name and name != "state/.ATTRIBUTES/VARIABLE_VALUE"]
     assert any("trainable_variables" in name for name in names)  # the weights are in it
     assert all(np.all(np.isfinite(tf.train.load_variable(latest, name))) for name in names)
 
@@ -176,13 +176,6 @@ def test_strategy_helpers_name_bad_values():
     with pytest.raises(ValueError, match="Unknown distribution strategy 'gpus'"):
         strategy_lib.create_strategy("gpus")
     assert strategy_lib.is_chief(one)
-
-
-def test_step_clock_counts_updates_across_epochs_and_resumes():
-    clock = callbacks_lib.StepClock(initial_step=4, initial_epoch=2, batches_per_epoch=4,
-                                    accumulation_steps=2)
-    assert [clock.step(2, b) for b in range(4)] == [4, 5, 5, 6]
-    assert clock.step(3, 3) == 8
 
 
 def test_run_pretraining_mixed_bfloat16_learns_and_saves_the_encoder(tmp_path):

@@ -437,7 +437,7 @@ def test_the_run_config_makes_the_curriculum_of_its_steps():
 def test_the_training_step_reports_what_the_stuck_detector_needs(tiny_encoder):
     import tensorflow as tf
 
-    from bert_keras.training.callbacks import StuckDiscriminatorDetector
+    from bert_keras.tasks.pretraining.electra_monitor import StuckDiscriminatorDetector
 
     model = ElectraPretrainer(tiny_encoder(), ElectraOptions.paper(), seed=3)
     x = batch()
@@ -455,7 +455,10 @@ def window(recall, loss, fraction=0.135):
 
 
 def test_the_stuck_detector_warns_once_after_three_windows_at_the_baseline():
-    from bert_keras.training.callbacks import StuckDiscriminatorDetector, binary_entropy
+    from bert_keras.tasks.pretraining.electra_monitor import (
+        StuckDiscriminatorDetector,
+        binary_entropy,
+    )
 
     base = binary_entropy(0.135)  # 0.3953...
     assert abs(base - 0.3953) < 1e-3
@@ -482,7 +485,10 @@ def test_the_stuck_detector_warns_once_after_three_windows_at_the_baseline():
 
 
 def test_the_stuck_detector_is_quiet_while_recall_is_above_zero():
-    from bert_keras.training.callbacks import StuckDiscriminatorDetector, binary_entropy
+    from bert_keras.tasks.pretraining.electra_monitor import (
+        StuckDiscriminatorDetector,
+        binary_entropy,
+    )
 
     detector = StuckDiscriminatorDetector(windows=3)
     base = binary_entropy(0.14)
@@ -493,7 +499,10 @@ def test_the_stuck_report_reads_the_windows_from_the_step_logs():
     """The callback feeds the logs of every log_every-th optimizer step to the detector."""
     import types
 
-    from bert_keras.training.callbacks import StuckDiscriminatorReport, binary_entropy
+    from bert_keras.tasks.pretraining.electra_monitor import (
+        StuckDiscriminatorReport,
+        binary_entropy,
+    )
 
     said = []
     report = StuckDiscriminatorReport(log_every=10, warn=said.append)
@@ -508,8 +517,8 @@ def test_the_stuck_report_reads_the_windows_from_the_step_logs():
 
 
 def test_only_electra_runs_get_the_stuck_report():
+    from bert_keras.tasks.pretraining.electra_monitor import StuckDiscriminatorReport
     from bert_keras.training import pretraining_models
-    from bert_keras.training.callbacks import StuckDiscriminatorReport
 
     text = "bert_keras/assets/web_bible_corpus.txt.gz"
     electra = PretrainConfig.from_options(model_dir="/tmp/x", train_text=text,

@@ -1,0 +1,123 @@
+"""Fine-tuning under tf.distribute strategies: two local worker processes (TF_CONFIG on
+loopback, MultiWorkerMirroredStrategy) fine-tune into a file:// output dir like one process,
+and two logical CPU devices (MirroredStrategy) do too: the global batch split over the
+replicas, per-replica metrics reduced, only the chief writes."""
+
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DATA = ROOT / "bert_keras" / "assets"
+TOOL = ROOT / "tools" / "finetune.py"
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+
+
+@pytest.fixture(scope="module")
+def encoder_without_dropout(tmp_path_factory):
+    """A random 1-layer encoder without dropout: replicas then compute what one device does."""
+    import bert_keras as bk
+
+    tokenizer = bk.BertTokenizer(str(DATA / "vocab.txt"))
+    encoder = bk.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=32,
+                             num_heads=2, intermediate_size=64, max_positions=64, dropout=0.0,
+                             attention_dropout=0.0)
+    path = tmp_path_factory.mktemp("encoder")
+    encoder.save_pretrained(str(path), tokenizer=tokenizer)
+    return path
+
+
+def tool_args(checkpoint, out, **extra):
+    """2 epochs of topic classification on 256 definitions: 16 full batches of 16 an epoch."""
+    args = {"task": "classification", "train_file": DATA / "wordnet_topics.train.tsv.gz",
+            "eval_file": DATA / "wordnet_topics.dev.tsv.gz", "label_column": 0,
+            "text_a_column": 1, "init_checkpoint": checkpoint, "output_dir": out,
+            "max_seq_length": 64, "max_train_examples": 256, "max_eval_examples": 64,
+            "train_batch_size": 16, "num_train_epochs": 2, "learning_rate": 1e-3,
+            "dropout": 0.0, "dtype": "float32", "verbose": 0, **extra}
+    return [sys.executable, str(TOOL)] + [f"--{k}={v}" for k, v in args.items()]
+
+
+def _free_ports(n):
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def assert_same_training(got, want):
+    assert got["steps_per_epoch"] == want["steps_per_epoch"] == 16
+    assert got["best_epoch"] == want["best_epoch"]
+    for g, w in zip(got["epochs"], want["epochs"], strict=True):
+        # The same batches, split in halves whose mean gradients are averaged: float32 sums in
+        # another order.
+        np.testing.assert_allclose(g["train_loss"], w["train_loss"], rtol=1e-3)
+        np.testing.assert_allclose(g["eval"]["accuracy"], w["eval"]["accuracy"], atol=1 / 64)
+
+
+@pytest.fixture(scope="module")
+def one_process(encoder_without_dropout, tmp_path_factory):
+    out = tmp_path_factory.mktemp("one") / "run"
+    proc = subprocess.run(tool_args(encoder_without_dropout, out), cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads((out / "metrics.json").read_text())
+
+
+def test_two_local_workers_fine_tune_into_a_url_like_one_process(
+        encoder_without_dropout, one_process, tmp_path):
+    out = tmp_path / "run"
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
+    procs = []
+    for index in range(2):
+        tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
+        env = dict(ENV, TF_CONFIG=tf_config, TMPDIR=str(tmp_path))
+        args = tool_args(encoder_without_dropout, f"file://{out}",
+                         distribution_strategy="multi_worker_mirrored")
+        procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, cwd=tmp_path, env=env))
+    for proc in procs:
+        _, err = proc.communicate(timeout=900)
+        assert proc.returncode == 0, err[-3000:]
+    record = json.loads((out / "metrics.json").read_text())
+    assert record["complete"]
+    assert_same_training(record, one_process)
+    assert (out / "best" / "task.json").exists() and (out / "eval_predictions.jsonl").exists()
+    assert not (out / "checkpoints").exists()
+    # The non-chief checkpointed into a temporary directory and removed it; no URL was taken
+    # for a local folder.
+    assert not list(tmp_path.glob("bert_keras_worker_*"))
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(":")]
+
+
+_MIRRORED = textwrap.dedent("""
+    import sys
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    sys.argv = sys.argv[1:]
+    sys.path.insert(0, {tools!r})
+    import runpy
+    runpy.run_path(sys.argv[0], run_name="__main__")
+""")
+
+
+@pytest.mark.slow
+def test_mirrored_on_two_cpu_devices_fine_tunes_like_one_device(
+        encoder_without_dropout, one_process, tmp_path):
+    out = tmp_path / "run"
+    args = tool_args(encoder_without_dropout, out, distribution_strategy="mirrored")
+    proc = subprocess.run([sys.executable, "-c", _MIRRORED.format(tools=str(ROOT)), *args[1:]],
+                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_same_training(json.loads((out / "metrics.json").read_text()), one_process)
