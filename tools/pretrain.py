@@ -14,9 +14,10 @@ ELECTRA on the same data, and a student distilled from that BERT:
 
 Rerun the same command after a crash to resume from the last checkpoint. The encoder lands
 in MODEL_DIR/encoder (load it with bk.BertEncoder.from_pretrained); TensorBoard scalars in
-MODEL_DIR/train; the resolved flags in MODEL_DIR/run_config.json. A run that fails before
-it saved anything (bad text, Ctrl-C before the first checkpoint) removes the MODEL_DIR it
-created. Recipes: flags/pretrain_{tiny,mini,base,large}.flags (BERT),
+MODEL_DIR/train; the resolved flags in MODEL_DIR/run_config.json; held-out figures
+(--eval_data or --eval_text) in MODEL_DIR/eval and MODEL_DIR/eval_metrics.json. A run that
+fails before it saved anything (bad text, Ctrl-C before the first checkpoint) removes the
+MODEL_DIR it created. Recipes: flags/pretrain_{tiny,mini,base,large}.flags (BERT),
 pretrain_{electra_small,electra_base,roberta_base,albert_base,distilbert}.flags. --helpfull
 lists every flag (strategy, precision, optimizer, two-phase sequence length, checkpoints). The
 flags are the fields of `bert_keras.training.pretraining_config.PretrainConfig`, where each is
@@ -42,7 +43,7 @@ FLAGS = flags.FLAGS
 configs.define_flags(PretrainConfig)
 
 # What a run writes in --model_dir before its first checkpoint: nothing worth keeping.
-RUN_RECORDS = ("run_config.json",)
+RUN_RECORDS = ("run_config.json", "train/events.out.tfevents.*", "eval/events.out.tfevents.*")
 
 
 def check_flags():
@@ -76,6 +77,11 @@ def main(argv):
             if name in first:
                 print(f"{name}: {first[name]:.4f} at step {first_step} -> {last[name]:.4f} at "
                       f"step {last_step}")
+    if result["evaluations"]:
+        step, values = result["evaluations"][-1]
+        names = ("masked_lm_accuracy", "next_sentence_accuracy", "discriminator_accuracy", "loss")
+        print(f"Held-out at step {step}: " + " ".join(
+            f"{name} {values[name]:.4f}" for name in names if name in values))
     print(f"Finished at step {result['step']} (started at {result['initial_step']}); encoder: "
           f"{result['encoder_dir']}")
 

@@ -6,15 +6,21 @@ Data: `--train_data` (static TFRecords, e.g. from tools/create_pretraining_data.
 `--train_text` (raw text, one sentence per line, blank line between documents; pairs and
 masks are made on the fly) or `--tfds_name` (a TFDS text dataset prepared in
 `--tfds_data_dir`, read as raw text: one example = one document; one that is not prepared
-is refused before any work). The encoder is `BertEncoder.from_preset(preset, **overrides)`
-with the vocab's size, or the weights of `init_checkpoint` to continue pretraining. With
-`phase2_seq_length`, the last `phase2_fraction` of the steps use that sequence length
-(BERT's 128 then 512 recipe). The learning-rate schedule (linear warmup, linear decay to
-`end_learning_rate` at `train_steps`) spans both phases. Rerunning the same call resumes.
+is refused before any work). Held-out data, `--eval_data` (TFRecords) or `--eval_text` (raw
+text), is evaluated every `--eval_every` steps and at the end of each phase on its first
+`--eval_steps` batches, the same ones each time (`pretraining_eval`). The encoder is
+`BertEncoder.from_preset(preset, **overrides)` with the vocab's size, or the weights of
+`init_checkpoint` to continue pretraining. With `phase2_seq_length`, the last
+`phase2_fraction` of the steps use that sequence length (BERT's 128 then 512 recipe). The
+learning-rate schedule (linear warmup, linear decay to `end_learning_rate` at `train_steps`)
+spans both phases. Rerunning the same call resumes.
 
 MODEL_DIR/ as `loop.train` writes it, plus encoder/ (the final encoder: BERT's, ELECTRA's
 discriminator, the distilled student), final/ (the masked LM with its heads as a task
-directory, which tools/export.py serves as fill-mask; not for ELECTRA) and history.json.
+directory, which tools/export.py serves as fill-mask; not for ELECTRA), history.json
+([step, {metric: value}] per logging window) and, with held-out data, eval_metrics.json
+([step, {metric: value}] per evaluation, the whole run's across resumes; also in eval/ of
+TensorBoard, under the training metrics' names).
 
 Example:
     >>> import bert_keras as bk
@@ -38,7 +44,7 @@ from bert_keras.files import expand_patterns, write_json
 from bert_keras.tasks import task_io
 from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.text.tokenizers import load_tokenizer
-from bert_keras.training import pretraining_models
+from bert_keras.training import pretraining_eval, pretraining_models
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.loop import train
 from bert_keras.training.pretraining_config import PretrainConfig
@@ -105,7 +111,7 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
     `config`: a PretrainConfig, or None to make one from `options` (its option names, the
     flags of tools/pretrain.py). `strategy`: a tf.distribute.Strategy (default: made from
     `config.runtime.distribution_strategy`). Returns a dict: step, initial_step, history (windows
-    of both phases), encoder_dir.
+    of both phases), evaluations ([(step, {metric: value})] of the whole run), encoder_dir.
     """
     config = config or PretrainConfig.from_options(**options)
     data, runtime = config.data, config.runtime
@@ -118,6 +124,9 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
     if strategy is None:
         strategy = strategy_lib.create_strategy(runtime.distribution_strategy, tpu=runtime.tpu)
     tokenizer = _tokenizer(config)
+    # The held-out batches, read once before any training (bad eval data fails here); each
+    # evaluation goes to model_dir/eval_metrics.json.
+    evaluation = pretraining_eval.evaluation(config, tokenizer)
     model_fn = _model_fn(config, tokenizer)
     phase1 = config.phase1_steps()
     phases = [(phase1, 0, _dataset_fn(
@@ -147,7 +156,7 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
             gradient_accumulation_steps=config.optimizer.gradient_accumulation_steps,
             steps_per_execution=config.steps_per_execution, log_every=config.log_every,
             dataset_start_step=start_step, config=config.to_dict(), progress=progress,
-            extra_callbacks=reports)))
+            extra_callbacks=reports, evaluation=evaluation)))
     result = results[-1]
     history = [entry for r in results for entry in r.history]
     encoder_dir = os.path.join(config.model_dir, "encoder")
@@ -163,7 +172,7 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
                               seq_length=data.phase2_seq_length or data.max_seq_length)
             logging.info("Saved the masked LM to %s/final", config.model_dir)
     return dict(step=result.step, initial_step=results[0].initial_step, history=history,
-                encoder_dir=encoder_dir)
+                evaluations=result.evaluations, encoder_dir=encoder_dir)
 
 
 def _append_history(path, history, initial_step):

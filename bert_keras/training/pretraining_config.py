@@ -53,6 +53,11 @@ class PretrainConfig(Config):
     keep_checkpoints: int = option(5, "Recent checkpoints to keep.", advanced=True)
     log_every: int = option(100, "Steps between TensorBoard points and progress lines.",
                             advanced=True)
+    eval_every: int = option(1000, "Steps between evaluations of --eval_data / --eval_text "
+                             "(also at the end of each phase).", advanced=True)
+    eval_steps: int = option(100, "Batches per evaluation: the first N batches of the held-out "
+                             "data (all of it if fewer), the same ones each time.",
+                             advanced=True)
     seed: int = option(0, "Seeds everything random: initial weights, dropout, the data "
                        "(shuffling, pairs, masks) and ELECTRA's sampling.",
                        advanced=True)
@@ -74,7 +79,7 @@ class PretrainConfig(Config):
         check(self.objective in OBJECTIVES,
               f"--objective={self.objective!r} is not one of {tuple(OBJECTIVES)}.")
         for name in ("train_steps", "global_batch_size", "checkpoint_every", "keep_checkpoints",
-                     "log_every", "steps_per_execution"):
+                     "log_every", "steps_per_execution", "eval_every", "eval_steps"):
             value = getattr(self, name)
             check(isinstance(value, int) and value >= 1, f"--{name} must be >= 1, got {value}.")
         check(0 <= self.warmup_steps <= self.train_steps,

@@ -31,6 +31,9 @@ class PretrainData(Config):
                              "on the fly.")
     train_data: str = option(None, "Static pretraining TFRecords (comma-separated globs), e.g. "
                              "from tools/create_pretraining_data.py or Google's script.")
+    # Held-out data of `training.pretraining_eval`: TFRecords of --max_seq_length, or raw text.
+    eval_data: str = option(None, "Held-out TFRecords, evaluated every --eval_every steps.")
+    eval_text: str = option(None, "Or held-out raw text, evaluated every --eval_every steps.")
     tfds: TfdsSource = section(TfdsSource)
     tfds_split: str = option("train", "--tfds_name: the split to train on.", advanced=True)
     tfds_text_key: str = option("text", "--tfds_name: the feature holding the text.",
@@ -78,6 +81,11 @@ class PretrainData(Config):
                   f"--{name}={value!r}" for name, value in given.items()) + ".")
         if not self.tfds.tfds_name:
             self.files("train_data" if self.train_data else "train_text")
+        check(not (self.eval_data and self.eval_text),
+              f"Give one of --eval_data={self.eval_data!r} (TFRecords) and "
+              f"--eval_text={self.eval_text!r} (raw text).")
+        if self.eval_data or self.eval_text:
+            self.files(self.eval_source())
         if self.phase2_train_data:
             check(bool(self.train_data), "--phase2_train_data goes with --train_data.")
             self.files("phase2_train_data")
@@ -108,6 +116,10 @@ class PretrainData(Config):
             return None
         return TfdsText(self.tfds.tfds_name, self.tfds_split, self.tfds_text_key,
                         self.tfds.tfds_data_dir or None, self.tfds.tfds_download)
+
+    def eval_source(self):
+        """The option that names the held-out data ("eval_data" or "eval_text"), or None."""
+        return "eval_data" if self.eval_data else "eval_text" if self.eval_text else None
 
     def files(self, name):
         """The files of a comma-separated glob option; ConfigError naming it if one matches none."""
