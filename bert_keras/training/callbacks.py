@@ -89,7 +89,10 @@ class Driver(keras.callbacks.Callback):
         self._metric_states = trainer.get("metric_states")
         self.window_start = trainer.get("window_start", initial_step)
         self.since_eval = trainer.get("since_eval", {"steps": 0, "sums": {}})
-        self.evaluations = trainer.get("evaluations", [])
+        self.evaluations = [tuple(e) for e in trainer.get("evaluations", [])]
+        if evaluation is not None:
+            evaluation.evaluations = self.evaluations
+        self.progress = None  # a ProgressBar drawing on this run's terminal line
         self.best = trainer.get("best")
         self.stale = trainer.get("stale", 0)
         self.history, self.values, self.latest = [], {}, {}
@@ -156,7 +159,7 @@ class Driver(keras.callbacks.Callback):
     def _evaluate(self, step):
         """Evaluates, records and reports; whether the main metric improved."""
         evaluation = self.evaluation
-        result = {k: float(v) for k, v in evaluation.evaluate(self.model).items()}
+        result = dict(evaluation.evaluate(self.model))  # JSON-able; its scalars are drawn
         self.model.reset_metrics()  # an evaluate() of the model itself used them
         steps = max(self.since_eval["steps"], 1)
         train_metrics = {k: v / steps for k, v in self.since_eval["sums"].items()}
@@ -166,7 +169,7 @@ class Driver(keras.callbacks.Callback):
             if evaluation.main_metric not in result:
                 raise ValueError(f"main_metric={evaluation.main_metric!r} is not among the eval "
                                  f"metrics {sorted(result)}")
-            value = result[evaluation.main_metric]
+            value = float(result[evaluation.main_metric])
             better = self.best is None or value > self.best
             self.best = value if better else self.best
             self.stale = 0 if better else self.stale + 1
@@ -176,6 +179,8 @@ class Driver(keras.callbacks.Callback):
         if evaluation.chief:
             line = evaluation.describe(step, result, train_metrics)
             if line:
+                if self.progress is not None:
+                    self.progress.end_line()
                 print(line, flush=True)
             if self.stopped_early:
                 print(f"Stopping early at step {step}: {evaluation.main_metric} has not improved "
@@ -189,7 +194,8 @@ class Driver(keras.callbacks.Callback):
             return
         with writer.as_default(step=step):
             for key, value in values.items():
-                write_scalar(key, value)
+                if isinstance(value, (int, float, np.number)):  # not a nested score table
+                    write_scalar(key, float(value))
         writer.flush()
 
     def _save(self, step):
@@ -222,6 +228,7 @@ class ProgressBar(keras.callbacks.Callback):
     def __init__(self, driver, train_steps, stream=None, width=30):
         super().__init__()
         self.driver, self.train_steps = driver, train_steps
+        driver.progress = self
         self.stream = stream or sys.stdout
         self.width = width
         self.dynamic = hasattr(self.stream, "isatty") and self.stream.isatty()
@@ -260,6 +267,10 @@ class ProgressBar(keras.callbacks.Callback):
         self.stream.flush()
 
     def on_train_end(self, logs=None):
+        self.end_line()
+
+    def end_line(self):
+        """Ends the line redrawn in place, so that other output starts on its own line."""
         if self.dynamic:
             self.stream.write("\n")
             self.stream.flush()

@@ -83,6 +83,7 @@ class Evaluation:
       `after_checkpoint(step, better)`: what may be redone after a kill (e.g. best/).
     `state(step)` / `restore(state)`: the run's own JSON-able state, saved in every checkpoint
       (`restore` runs after the checkpoint restored the model).
+    `self.evaluations`: the run's evaluations so far, [(step, result)], resumes included.
     """
 
     def __init__(self, every_steps, evaluate=None, *, main_metric=None, patience=0):
@@ -91,6 +92,7 @@ class Evaluation:
         self.every_steps, self.main_metric, self.patience = every_steps, main_metric, patience
         self._evaluate = evaluate
         self.chief = True
+        self.evaluations = []  # [(step, result)] of the whole run, resumes included (the trainer's)
 
     def evaluate(self, model):
         return self._evaluate(model)
@@ -109,7 +111,8 @@ class Evaluation:
 
     def describe(self, step, result, train_metrics):
         """The progress line of an evaluation (None: none)."""
-        return f"step {step}: eval " + " ".join(f"{k} {v:.4g}" for k, v in result.items())
+        return f"step {step}: eval " + " ".join(
+            f"{k} {v:.4g}" for k, v in result.items() if isinstance(v, (int, float)))
 
     def position(self, step, train_steps):
         """Where a resumed run takes up, in words, after "Resuming from checkpoint PATH"."""

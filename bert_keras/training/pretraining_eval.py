@@ -19,8 +19,8 @@ sequences as they are.
 same names as the training metrics (loss, masked_lm_accuracy, next_sentence_accuracy, ...;
 ELECTRA's discriminator_accuracy, replaced_precision, replaced_recall, ...), which
 TensorBoard's eval/ run draws on the same charts as train/'s. Each evaluation is added to
-MODEL_DIR/eval_metrics.json ([[step, {metric: value}], ...], the whole run's: the list is kept
-in the checkpoints, so a resumed run goes on with it) once its checkpoint is written. The
+MODEL_DIR/eval_metrics.json ([[step, {metric: value}], ...], the whole run's: the trainer keeps
+the list in its checkpoints, so a resumed run goes on with it) once its checkpoint is written. The
 random state an evaluation reads (ELECTRA samples its replacements with a seed generator) is
 set to a fixed value for the evaluation and put back after it: evaluations of one model agree,
 and the training run is the same with or without them.
@@ -118,20 +118,10 @@ class PretrainingEvaluation(Evaluation):
         self.num_batches, self.seed = len(batches), config.seed
         self.examples = self.num_batches * eval_batch_size(config)
         self.path = files.join(config.model_dir, EVAL_METRICS_FILE)
-        self.evaluations = []  # [[step, {metric: value}]] of the whole run, resumes included
-
-    def before_checkpoint(self, step, result, train_metrics, better):
-        self.evaluations.append([step, dict(result)])
 
     def after_checkpoint(self, step, better):
         if self.chief:  # up to date during the run; a kill before this leaves the last one
-            files.write_json(self.path, self.evaluations)
-
-    def state(self, step):
-        return {"eval_metrics": self.evaluations}
-
-    def restore(self, state):
-        self.evaluations = [[step, values] for step, values in state.get("eval_metrics", [])]
+            files.write_json(self.path, [[s, values] for s, values in self.evaluations])
 
     def evaluate(self, model):
         states = _random_states(model)
