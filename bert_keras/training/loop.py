@@ -43,7 +43,6 @@ from bert_keras.training.precision import dtype_policy
 
 CHECKPOINT_SUBDIR = "checkpoints"
 _STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
-_STATE_KEY = "state/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 class TrainingDivergedError(RuntimeError):
@@ -66,8 +65,8 @@ class TrainResult:
     initial_step: int  # the step the run started (resumed) at
     history: list  # [(step, {metric: value})], one entry per logging window of this run
     chief: bool  # whether this process wrote model_dir
-    evaluations: list = dataclasses.field(default_factory=list)  # [(step, {metric: value})],
-    # all of the run's, resumed or not
+    # [(step, {metric: value})], all of the run's evaluations, resumed or not
+    evaluations: list = dataclasses.field(default_factory=list)
     stopped_early: bool = False  # by the evaluation's early stopping
 
 
@@ -127,14 +126,6 @@ def latest_checkpoint(model_dir):
 def checkpoint_step(path):
     """The step stored in checkpoint `path`."""
     return int(tf.train.load_variable(path, _STEP_KEY))
-
-
-def checkpoint_state(path):
-    """The JSON state stored in checkpoint `path` ({} for a checkpoint without one)."""
-    try:
-        return json.loads(tf.train.load_variable(path, _STATE_KEY))
-    except (tf.errors.NotFoundError, ValueError):
-        return {}
 
 
 def _changed_config(path, config):
