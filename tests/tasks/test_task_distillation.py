@@ -328,8 +328,9 @@ def teacher_fidelity(student_dir, teacher_dir):
 @pytest.mark.slow
 def test_distilled_student_follows_its_teacher_and_exports(tmp_path):
     """A 1-layer H=64 teacher fine-tuned on topics; a 1-layer H=32 student distilled from it
-    predicts distributions closer to the teacher's than the same student fine-tuned on the
-    labels alone; a kill -9 after the first epoch resumes to the same result; best/ exports."""
+    learns the teacher's outputs on the training data (its soft loss falls, its agreement with
+    the teacher rises) and keeps its best epoch by agreement; a kill -9 after the first epoch
+    resumes to the same result; best/ exports."""
     import keras
 
     keras.utils.set_random_seed(1)
@@ -344,14 +345,12 @@ def test_distilled_student_follows_its_teacher_and_exports(tmp_path):
     teacher_metrics = json.loads((teacher / "metrics.json").read_text())
     assert teacher_metrics["eval"]["accuracy"] > teacher_metrics["baselines"]["majority_accuracy"]
 
-    student, plain = tmp_path / "student", tmp_path / "plain"
+    student = tmp_path / "student"
     # The best epoch by agreement with the teacher: what a student is for (by accuracy, a weak
     # teacher's student may keep an early epoch that ties a later one).
     distilled = dict(teacher_dir=teacher, main_metric="teacher_agreement")
     args = topic_args(tmp_path / "student_encoder", student, 4, **distilled)
     proc = run_tool(*args)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    proc = run_tool(*topic_args(tmp_path / "student_encoder", plain, 4))
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     metrics = json.loads((student / "metrics.json").read_text())
@@ -362,18 +361,17 @@ def test_distilled_student_follows_its_teacher_and_exports(tmp_path):
     epochs = metrics["epochs"]
     assert {"train_soft_loss", "train_hard_loss", "train_teacher_agreement"} <= set(epochs[0])
     assert epochs[-1]["train_soft_loss"] < epochs[0]["train_soft_loss"]
+    assert epochs[-1]["train_teacher_agreement"] > epochs[0]["train_teacher_agreement"]
     assert all(e["train_loss"] == pytest.approx(
         0.5 * e["train_soft_loss"] + 0.5 * e["train_hard_loss"], rel=2e-2) for e in epochs)
     agreement, kl = teacher_fidelity(student, teacher)
-    plain_agreement, plain_kl = teacher_fidelity(plain, teacher)
     print(f"teacher accuracy {teacher_metrics['eval']['accuracy']:.3f}; distilled student: "
-          f"agreement {agreement:.3f}, KL {kl:.3f}, accuracy {metrics['eval']['accuracy']:.3f}; "
-          f"without a teacher: agreement {plain_agreement:.3f}, KL {plain_kl:.3f}")
+          f"agreement {agreement:.3f}, KL {kl:.3f}, accuracy {metrics['eval']['accuracy']:.3f}")
     assert metrics["eval"]["teacher_agreement"] == pytest.approx(agreement)
-    # Its best epoch is picked by teacher_agreement, as it records. (Held-out closeness to
-    # this weak teacher against a label-trained student is seed-dependent with the epochs'
-    # documented (seed, epoch) order: KL 0.41 against 0.35 at seed 42, ratios 0.68, 0.96 and
-    # 1.16 at seeds 43-45 with the best epoch by accuracy; so it is printed, not asserted.)
+    # Its best epoch is picked by teacher_agreement, as it records. (Held-out closeness to this
+    # weak teacher, against the same student trained on the labels alone, depends on the
+    # shuffle: KL ratios 0.63-0.73 over seeds 42-45 with one shuffle of each epoch, 0.68-1.6
+    # with another; so it is not asserted here.)
     best = epochs[metrics["best_epoch"] - 1]["eval"]["teacher_agreement"]
     assert best == max(e["eval"]["teacher_agreement"] for e in epochs)
 
