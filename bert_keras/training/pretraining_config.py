@@ -24,6 +24,7 @@ from bert_keras.models.encoder.config import EncoderChoice
 from bert_keras.optimization.config import OptimizerConfig
 from bert_keras.training.pretraining_models import OBJECTIVES
 from bert_keras.training.runtime_config import RuntimeConfig
+from bert_keras.training.strategy import MULTI_STEP_STRATEGIES
 
 
 def _objective_options():
@@ -85,6 +86,11 @@ class PretrainConfig(Config):
         check(0 <= self.warmup_steps <= self.train_steps,
               f"--warmup_steps={self.warmup_steps} must be in "
               f"[0, --train_steps={self.train_steps}].")
+        strategy = self.runtime.distribution_strategy
+        check(self.steps_per_execution == 1 or strategy in MULTI_STEP_STRATEGIES,
+              f"--steps_per_execution={self.steps_per_execution} runs under "
+              f"--distribution_strategy={'|'.join(MULTI_STEP_STRATEGIES)}, not {strategy} "
+              "(Keras' multi-step loop fails there: keras-team/keras#19246).")
         accumulation = self.optimizer.gradient_accumulation_steps
         check(self.global_batch_size % accumulation == 0,
               f"--global_batch_size={self.global_batch_size} is not divisible by "

@@ -27,6 +27,10 @@ import tempfile
 import tensorflow as tf
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+# Keras runs steps_per_execution > 1 as a tf.while_loop over the iterator, which fails under
+# the mirrored strategies ("You must feed a value for placeholder tensor ...",
+# keras-team/keras#19246).
+MULTI_STEP_STRATEGIES = ("one_device", "tpu")
 
 
 def create_strategy(name, tpu=None):

@@ -54,6 +54,8 @@ def test_help_is_short_with_an_example_and_helpfull_lists_everything():
      "Give one of --vocab_file"),
     (["--tokenizer_dir=/nonexistent"], "--tokenizer_dir='/nonexistent' is not a directory"),
     (["--adam_beta_2=1.0"], "--adam_beta_2 must be in (0, 1), got 1.0"),
+    (["--steps_per_execution=2", "--distribution_strategy=mirrored"],
+     "--steps_per_execution=2 runs under --distribution_strategy=one_device|tpu, not mirrored"),
 ])
 def test_bad_flags_are_usage_errors_before_any_work(tmp_path, args, message):
     model_dir = tmp_path / "run"
