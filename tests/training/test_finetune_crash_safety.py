@@ -25,16 +25,9 @@ ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
 
 
 @pytest.fixture(scope="module")
-def tiny_checkpoint(tmp_path_factory):
-    """A random 1-layer encoder with the bundled vocab, saved with save_pretrained."""
-    import bert_keras as bk
-
-    tokenizer = bk.BertTokenizer(str(DATA / "vocab.txt"))
-    encoder = bk.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=32,
-                             num_heads=2, intermediate_size=64, max_positions=64)
-    path = tmp_path_factory.mktemp("tiny_encoder")
-    encoder.save_pretrained(str(path), tokenizer=tokenizer)
-    return path
+def tiny_checkpoint(tiny_encoder_dir):
+    """A random 1-layer encoder with the bundled vocab (conftest.tiny_encoder_dir)."""
+    return tiny_encoder_dir
 
 
 def tool_args(checkpoint, out, **extra):

@@ -6,13 +6,13 @@ replicas, per-replica metrics reduced, only the chief writes."""
 import json
 import os
 import pathlib
-import socket
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+from ports import free_ports  # tests/support
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "bert_keras" / "assets"
@@ -45,16 +45,6 @@ def tool_args(checkpoint, out, **extra):
     return [sys.executable, str(TOOL)] + [f"--{k}={v}" for k, v in args.items()]
 
 
-def _free_ports(n):
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 def assert_same_training(got, want):
     assert got["steps_per_epoch"] == want["steps_per_epoch"] == 16
     assert got["best_epoch"] == want["best_epoch"]
@@ -77,7 +67,7 @@ def one_process(encoder_without_dropout, tmp_path_factory):
 def test_two_local_workers_fine_tune_into_a_url_like_one_process(
         encoder_without_dropout, one_process, tmp_path):
     out = tmp_path / "run"
-    cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
     procs = []
     for index in range(2):
         tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})

@@ -8,7 +8,6 @@ import glob
 import json
 import os
 import pathlib
-import socket
 import subprocess
 import sys
 import textwrap
@@ -17,6 +16,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from ports import free_ports  # tests/support
 
 from bert_keras import optimization
 from bert_keras.training import loop as training
@@ -252,20 +252,10 @@ _WORKER_SCRIPT = textwrap.dedent("""
 """)
 
 
-def _free_ports(n):
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 @pytest.mark.slow
 def test_multi_worker_mirrored_two_local_workers_write_one_checkpoint(tmp_path):
     model_dir = tmp_path / "run"
-    cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
     script = _WORKER_SCRIPT.format(repo=str(REPO), corpus=str(CORPUS), model_dir=str(model_dir))
     procs = []
     for index in range(2):
