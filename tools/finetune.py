@@ -96,7 +96,11 @@ def check_flags():
         config.validate_data_source()
         runtime = config.runtime
         strategy = strategy_lib.create_strategy(runtime.distribution_strategy, tpu=runtime.tpu)
-        strategy_lib.per_replica_batch_size(config.train_batch_size, strategy)
+        replicas = strategy.num_replicas_in_sync
+        if config.train_batch_size % replicas:
+            raise configs.ConfigError(
+                f"--train_batch_size={config.train_batch_size} is not divisible by the {replicas} "
+                f"replicas of --distribution_strategy={runtime.distribution_strategy}.")
     except ValueError as e:  # ConfigError included
         raise app.UsageError(str(e)) from None
     return config, strategy

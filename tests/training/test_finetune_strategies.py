@@ -111,3 +111,16 @@ def test_mirrored_on_two_cpu_devices_fine_tunes_like_one_device(
                           cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert_same_training(json.loads((out / "metrics.json").read_text()), one_process)
+
+
+def test_a_batch_the_replicas_cannot_split_is_refused_before_any_work(
+        encoder_without_dropout, tmp_path):
+    out = tmp_path / "run"
+    args = tool_args(encoder_without_dropout, out, distribution_strategy="mirrored",
+                     train_batch_size=15)
+    proc = subprocess.run([sys.executable, "-c", _MIRRORED.format(tools=str(ROOT)), *args[1:]],
+                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    assert ("--train_batch_size=15 is not divisible by the 2 replicas of "
+            "--distribution_strategy=mirrored") in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and not out.exists()
