@@ -342,6 +342,8 @@ def _dataset_fn(run):
         return run.task.dataset(run.train_features, config.train_batch_size, **options)
 
     def dataset_fn(batch_size, input_context):
+        # Global batches of --train_batch_size made alike everywhere, then split: `batch_size`
+        # (the per-replica share) is what replica_batches gives each replica.
         dataset = epoch_dataset(0)
         for epoch in range(1, config.num_train_epochs):
             dataset = dataset.concatenate(epoch_dataset(epoch))
