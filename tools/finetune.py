@@ -117,7 +117,8 @@ def main(argv):
             record = run_finetuning(config, strategy=strategy)
         except (ResumeError, OSError) as e:  # another run in --output_dir, a full disk
             sys.exit(f"finetune: {e}")
-    summary = {k: record[k] for k in ("best_epoch", "eval", "test", "baselines") if k in record}
+    summary = {k: record[k] for k in ("best_epoch", "stopped_early_after_epoch", "eval", "test",
+                                      "baselines") if k in record}
     print(json.dumps(summary, indent=1, default=float), flush=True)
 
 
