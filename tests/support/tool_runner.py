@@ -19,6 +19,7 @@ import atexit
 import os
 import pathlib
 import pickle
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,39 +49,92 @@ def _stop_server(server):
         server.kill()
 
 
+def _is_tool(argv):
+    return (os.environ.get("BERT_KERAS_TESTS_FORK", "1") != "0" and len(argv) >= 2
+            and argv[0] == sys.executable and argv[1].endswith(".py"))
+
+
 def _forkable(argv, kwargs):
-    return (os.environ.get("BERT_KERAS_TESTS_FORK", "1") != "0" and kwargs.get("capture_output")
-            and len(argv) >= 2 and argv[0] == sys.executable and argv[1].endswith(".py")
+    return (_is_tool(argv) and kwargs.get("capture_output")
             and set(kwargs) <= {"capture_output", "text", "cwd", "env", "timeout", "input"})
+
+
+class Started:
+    """A tool forked from the server and still running: `pid`, `poll()`, `wait()` and
+    `returncode` as subprocess.Popen has them (see `start`). The server serves nothing else
+    until it is waited for."""
+
+    def __init__(self, argv, cwd, env, timeout, data, stdout=None, stderr=None):
+        self._dir = tempfile.mkdtemp(prefix="tool_run_")
+        paths = {name: os.path.join(self._dir, name) for name in ("stdin", "stdout", "stderr")}
+        with open(paths["stdin"], "wb") as f:
+            f.write(data)
+        for name in ("stdout", "stderr"):
+            open(paths[name], "wb").close()
+        self._outputs = paths["stdout"], paths["stderr"]
+        paths.update({name: path for name, path in (("stdout", stdout), ("stderr", stderr))
+                      if path is not None})
+        request = dict(argv=argv, cwd=os.fspath(cwd or os.getcwd()), env=dict(env or os.environ),
+                       timeout=timeout, **paths)
+        self.argv, self.returncode, self._waited = argv, None, False
+        global _server
+        _lock.acquire()  # one request at a time per server: released by wait()
+        try:
+            if _server is None or _server.poll() is not None:
+                _server = _start_server()
+            pickle.dump(request, _server.stdin)
+            _server.stdin.flush()
+            self.pid = self._reply()["pid"]
+        except BaseException:
+            _lock.release()
+            raise
+
+    def _reply(self):
+        try:
+            return pickle.load(_server.stdout)
+        except EOFError:  # a bug of the server, not of the tool
+            raise RuntimeError(f"tool_server.py died running {self.argv[1:]}; "
+                               "BERT_KERAS_TESTS_FORK=0 runs plain subprocesses") from None
+
+    def poll(self):
+        """The exit status once the tool has ended (None while it runs, as Popen.poll)."""
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                running = f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            running = False
+        return None if running and not self._waited else self.wait()
+
+    def wait(self):
+        """The exit status (-N for signal N; None if it ran past its timeout). Its output is
+        then in `stdout` and `stderr` (bytes), and its temporary files are gone."""
+        if not self._waited:
+            try:
+                self.returncode = self._reply()["returncode"]
+            finally:
+                self._waited = True
+                _lock.release()
+            self.stdout, self.stderr = (pathlib.Path(path).read_bytes() for path in self._outputs)
+            shutil.rmtree(self._dir, ignore_errors=True)
+        return self.returncode
+
+
+def start(argv, cwd=REPO, env=None):
+    """subprocess.Popen(argv, stdout=DEVNULL, stderr=DEVNULL), forked from the server for a
+    Python tool (`[sys.executable, "tools/X.py", ...]`): for tests that kill a tool while it
+    runs (`os.kill(started.pid, SIGKILL)`, then `started.wait()` before the next tool call)."""
+    argv = [os.fspath(a) for a in argv]
+    if not _is_tool(argv):
+        return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+    return Started(argv, cwd, env, None, b"", stdout=os.devnull, stderr=os.devnull)
 
 
 def _serve(argv, cwd, env, timeout, data, stdout=None, stderr=None):
     """Runs argv forked from the server: stdin `data` (bytes), stdout and stderr into files
     (or at the paths given). Returns (exit status or None on a timeout, stdout, stderr)."""
-    with tempfile.TemporaryDirectory(prefix="tool_run_") as d:
-        paths = {name: os.path.join(d, name) for name in ("stdin", "stdout", "stderr")}
-        with open(paths["stdin"], "wb") as f:
-            f.write(data)
-        for name in ("stdout", "stderr"):
-            open(paths[name], "wb").close()
-        paths.update({name: path for name, path in (("stdout", stdout), ("stderr", stderr))
-                      if path is not None})
-        request = dict(argv=argv, cwd=os.fspath(cwd or os.getcwd()), env=dict(env or os.environ),
-                       timeout=timeout, **paths)
-        global _server
-        with _lock:  # one request at a time per server
-            if _server is None or _server.poll() is not None:
-                _server = _start_server()
-            pickle.dump(request, _server.stdin)
-            _server.stdin.flush()
-            try:
-                returncode = pickle.load(_server.stdout)["returncode"]
-            except EOFError:  # a bug of the server, not of the tool
-                raise RuntimeError(f"tool_server.py died running {argv[1:]}; "
-                                   "BERT_KERAS_TESTS_FORK=0 runs plain subprocesses") from None
-        out, err = (pathlib.Path(os.path.join(d, name)).read_bytes()
-                    for name in ("stdout", "stderr"))
-    return returncode, out, err
+    started = Started(argv, cwd, env, timeout, data, stdout, stderr)
+    return started.wait(), started.stdout, started.stderr
 
 
 def run(argv, **kwargs):

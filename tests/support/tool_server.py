@@ -6,7 +6,8 @@ thread there is), then reads requests (pickled dicts: argv, cwd, env, and the pa
 child's stdin, stdout and stderr files) from its stdin. For each it forks; the child leaves
 the loop and runs the tool as `python tools/X.py ARGS` would (`__main__`, sys.argv, sys.path[0],
 the request's environment and working directory, its own session), so exit status, output
-and tracebacks are the tool's own. The server answers with the child's exit status.
+and tracebacks are the tool's own. The server answers with the child's pid, then with its
+exit status.
 """
 
 import os
@@ -30,6 +31,8 @@ def serve(requests, replies):
             requests.close()
             replies.close()
             return request
+        pickle.dump({"pid": pid}, replies)  # a test may signal the tool while it runs
+        replies.flush()
         pickle.dump({"returncode": _wait(pid, request["timeout"])}, replies)
         replies.flush()
 

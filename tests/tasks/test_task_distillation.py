@@ -379,8 +379,7 @@ def test_distilled_student_follows_its_teacher_and_exports(tmp_path):
     resumed = tmp_path / "resumed"
     command = [sys.executable, str(TOOL),
                *topic_args(tmp_path / "student_encoder", resumed, 4, **distilled)]
-    running = subprocess.Popen(command, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    running = tool_runner.start(command, cwd=ROOT, env=ENV)
     index = resumed / "checkpoints" / "checkpoint"
     deadline = time.time() + 300
     while not index.exists() and running.poll() is None and time.time() < deadline:

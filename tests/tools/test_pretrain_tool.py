@@ -227,8 +227,7 @@ def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path, objective):
         args.append("--pair_mode=none")
     if objective == "distill":
         args.append(f"--teacher_checkpoint={_tiny_teacher(tmp_path / 'teacher')}")
-    proc = subprocess.Popen(args, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = tool_runner.start(args, cwd=REPO, env=ENV)
     index = model_dir / "checkpoints" / "checkpoint"
     deadline = time.time() + 300
     while not index.exists() and time.time() < deadline and proc.poll() is None:

@@ -8,7 +8,6 @@ import json
 import os
 import pathlib
 import signal
-import subprocess
 import sys
 import textwrap
 import time
@@ -57,8 +56,7 @@ def metrics_of(out):
 
 def kill_when(args, ready, timeout=120):
     """Starts the tool, polls `ready()` every few ms and kill -9s the tool once it is true."""
-    proc = subprocess.Popen(args, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = tool_runner.start(args, cwd=ROOT, env=ENV)
     deadline = time.time() + timeout
     while not ready() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.002)
