@@ -158,13 +158,13 @@ def test_exports_answer_as_transformers_in_a_process_without_this_project(tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["roberta", "albert"])
-@pytest.mark.parametrize("task", ["tagging", "span_qa"])
+@pytest.mark.parametrize("task,family", [("tagging", "roberta"), ("span_qa", "albert")])
 def test_family_fine_tunes_tagging_and_span_qa_and_serves_them(tmp_path, family, task):
     """tools/finetune.py -> tools/export.py with the byte-level BPE and SentencePiece
-    families (the WordPiece ones run BERT's paths): the export's words are the tokenizer's,
-    its character spans index the request text, and where the tokenizer's words are the
-    CoNLL words the served tags are the tool's own eval predictions."""
+    families (the WordPiece ones run BERT's paths), one task each (every family's served
+    tagging and QA is checked in tests/tasks/tagging/ and span_qa/): the export's words are
+    the tokenizer's, its character spans index the request text, and where the tokenizer's
+    words are the CoNLL words the served tags are the tool's own eval predictions."""
     flagfile = {"tagging": "finetune_bible_ner", "span_qa": "finetune_wordnet_qa"}[task]
     run = lambda *args: tool_runner.run(  # noqa: E731
         [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
