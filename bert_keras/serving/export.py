@@ -327,8 +327,10 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
                                     for name in tokenizer.asset_files]
             root.tokenizer = tokenizer  # tracks its resources (the SentencePiece model)
             root.metadata_file = tf.saved_model.Asset(os.path.join(staging, METADATA_FILE))
-            for name, fn in fns.items():
-                setattr(root, name, fn)
+            # The traced concrete functions, not the tf.functions: SavedModel's save traces a
+            # tf.function again in its own context (2-4 s an export; the graph is the same).
+            for name in fns:
+                setattr(root, name, signatures[name])
             tf.saved_model.save(root, tmp, signatures=signatures)
             op_audit.audit_saved_model(tmp, extra_allowed=extra_allowed_ops)
             write_warmup(tmp, model_name, warmup_requests(functions, examples))
