@@ -16,15 +16,12 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras import files
+from bert_keras.metrics.logs import scalar_floats
 
 
 def now():
     """Seconds on a monotonic clock (the timed checkpoints' and examples/s' clock)."""
     return time.monotonic()
-
-
-def _floats(values):
-    return {k: float(np.asarray(v)) for k, v in (values or {}).items() if np.size(v) == 1}
 
 
 _SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
@@ -115,7 +112,7 @@ class Driver(keras.callbacks.Callback):
         if step == self.last_step:  # inside an accumulation cycle
             return
         previous, self.last_step = self.last_step, step
-        self.values = _floats(self.model.get_metrics_result())
+        self.values = scalar_floats(self.model.get_metrics_result())
         loss = self.values.get("loss")
         if loss is not None and not math.isfinite(loss):
             self.diverged = (step, loss)

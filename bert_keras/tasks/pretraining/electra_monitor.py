@@ -7,12 +7,9 @@ pretraining runs; `StuckDiscriminatorDetector` holds the rule it applies to each
 import math
 
 import keras
-import numpy as np
 from absl import logging
 
-
-def _floats(values):
-    return {k: float(np.asarray(v)) for k, v in (values or {}).items() if np.size(v) == 1}
+from bert_keras.metrics.logs import scalar_floats
 
 
 def binary_entropy(p):
@@ -98,6 +95,6 @@ class StuckDiscriminatorReport(keras.callbacks.Callback):
         if step == self._last_step or step % self.log_every:
             return
         self._last_step = step
-        message = self.detector.observe(step, _floats(logs))
+        message = self.detector.observe(step, scalar_floats(logs))
         if message:
             self.warn(message)
