@@ -329,8 +329,8 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
             root.metadata_file = tf.saved_model.Asset(os.path.join(staging, METADATA_FILE))
             # The traced concrete functions, not the tf.functions: SavedModel's save traces a
             # tf.function again in its own context (2-4 s an export; the graph is the same).
-            for name in fns:
-                setattr(root, name, signatures[name])
+            for name, function in signatures.items():
+                setattr(root, name, function)
             tf.saved_model.save(root, tmp, signatures=signatures)
             op_audit.audit_saved_model(tmp, extra_allowed=extra_allowed_ops)
             write_warmup(tmp, model_name, warmup_requests(functions, examples))
