@@ -17,6 +17,7 @@ import time
 
 import pytest
 import tensorflow as tf
+from topic_finetuning import topic_classification_args  # tests/support
 
 from bert_keras import files
 from bert_keras.training import finetuning_state
@@ -195,15 +196,9 @@ def tiny_encoder(tiny_encoder_dir):
 def finetune_args(checkpoint, output_dir, **extra):
     """Topic classification on 64 definitions, 1 epoch (test_finetune_crash_safety's settings,
     smaller): seconds."""
-    args = {"task": "classification", "train_file": DATA / "wordnet_topics.train.tsv.gz",
-            "eval_file": DATA / "wordnet_topics.dev.tsv.gz",
-            "test_file": DATA / "wordnet_topics.test.tsv.gz", "label_column": 0,
-            "text_a_column": 1, "init_checkpoint": checkpoint, "output_dir": output_dir,
-            "max_seq_length": 64, "max_train_examples": 64, "max_eval_examples": 32,
-            "train_batch_size": 16, "eval_batch_size": 32, "num_train_epochs": 1,
-            "learning_rate": 1e-3, "verbose": 0, **extra}
-    return [sys.executable, str(ROOT / "tools" / "finetune.py")] + [
-        f"--{k}={v}" for k, v in args.items()]
+    return topic_classification_args(checkpoint, output_dir, **{
+        "test_file": DATA / "wordnet_topics.test.tsv.gz", "max_train_examples": 64,
+        "max_eval_examples": 32, "eval_batch_size": 32, "num_train_epochs": 1, **extra})
 
 
 def pretrain_args(model_dir, *extra):

@@ -14,12 +14,12 @@ import time
 
 import numpy as np
 import pytest
+from topic_finetuning import topic_classification_args  # tests/support
 
 import tool_runner  # tests/support: tools forked without their imports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "bert_keras" / "assets"
-TOOL = ROOT / "tools" / "finetune.py"
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
 
 
@@ -31,14 +31,9 @@ def tiny_checkpoint(tiny_encoder_dir):
 
 def tool_args(checkpoint, out, **extra):
     """3 epochs of topic classification on 640 definitions (about 2 s an epoch on 2 cores)."""
-    args = {"task": "classification", "train_file": DATA / "wordnet_topics.train.tsv.gz",
-            "eval_file": DATA / "wordnet_topics.dev.tsv.gz",
-            "test_file": DATA / "wordnet_topics.test.tsv.gz", "label_column": 0,
-            "text_a_column": 1, "init_checkpoint": checkpoint, "output_dir": out,
-            "max_seq_length": 64, "max_train_examples": 640, "max_eval_examples": 64,
-            "train_batch_size": 16, "eval_batch_size": 32, "num_train_epochs": 3,
-            "learning_rate": 1e-3, "verbose": 0, **extra}
-    return [sys.executable, str(TOOL)] + [f"--{k}={v}" for k, v in args.items()]
+    return topic_classification_args(checkpoint, out, **{
+        "test_file": DATA / "wordnet_topics.test.tsv.gz", "max_train_examples": 640,
+        "max_eval_examples": 64, "eval_batch_size": 32, "num_train_epochs": 3, **extra})
 
 
 def run_tool(args):

@@ -13,10 +13,10 @@ import textwrap
 import numpy as np
 import pytest
 from ports import free_ports  # tests/support
+from topic_finetuning import topic_classification_args  # tests/support
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "bert_keras" / "assets"
-TOOL = ROOT / "tools" / "finetune.py"
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
 
 
@@ -36,13 +36,9 @@ def encoder_without_dropout(tmp_path_factory):
 
 def tool_args(checkpoint, out, **extra):
     """2 epochs of topic classification on 256 definitions: 16 full batches of 16 an epoch."""
-    args = {"task": "classification", "train_file": DATA / "wordnet_topics.train.tsv.gz",
-            "eval_file": DATA / "wordnet_topics.dev.tsv.gz", "label_column": 0,
-            "text_a_column": 1, "init_checkpoint": checkpoint, "output_dir": out,
-            "max_seq_length": 64, "max_train_examples": 256, "max_eval_examples": 64,
-            "train_batch_size": 16, "num_train_epochs": 2, "learning_rate": 1e-3,
-            "dropout": 0.0, "dtype": "float32", "verbose": 0, **extra}
-    return [sys.executable, str(TOOL)] + [f"--{k}={v}" for k, v in args.items()]
+    return topic_classification_args(checkpoint, out, **{
+        "max_train_examples": 256, "max_eval_examples": 64, "num_train_epochs": 2,
+        "dropout": 0.0, "dtype": "float32", **extra})
 
 
 def assert_same_training(got, want):
