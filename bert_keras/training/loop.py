@@ -143,7 +143,7 @@ def _changed_config(path, config):
     return {k: (old.get(k), new[k]) for k in sorted(new) if old.get(k) != new[k]}
 
 
-def _seed_states(model):
+def seed_states(model):
     """The dropout layers' seed-generator states: variables of the model that are not weights,
     which a checkpoint of the model alone leaves out (resumed dropout masks would differ)."""
     weights = {id(w) for w in model.weights}
@@ -240,7 +240,7 @@ def train(model_fn, dataset_fn, *, model_dir, train_steps, global_batch_size, st
     # Outside the strategy: a string cannot be mirrored (each worker holds the same value).
     state_variable = tf.Variable("", dtype=tf.string, trainable=False, name="state")
     checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer, step=step_variable,
-                                     seed_states=_seed_states(model), state=state_variable)
+                                     seed_states=seed_states(model), state=state_variable)
     manager = tf.train.CheckpointManager(
         checkpoint, files.join(workdir.path, CHECKPOINT_SUBDIR), max_to_keep=keep_checkpoints)
 

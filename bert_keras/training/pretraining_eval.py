@@ -43,8 +43,9 @@ import tensorflow as tf
 from bert_keras import files
 from bert_keras.data.pretraining import documents, pipeline, records
 from bert_keras.errors import InputError
+from bert_keras.metrics.logs import scalar_floats
 from bert_keras.training import pretraining_models
-from bert_keras.training.loop import Evaluation
+from bert_keras.training.loop import Evaluation, seed_states
 
 EVAL_METRICS_FILE = "eval_metrics.json"
 
@@ -102,10 +103,8 @@ def as_dataset(batches):
 
 
 def _random_states(model):
-    """The states of the model's seed generators (its variables that are not weights)."""
-    weights = {id(w) for w in model.weights}
-    return [v for v in model.variables
-            if id(v) not in weights and v.path.endswith("seed_generator_state")]
+    """The states of the model's seed generators (of its variables that are not weights)."""
+    return [v for v in seed_states(model) if v.path.endswith("seed_generator_state")]
 
 
 class PretrainingEvaluation(Evaluation):
@@ -133,8 +132,7 @@ class PretrainingEvaluation(Evaluation):
         finally:
             for variable, value in zip(states, saved):
                 variable.assign(value)
-        return {name: float(np.asarray(value)) for name, value in result.items()
-                if np.size(value) == 1}
+        return scalar_floats(result)
 
     def describe(self, step, result, train_metrics):
         names = [name for name in ("loss", "masked_lm_accuracy", "next_sentence_accuracy",
