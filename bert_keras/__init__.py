@@ -66,6 +66,7 @@ from bert_keras.tasks.pretraining import (
     student_from_teacher,
 )
 from bert_keras.tasks.registry import TASKS, get_task, load_task
+from bert_keras.tasks.reranking import BertReranker
 from bert_keras.tasks.span_qa import BertSpanQA
 from bert_keras.tasks.tagging import BertTokenClassifier
 from bert_keras.tasks.task_io import save_task

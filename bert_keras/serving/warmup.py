@@ -19,6 +19,7 @@ EXAMPLES = {
     "text_b": ["A fast fox leaps over a sleepy dog.", "He stayed at work.", ""],
     "question": ["Who wrote the letter?", "Where did he go?", ""],
     "context": ["Paul wrote the letter to the church in Rome.", "He went to the city.", ""],
+    "query": ["Who ran into the woods?", "Hello?", "Where?"],  # a reranker's: none empty
     "choices": [["It ran into the woods.", "It slept all day.", "It sang a song."],
                 ["Goodbye!", "Hi.", ""], ["", "", ""]],
     "masked": ["The quick brown [MASK] jumps over the lazy dog.", "In the [MASK] God [MASK].",

@@ -5,8 +5,8 @@ transformers checkpoint is (`load_task`, `load_transformers_task`).
 Adding a task type: write the package `bert_keras/tasks/<name>/` with a `Task` subclass and add
 its class to TASK_TYPES below (see docs/architecture.md).
 
->>> sorted(FINETUNING_TASKS)
-['classification', 'multi_label', 'multiple_choice', 'regression', 'span_qa', 'tagging']
+>>> sorted(FINETUNING_TASKS)[3:]
+['regression', 'reranking', 'span_qa', 'tagging']
 >>> get_task("span_qa").label_keys
 ('start_positions', 'end_positions')
 """
@@ -22,13 +22,16 @@ from bert_keras.tasks.embedding import Embedding
 from bert_keras.tasks.encoder import Encoder
 from bert_keras.tasks.multiple_choice import MultipleChoice
 from bert_keras.tasks.pretraining import Pretraining
+from bert_keras.tasks.reranking import Reranking
 from bert_keras.tasks.span_qa import SpanQA
 from bert_keras.tasks.tagging import Tagging
 from bert_keras.text.tokenizers import load_tokenizer
 
+# Reranking before the classifications: a BertReranker is a one-output BertClassifier, a
+# CrossEncoder checkpoint a one-label *ForSequenceClassification.
 TASK_TYPES = {cls.name: cls for cls in (
-    Classification, MultiLabel, Regression, Tagging, SpanQA, MultipleChoice, Pretraining,
-    Encoder, Embedding)}
+    Reranking, Classification, MultiLabel, Regression, Tagging, SpanQA, MultipleChoice,
+    Pretraining, Encoder, Embedding)}
 TASKS = tuple(TASK_TYPES)
 FINETUNING_TASKS = tuple(name for name, cls in TASK_TYPES.items() if cls.finetunable)
 # The task types a TFDS dataset's features can make without --task, asked in this order: those
