@@ -50,11 +50,16 @@ def encoder_config(path):
 
 
 def read_tensors(path):
+    """The tensors of `path`/model.safetensors, and the ones its family's files leave out
+    because they are zeros (`implied_tensors`: ModernBERT's bias-free heads)."""
     tensors = read_safetensors(os.path.join(path, "model.safetensors"))
     # Older Hugging Face files name LayerNorm weights gamma/beta.
-    return {re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight",
-                   re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name)): value
-            for name, value in tensors.items()}
+    tensors = {re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight",
+                      re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name)): value
+               for name, value in tensors.items()}
+    family, config = read_family(path)
+    implied = getattr(family, "implied_tensors", None)
+    return {**implied(config, tensors), **tensors} if implied else tensors
 
 
 def encoder_name_map(arch, tensors, path):
@@ -72,7 +77,7 @@ def classifier_head(path):
 def classifier_head_names(family, head):
     """A ClassificationHead named `head` -> the `*ForSequenceClassification` head tensors of
     `family` (a family module)."""
-    _, hidden, output = family.CLASSIFIER_HEAD
+    hidden, output = family.CLASSIFIER_HEAD.hidden, family.CLASSIFIER_HEAD.output
     names = {f"{head}/logits/kernel": ([f"{output}.weight"], transpose),
              f"{head}/logits/bias": ([f"{output}.bias"], identity)}
     if hidden:

@@ -278,7 +278,7 @@ def _head_names(head, family, encoder, what):
             if pair is not None else [])
     if "classifier" in layers:
         classifier = layers["classifier"]
-        activation, hidden, _ = family.CLASSIFIER_HEAD
+        activation, hidden = family.CLASSIFIER_HEAD.activation, family.CLASSIFIER_HEAD.hidden
         if classifier.hidden_activation != activation:
             raise InputError(f"{what}: its classification head has hidden_activation="
                              f"{classifier.hidden_activation!r}; transformers' {family.MODEL_TYPE} "

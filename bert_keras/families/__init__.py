@@ -1,7 +1,8 @@
 """The model families and their registry: everything one family knows lives in its module, and
 code outside this package asks the registry instead of comparing `model_type` strings.
 
-A family module (`bert`, `roberta`, `albert`, `distilbert`, `electra`, `xlm_roberta`)
+A family module (`bert`, `roberta`, `albert`, `distilbert`, `electra`, `xlm_roberta`,
+`modernbert`)
 defines:
 
 - `MODEL_TYPE`: transformers' `model_type` in config.json, the family's key here.
@@ -22,6 +23,8 @@ defines:
 - `HEAD_PREFIXES`: the first name part of every head tensor its files may hold (an encoder
   import skips them).
 - `GOOGLE`: a `google_names.GoogleLayout` for its Google TF1 checkpoints, or None.
+- optionally `implied_tensors(config, tensors)`: {name: array} of tensors its files leave out
+  because their value is implied (ModernBERT's zero head biases); the reader adds them.
 
 Adding a family is its module here and its name in the import and in `_MODULES` below.
 
@@ -31,13 +34,21 @@ Adding a family is its module here and its name in the import and in `_MODULES` 
 Traceback (most recent call last):
 ...
 bert_keras.errors.InputError: ckpt: model_type 'gpt2' is not one of ['albert', 'bert', \
-'distilbert', 'electra', 'roberta', 'xlm-roberta'].
+'distilbert', 'electra', 'modernbert', 'roberta', 'xlm-roberta'].
 """
 
 from bert_keras.errors import InputError
-from bert_keras.families import albert, bert, distilbert, electra, roberta, xlm_roberta
+from bert_keras.families import (
+    albert,
+    bert,
+    distilbert,
+    electra,
+    modernbert,
+    roberta,
+    xlm_roberta,
+)
 
-_MODULES = (bert, roberta, albert, distilbert, electra, xlm_roberta)
+_MODULES = (bert, roberta, albert, distilbert, electra, xlm_roberta, modernbert)
 FAMILIES = {family.MODEL_TYPE: family for family in _MODULES}
 DEFAULT_MODEL_TYPE = bert.MODEL_TYPE  # of a config.json that names none (the oldest BERT files)
 

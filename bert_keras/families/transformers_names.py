@@ -26,7 +26,9 @@ TASK_HEADS = (TOKEN_CLASSIFIER, SPAN_CLASSIFIER)
 # A family's `*ForSequenceClassification` head: the activation of its hidden dense (None:
 # BERT's head on the pooler, which has no hidden dense), the module of that dense (None: none)
 # and of the output dense.
-ClassifierHead = collections.namedtuple("ClassifierHead", "activation hidden output")
+# `norm`: the module of a layer norm after the activation (ModernBERT's `head.norm`), else None.
+ClassifierHead = collections.namedtuple("ClassifierHead", "activation hidden output norm",
+                                        defaults=(None,))
 
 # A family's `*ForMultipleChoice` head, one score per choice: as ClassifierHead (activation,
 # hidden dense, output dense of width 1), and `config`: the (config.json key, value) pairs the

@@ -136,6 +136,9 @@ class ByteBpeTokenizer(tf.Module):
         return {VOCAB_FILE: self.vocab_file, MERGES_FILE: self.merges_file}
 
     separators_between = 2  # <s> A </s></s> B </s>
+    # The special tokens by role, and the family that names them (for messages).
+    special_tokens = dict(cls="<s>", sep="</s>", pad="<pad>", unk="<unk>", mask="<mask>")
+    family = "RoBERTa"
     pair_type_ids = False  # one token type (transformers sends no token_type_ids)
     word_start_marker = "\u0120"  # "Ġthe": pieces that start a word (whole-word masking)
     lower_case = False
@@ -147,11 +150,14 @@ class ByteBpeTokenizer(tf.Module):
         merges = read_merges(self.merges_file, index, self.vocab_file)
         self._vocab = Tokens(sorted(index, key=index.get))
         self.vocab_size = len(self._vocab)
-        missing = [t for t in ("<s>", "</s>", "<pad>", "<unk>", "<mask>") if t not in index]
+        specials = self.special_tokens
+        missing = [t for t in specials.values() if t not in index]
         if missing:
-            raise InputError(f"{self.vocab_file} lacks RoBERTa's special tokens {missing}.")
-        self.cls_id, self.sep_id, self.pad_id = index["<s>"], index["</s>"], index["<pad>"]
-        self.unk_id, self.mask_id = index["<unk>"], index["<mask>"]
+            raise InputError(f"{self.vocab_file} lacks {self.family}'s special tokens "
+                             f"{missing}.")
+        self.cls_id, self.sep_id = index[specials["cls"]], index[specials["sep"]]
+        self.pad_id, self.unk_id = index[specials["pad"]], index[specials["unk"]]
+        self.mask_id = index[specials["mask"]]
         byte_strings = tf.constant([bytes([b]) for b in range(256)])
         table = bytes_to_unicode()
         char_strings = tf.constant([table[b].encode("utf-8") for b in range(256)])
@@ -337,3 +343,20 @@ class ByteBpeTokenizer(tf.Module):
 
     def __call__(self, texts):
         return self.tokenize(texts)
+
+
+class ModernBertTokenizer(ByteBpeTokenizer):
+    """ModernBERT's byte-level BPE (its `tokenizer.json`, converted to vocab.json +
+    merges.txt): GPT-2's pre-tokenization and merges, special tokens [CLS] [SEP] [PAD] [UNK]
+    [MASK] (after the BPE vocabulary), pairs packed `[CLS] A [SEP] B [SEP]`, one token type.
+
+    Example:
+    >>> import pathlib
+    >>> path = pathlib.Path(__file__).parents[2] / "tests" / "fixtures" / "families"
+    >>> tok = ModernBertTokenizer.from_pretrained(  # doctest: +SKIP
+    ...     tokenizer_json.convert(str(path / "modernbert")))
+    """
+
+    separators_between = 1
+    special_tokens = dict(cls="[CLS]", sep="[SEP]", pad="[PAD]", unk="[UNK]", mask="[MASK]")
+    family = "ModernBERT"

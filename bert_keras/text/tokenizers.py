@@ -31,7 +31,12 @@ from bert_keras import families
 from bert_keras.errors import InputError
 from bert_keras.files import read_json
 from bert_keras.text import tokenizer_json, xlm_roberta_tokenizer
-from bert_keras.text.byte_bpe_tokenizer import MERGES_FILE, VOCAB_FILE, ByteBpeTokenizer
+from bert_keras.text.byte_bpe_tokenizer import (
+    MERGES_FILE,
+    VOCAB_FILE,
+    ByteBpeTokenizer,
+    ModernBertTokenizer,
+)
 from bert_keras.text.sentencepiece_tokenizer import (
     MODEL_FILE,
     SentencePieceTokenizer,
@@ -51,7 +56,8 @@ def load_tokenizer(path, lower_case=None):
     directory, the model_type and the files found vs expected when only another family's
     tokenizer files are there). Without: XlmRobertaTokenizer (sentencepiece.bpe.model),
     SentencePieceTokenizer (spiece.model or Google's *.model, ALBERT), WordPieceTokenizer
-    (vocab.txt) or ByteBpeTokenizer (vocab.json + merges.txt, RoBERTa), in that order. Either
+    (vocab.txt) or ByteBpeTokenizer (vocab.json + merges.txt, RoBERTa; ModernBertTokenizer
+    when the vocab has ModernBERT's [CLS] and no <s>), in that order. Either
     way a directory with none of them but a `tokenizer.json` (WordPiece or byte-level BPE) is
     converted to them first (`tokenizer_json.convert`, cached)."""
     path = os.fspath(path)
@@ -64,13 +70,23 @@ def load_tokenizer(path, lower_case=None):
     if _has(path, "vocab.txt"):
         return _load(WordPieceTokenizer, path, lower_case)
     if _has(path, VOCAB_FILE) and _has(path, MERGES_FILE):
-        return _load(ByteBpeTokenizer, path, lower_case)
+        return _load(_byte_bpe_class(path), path, lower_case)
     if _has(path, tokenizer_json.TOKENIZER_JSON):
         return _converted(path, lambda converted: load_tokenizer(converted, lower_case))
     raise FileNotFoundError(f"{path} has no tokenizer: expected vocab.txt (WordPiece), "
                             f"{MODEL_FILE} or {xlm_roberta_tokenizer.MODEL_FILE} "
                             f"(SentencePiece), {VOCAB_FILE} + {MERGES_FILE} "
                             f"(byte-level BPE) or {tokenizer_json.TOKENIZER_JSON}.")
+
+
+def _byte_bpe_class(path):
+    """The byte-level BPE class of a directory without config.json (a task or encoder
+    directory of ours): ModernBERT's when its vocab.json names [CLS] and no <s>."""
+    vocab = read_json(os.path.join(path, VOCAB_FILE))
+    modern = ModernBertTokenizer.special_tokens["cls"]
+    if modern in vocab and ByteBpeTokenizer.special_tokens["cls"] not in vocab:
+        return ModernBertTokenizer
+    return ByteBpeTokenizer
 
 
 def _has(path, name):

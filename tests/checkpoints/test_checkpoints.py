@@ -45,12 +45,13 @@ def test_huggingface_parity_on_real_minilm(minilm_encoder, reference, batch):
 
 
 def test_config_read_from_huggingface(minilm_encoder):
-    assert minilm_encoder.architecture == dict(
+    # The other fields (rotary positions, local attention, pre-norm, ...) are BERT's defaults.
+    assert minilm_encoder.architecture == bk.EncoderConfig(
         vocab_size=30522, num_layers=6, hidden_size=384, num_heads=12, intermediate_size=1536,
         activation="gelu", dropout=0.1, attention_dropout=0.1, max_positions=512,
         type_vocab_size=2, layer_norm_epsilon=1e-12, initializer_range=0.02,
         embedding_size=None, num_layer_groups=None, position_offset=0, use_pooler=True,
-    )
+    ).to_dict()
 
 
 def write_as_google_tf1(minilm_dir, target):

@@ -1,5 +1,6 @@
 """BERT-family checkpoints in the Hugging Face layout import exactly: DistilBERT, ELECTRA
-(discriminator and generator), RoBERTa, ALBERT and XLM-RoBERTa, against transformers' outputs
+(discriminator and generator), RoBERTa, ALBERT, XLM-RoBERTa and ModernBERT (rotary positions,
+a sliding window far below the test lengths, pre-norm GeGLU blocks), against transformers' outputs
 on the same small checkpoints (tests/fixtures/make_family_references.py and
 make_xlm_roberta_references.py made them and the references; no torch needed here). Tokenizer
 parity: WordPiece (DistilBERT, ELECTRA), SentencePiece (ALBERT; XLM-R's with fairseq's ids) and
@@ -19,9 +20,9 @@ import tool_runner  # tests/support: tools forked without their imports
 
 FAMILIES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "families"
 CASES = ["distilbert", "electra_discriminator", "electra_generator", "albert", "roberta",
-         "xlm_roberta"]
+         "xlm_roberta", "modernbert"]
 TOKENIZER_CLASSES = {"albert": "SentencePieceTokenizer", "roberta": "ByteBpeTokenizer",
-                     "xlm_roberta": "XlmRobertaTokenizer"}
+                     "xlm_roberta": "XlmRobertaTokenizer", "modernbert": "ModernBertTokenizer"}
 SAMPLES = json.loads((FAMILIES / "texts.json").read_text(encoding="utf-8"))
 TEXTS = SAMPLES["texts"]
 
@@ -306,7 +307,7 @@ def test_family_classifier_checkpoint_loads_with_its_head(name):
 
 
 @pytest.mark.parametrize("name", ["distilbert", "roberta", "albert", "electra_generator",
-                                  "xlm_roberta"])
+                                  "xlm_roberta", "modernbert"])
 def test_family_masked_lm_head_matches_transformers(name):
     """A `*ForMaskedLM` checkpoint: encoder + the family's MLM head (DistilBERT vocab_transform,
     RoBERTa lm_head with the exact GELU, ALBERT predictions H -> E, ELECTRA's generator

@@ -50,6 +50,26 @@ class EncoderConfig(Config):
                                   "(RoBERTa: padding_idx + 1 = 2).")
     use_pooler: bool = option(True, "A dense-tanh pooler on the first token; False: "
                               "pooled_output is the first token's hidden state (DistilBERT).")
+    rotary_theta: float = option(None, "Rotary position embeddings of queries and keys with "
+                                 "this base instead of a learned position table (ModernBERT's "
+                                 "global layers: 160,000); None: the learned table (BERT).")
+    local_rotary_theta: float = option(None, "The rotary base of the local (sliding-window) "
+                                       "layers (ModernBERT: 10,000); None: rotary_theta.")
+    local_attention: int = option(None, "Window of the local layers, in tokens: a token sees "
+                                  "those at most local_attention // 2 away (ModernBERT: 128); "
+                                  "None: every layer attends globally (BERT).")
+    global_attention_every: int = option(1, "With local_attention: layer i attends globally "
+                                         "when i % global_attention_every == 0, the others "
+                                         "locally (ModernBERT: 3).")
+    pre_norm: bool = option(False, "Layer norms before each block's attention and feed-forward "
+                            "(none before the first attention) and a final layer norm "
+                            "(ModernBERT); False: after them (BERT).")
+    gated_mlp: bool = option(False, "GeGLU feed-forward: activation(x W_in) * (x W_gate), "
+                             "then W_out (ModernBERT); False: activation(x W_in) W_out.")
+    use_bias: bool = option(True, "Biases in the blocks' dense layers; False: none "
+                            "(ModernBERT).")
+    norm_bias: bool = option(True, "A bias (beta) in every layer norm; False: none "
+                             "(ModernBERT).")
 
     def validate(self):
         for name in ("vocab_size", "num_layers", "hidden_size", "num_heads", "intermediate_size",
@@ -72,9 +92,36 @@ class EncoderConfig(Config):
               f"num_heads={self.num_heads}.")
         check(self.activation in ACTIVATIONS,
               f"BertEncoder: activation {self.activation!r} is not one of {ACTIVATIONS}.")
+        check(self.local_attention is None or (
+            isinstance(self.local_attention, int) and self.local_attention >= 2),
+              f"BertEncoder: local_attention must be None or an integer >= 2, got "
+              f"{self.local_attention!r}.")
+        check(isinstance(self.global_attention_every, int)
+              and self.global_attention_every >= 1,
+              f"BertEncoder: global_attention_every must be an integer >= 1, got "
+              f"{self.global_attention_every!r}.")
+        check(self.local_rotary_theta is None or self.rotary_theta is not None,
+              "BertEncoder: local_rotary_theta needs rotary_theta (rotary positions).")
+        check((self.rotary_theta is None or (self.hidden_size // self.num_heads) % 2 == 0),
+              f"BertEncoder: rotary positions need an even head size, got "
+              f"{self.hidden_size // self.num_heads}.")
         for name in ("dropout", "attention_dropout"):
             value = getattr(self, name)
             check(0.0 <= value < 1.0, f"BertEncoder: {name} must be in [0, 1), got {value!r}.")
+
+    def layer_attention(self, i):
+        """(rotary base, half window) of layer i's attention: a global layer has no window
+        and rotary_theta; a local one local_attention // 2 and local_rotary_theta.
+
+        >>> modern = EncoderConfig(local_attention=128, global_attention_every=3,
+        ...                        rotary_theta=160000.0, local_rotary_theta=10000.0)
+        >>> [modern.layer_attention(i) for i in range(3)]
+        [(160000.0, None), (10000.0, 64), (10000.0, 64)]
+        """
+        if self.local_attention is None or i % self.global_attention_every == 0:
+            return self.rotary_theta, None
+        theta = self.rotary_theta if self.local_rotary_theta is None else self.local_rotary_theta
+        return theta, self.local_attention // 2
 
 
 def _presets():

@@ -48,7 +48,7 @@ class _Stack:
 
     token_embedding: keras.layers.Layer
     segment_embedding: keras.layers.Layer | None
-    position_embedding: keras.layers.Layer
+    position_embedding: keras.layers.Layer | None  # None: rotary positions in the blocks
     embeddings_layer_norm: keras.layers.Layer
     embeddings_dropout: keras.layers.Layer
     projection: keras.layers.Layer | None
@@ -56,6 +56,7 @@ class _Stack:
     pooler: keras.layers.Layer | None
     num_layers: int
     type_vocab_size: int
+    final_layer_norm: keras.layers.Layer | None = None  # pre-norm encoders' last norm
 
     def __call__(self, inputs, output_positions=None, training=None):
         tokens = self.token_embedding(inputs["input_word_ids"])  # (B, T, E)
@@ -65,7 +66,7 @@ class _Stack:
             if self.type_vocab_size == 1:
                 type_ids = ops.zeros_like(type_ids)
             tokens = tokens + self.segment_embedding(type_ids)
-        x = tokens + self.position_embedding(tokens)
+        x = tokens + self.position_embedding(tokens) if self.position_embedding else tokens
         x = self.embeddings_dropout(self.embeddings_layer_norm(x), training=training)
         if self.projection:
             x = self.projection(x)  # (B, T, H)
@@ -83,6 +84,8 @@ class _Stack:
                     rows = ops.concatenate([rows, ops.cast(output_positions, "int32")], axis=1)
                 x = block(x, mask, training=training, query_positions=rows)
             encoder_outputs.append(x)
+        if self.final_layer_norm:
+            x = encoder_outputs[-1] = self.final_layer_norm(x)
         first = ops.take(x, 0, axis=1)  # (B, H): [CLS] / <s>
         if output_positions is not None:  # without the [CLS] row the shortcut added
             x = x[:, 1:]
@@ -139,7 +142,8 @@ class BertEncoder(keras.Model):
         (vocab_size, num_layers, hidden_size, num_heads, intermediate_size, activation, dropout,
          attention_dropout, max_positions, type_vocab_size, layer_norm_epsilon,
          initializer_range, embedding_size, num_layer_groups, position_offset,
-         use_pooler) = (getattr(config, name) for name in _CONFIG_FIELDS)
+         use_pooler, rotary_theta, _, _, _, pre_norm, gated_mlp, use_bias,
+         norm_bias) = (getattr(config, name) for name in _CONFIG_FIELDS)
         init = layers.dense_initializer(initializer_range)
         width = embedding_size or hidden_size  # E of the embeddings
         groups = num_layer_groups or num_layers
@@ -160,12 +164,13 @@ class BertEncoder(keras.Model):
                 type_vocab_size, width, embeddings_initializer=init, dtype=dtype,
                 name="segment_embedding",
             )
-            position_embedding = layers.PositionEmbedding(
+            position_embedding = rotary_theta is None and layers.PositionEmbedding(
                 max_positions, initializer_range, offset=position_offset, dtype=dtype,
                 name="position_embedding",
             )
             embeddings_layer_norm = layers.LayerNorm(
-                epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_layer_norm"
+                epsilon=layer_norm_epsilon, center=norm_bias, dtype=dtype,
+                name="embeddings_layer_norm"
             )
         embeddings_dropout = layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
         projection = embedding_size is not None and Dense(
@@ -175,10 +180,15 @@ class BertEncoder(keras.Model):
                 num_heads, intermediate_size, activation=activation, dropout=dropout,
                 attention_dropout=attention_dropout, layer_norm_epsilon=layer_norm_epsilon,
                 initializer_range=initializer_range, transposed_kernels=transposed_kernels,
+                pre_norm=pre_norm, attention_norm=i > 0, gated=gated_mlp, use_bias=use_bias,
+                norm_bias=norm_bias, **dict(zip(("rotary_theta", "half_window"),
+                                               config.layer_attention(i))),
                 dtype=dtype, name=f"transformer_layer_{i}",
             )
             for i in range(groups)
         ]
+        final_layer_norm = pre_norm and layers.LayerNorm(
+            epsilon=layer_norm_epsilon, center=norm_bias, dtype=dtype, name="final_layer_norm")
         pooler = use_pooler and Dense(
             hidden_size, activation="tanh", kernel_initializer=init, dtype=dtype, name="pooler"
         )
@@ -186,7 +196,7 @@ class BertEncoder(keras.Model):
         # === Functional graph ===
         stack = _Stack(token_embedding, segment_embedding, position_embedding,
                        embeddings_layer_norm, embeddings_dropout, projection, tuple(blocks),
-                       pooler, num_layers, type_vocab_size)
+                       pooler, num_layers, type_vocab_size, final_layer_norm or None)
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in INPUT_NAMES}
         outputs = stack(inputs)
@@ -202,7 +212,7 @@ class BertEncoder(keras.Model):
         self.transposed_kernels = transposed_kernels
         self.token_embedding = token_embedding
         self.segment_embedding = segment_embedding
-        self.position_embedding = position_embedding
+        self.position_embedding = position_embedding or None  # None: rotary positions
         self.embeddings_layer_norm = embeddings_layer_norm
         self._stack = stack  # not a Layer: Keras tracks (and saves) the layers through the graph
 
@@ -255,7 +265,8 @@ class BertEncoder(keras.Model):
 
     @property
     def max_sequence_length(self):
-        """The longest input this encoder takes: its positions after the offset."""
+        """The longest input this encoder takes: its positions after the offset (rotary
+        positions: max_positions, the length it was trained for)."""
         return self.max_positions - self.position_offset
 
     @property

@@ -11,6 +11,7 @@ own name and returned by `get_config()`, `**kwargs` go to `super()`, sizes are i
 import math
 
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
@@ -33,8 +34,14 @@ def layer_norm(layer, x):
     made the whole encoder ~10% faster than calling the Keras layer.
     """
     y, _, _ = normalize(ops.cast(x, "float32"), ops.cast(layer.gamma, "float32"),
-                        ops.cast(layer.beta, "float32"), layer.epsilon)
+                        _beta(layer), layer.epsilon)
     return ops.cast(y, layer.compute_dtype)
+
+
+def _beta(layer):
+    """The float32 shift of a layer norm: its beta, or 0.0 for one without (`center=False`,
+    ModernBERT's bias-free norms)."""
+    return ops.cast(layer.beta, "float32") if layer.center else 0.0
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -54,7 +61,7 @@ class LayerNorm(keras.layers.LayerNormalization):
 
     def call(self, inputs):
         last_axis = self.axis in ([-1], [len(inputs.shape) - 1])
-        if last_axis and self.center and self.scale and not self.rms_scaling:
+        if last_axis and self.scale and not self.rms_scaling:
             return layer_norm(self, inputs)
         return super().call(inputs)
 
@@ -88,6 +95,32 @@ def _mask_bias(input_mask, dtype):
     large_negative = -6e4 if dtype == "float16" else -1e9  # float16 has no -1e9.
     bias = (1.0 - ops.cast(input_mask, dtype)) * ops.cast(large_negative, dtype)
     return bias[:, None, None, :]
+
+
+def _window_bias(query_rows, length, half_window, dtype):
+    """The additive bias of a sliding window: query row i sees key j when |i - j| <=
+    `half_window`. `query_rows`: None (every row, (1, 1, T, T)) or int (B, Q) ((B, 1, Q, T))."""
+    large_negative = -6e4 if dtype == "float16" else -1e9
+    keys = ops.arange(length, dtype="int32")
+    rows = keys[None, :] if query_rows is None else ops.cast(query_rows, "int32")  # (1|B, Q)
+    outside = ops.abs(rows[:, :, None] - keys[None, None, :]) > half_window  # (1|B, Q, T)
+    return ops.cast(outside, dtype)[:, None] * ops.cast(large_negative, dtype)
+
+
+def rotary(x, theta):
+    """Rotary position embedding of (B, N, T, D) queries or keys, position t = row t, computed
+    in float32 with the halves layout of transformers' `rotate_half` (GPT-NeoX's, ModernBERT's):
+    x * cos + concat(-x2, x1) * sin, frequencies theta^(-2i / D)."""
+    head_size = x.shape[-1]
+    inverse = 1.0 / (np.float32(theta) ** (np.arange(0, head_size, 2, dtype=np.float32)
+                                           / np.float32(head_size)))
+    positions = ops.cast(ops.arange(ops.shape(x)[2]), "float32")  # (T,)
+    angles = positions[:, None] * ops.convert_to_tensor(inverse)[None, :]  # (T, D/2)
+    angles = ops.concatenate([angles, angles], axis=-1)  # (T, D)
+    x32 = ops.cast(x, "float32")
+    first, second = x32[..., :head_size // 2], x32[..., head_size // 2:]
+    rotated = ops.concatenate([-second, first], axis=-1)
+    return ops.cast(x32 * ops.cos(angles) + rotated * ops.sin(angles), x.dtype)
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -148,12 +181,18 @@ class SelfAttention(keras.layers.Layer):
     """
 
     def __init__(self, num_heads, dropout=0.0, initializer_range=0.02, transposed_kernels=False,
-                 **kwargs):
+                 use_bias=True, rotary_theta=None, half_window=None, **kwargs):
+        """`use_bias`: biases in the projections; `rotary_theta`: rotary position embeddings
+        of queries and keys with this base (None: none); `half_window`: a row attends only to
+        keys at most this far (None: to all)."""
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.dropout = dropout
         self.initializer_range = initializer_range
         self.transposed_kernels = transposed_kernels
+        self.use_bias = use_bias
+        self.rotary_theta = rotary_theta
+        self.half_window = half_window
 
     def build(self, input_shape):
         hidden_size = input_shape[-1]
@@ -164,12 +203,13 @@ class SelfAttention(keras.layers.Layer):
         self.head_size = hidden_size // self.num_heads
         init = dense_initializer(self.initializer_range)
         self.qkv = dense(3 * hidden_size, self.transposed_kernels, kernel_initializer=init,
-                         dtype=self.dtype_policy, name="qkv")
+                         use_bias=self.use_bias, dtype=self.dtype_policy, name="qkv")
         self.qkv.build(input_shape)
         # Square, so in the inference layout, bfloat16, batch 1, TensorFlow's fused MatMul
         # would run it on one thread (TransposedDense).
         self.output_dense = dense(hidden_size, self.transposed_kernels, batch_matmul=True,
-                                  kernel_initializer=init, dtype=self.dtype_policy, name="output")
+                                  kernel_initializer=init, use_bias=self.use_bias,
+                                  dtype=self.dtype_policy, name="output")
         self.output_dense.build(input_shape)
         self.attention_dropout = Dropout(self.dropout, dtype=self.dtype_policy)
 
@@ -186,6 +226,8 @@ class SelfAttention(keras.layers.Layer):
         # unstack, not qkv[0], qkv[1], qkv[2]: the gradient of a slice writes a zero-filled
         # full-size tensor per slice (11% of a training step), the gradient of unstack one stack.
         query, key, value = ops.unstack(qkv, 3, axis=0)  # 3 x (B, N, T, D)
+        if self.rotary_theta is not None:
+            query, key = rotary(query, self.rotary_theta), rotary(key, self.rotary_theta)
         if query_positions is not None:
             query = tf.gather(query, query_positions, axis=2, batch_dims=1)  # (B, N, Q, D)
             length = ops.shape(query_positions)[1]
@@ -197,6 +239,9 @@ class SelfAttention(keras.layers.Layer):
         scores = ops.cast(scores, softmax_dtype) * ops.cast(
             1.0 / math.sqrt(self.head_size), softmax_dtype)
         scores = scores + _mask_bias(input_mask, softmax_dtype)  # Padded keys -> -1e9.
+        if self.half_window is not None:  # keys outside the window -> -1e9
+            scores = scores + _window_bias(query_positions, ops.shape(key)[2], self.half_window,
+                                           softmax_dtype)
         probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         probs = self.attention_dropout(probs, training=training)
         context = ops.matmul(probs, value)  # (B, N, Q, D)
@@ -211,21 +256,35 @@ class SelfAttention(keras.layers.Layer):
             dropout=self.dropout,
             initializer_range=self.initializer_range,
             transposed_kernels=self.transposed_kernels,
+            use_bias=self.use_bias,
+            rotary_theta=self.rotary_theta,
+            half_window=self.half_window,
         )
         return config
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
 class TransformerBlock(keras.layers.Layer):
-    """A post-layer-norm transformer block, as in BERT.
+    """A transformer block: post-layer-norm as in BERT, or pre-layer-norm as in ModernBERT.
 
-    x = LayerNorm(x + Dropout(SelfAttention(x)));  x = LayerNorm(x + Dropout(FFN(x))).
+    Post-norm: x = LayerNorm(x + Dropout(SelfAttention(x)));  x = LayerNorm(x + Dropout(FFN(x))).
+    Pre-norm (`pre_norm`): x = x + Dropout(SelfAttention(LayerNorm(x)));
+    x = x + Dropout(FFN(LayerNorm(x))), the first norm left out with `attention_norm=False`
+    (ModernBERT's first layer: its input is the embeddings' norm already).
+    `gated`: the FFN is GeGLU-style, act(x W_in) * (x W_gate) then W_out, one intermediate
+    dense of 2 x intermediate_size giving the input half then the gate half (ModernBERT's Wi).
+    `use_bias` / `norm_bias`: biases in the dense layers / the layer norms.
+    `rotary_theta`, `half_window`: of the attention (`SelfAttention`).
 
     Example:
     >>> import numpy as np
     >>> block = TransformerBlock(num_heads=2, intermediate_size=16)
     >>> x = np.random.rand(1, 4, 8).astype("float32")
     >>> tuple(block(x, np.ones((1, 4), "int32")).shape)
+    (1, 4, 8)
+    >>> modern = TransformerBlock(num_heads=2, intermediate_size=16, pre_norm=True, gated=True,
+    ...     use_bias=False, norm_bias=False, rotary_theta=10000.0, half_window=1)
+    >>> tuple(modern(x, np.ones((1, 4), "int32")).shape)
     (1, 4, 8)
     """
 
@@ -239,6 +298,13 @@ class TransformerBlock(keras.layers.Layer):
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
         transposed_kernels=False,
+        pre_norm=False,
+        attention_norm=True,
+        gated=False,
+        use_bias=True,
+        norm_bias=True,
+        rotary_theta=None,
+        half_window=None,
         **kwargs,
     ):
         """`transposed_kernels`: the four dense kernels in the inference layout
@@ -253,6 +319,13 @@ class TransformerBlock(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.transposed_kernels = transposed_kernels
+        self.pre_norm = pre_norm
+        self.attention_norm = attention_norm
+        self.gated = gated
+        self.use_bias = use_bias
+        self.norm_bias = norm_bias
+        self.rotary_theta = rotary_theta
+        self.half_window = half_window
 
     def build(self, input_shape):
         hidden_size = input_shape[-1]
@@ -263,23 +336,31 @@ class TransformerBlock(keras.layers.Layer):
             dropout=self.attention_dropout,
             initializer_range=self.initializer_range,
             transposed_kernels=self.transposed_kernels,
+            use_bias=self.use_bias,
+            rotary_theta=self.rotary_theta,
+            half_window=self.half_window,
             dtype=policy,
             name="attention",
         )
         self.attention.build(input_shape)
-        self.attention_layer_norm = LayerNorm(
-            epsilon=self.layer_norm_epsilon, dtype=policy, name="attention_layer_norm"
-        )
-        self.attention_layer_norm.build(input_shape)
+        # Pre-norm: the norm before the attention (none in ModernBERT's first layer).
+        self.attention_layer_norm = None
+        if self.attention_norm or not self.pre_norm:
+            self.attention_layer_norm = LayerNorm(
+                epsilon=self.layer_norm_epsilon, center=self.norm_bias, dtype=policy,
+                name="attention_layer_norm")
+            self.attention_layer_norm.build(input_shape)
         self.intermediate = dense(  # The activation is applied in call().
-            self.intermediate_size, self.transposed_kernels, kernel_initializer=init,
-            dtype=policy, name="intermediate")
+            self.intermediate_size * (2 if self.gated else 1), self.transposed_kernels,
+            kernel_initializer=init, use_bias=self.use_bias, dtype=policy, name="intermediate")
         self.intermediate.build(input_shape)
         self.output_dense = dense(hidden_size, self.transposed_kernels, kernel_initializer=init,
-                                  dtype=policy, name="output")
+                                  use_bias=self.use_bias, dtype=policy, name="output")
         self.output_dense.build(tuple(input_shape[:-1]) + (self.intermediate_size,))
+        # The feed-forward's norm: after it (post-norm), before it (pre-norm).
         self.output_layer_norm = LayerNorm(
-            epsilon=self.layer_norm_epsilon, dtype=policy, name="output_layer_norm"
+            epsilon=self.layer_norm_epsilon, center=self.norm_bias, dtype=policy,
+            name="output_layer_norm"
         )
         self.output_layer_norm.build(input_shape)
         self.dropout_layer = Dropout(self.dropout, dtype=policy)
@@ -288,6 +369,8 @@ class TransformerBlock(keras.layers.Layer):
         """inputs (B, T, H) -> (B, T, H); with `query_positions` (B, Q) int, the block's
         output at those rows only, (B, Q, H), for a fraction of the work: keys and values
         still come from every row, but the rest of the block runs on Q rows."""
+        if self.pre_norm:
+            return self._pre_norm_call(inputs, input_mask, training, query_positions)
         batch, length, hidden_size = ops.shape(inputs)[0], ops.shape(inputs)[1], inputs.shape[-1]
         attended = self.attention(inputs, input_mask, training=training,
                                   query_positions=query_positions)  # (B, T or Q, H)
@@ -298,10 +381,32 @@ class TransformerBlock(keras.layers.Layer):
         x = ops.reshape(inputs, (-1, hidden_size))
         x = self._add_and_norm(x, ops.reshape(attended, (-1, hidden_size)),
                                self.attention_layer_norm, training)
-        hidden = self._activate(self.intermediate(x), training)  # (B*T, I)
-        hidden = self.output_dense(hidden)  # (B*T, H)
-        x = self._add_and_norm(x, hidden, self.output_layer_norm, training)
+        x = self._add_and_norm(x, self._feed_forward(x, training), self.output_layer_norm,
+                               training)
         return ops.reshape(x, (batch, length, hidden_size))  # (B, T, H)
+
+    def _pre_norm_call(self, inputs, input_mask, training, query_positions):
+        batch, length, hidden_size = ops.shape(inputs)[0], ops.shape(inputs)[1], inputs.shape[-1]
+        normed = self.attention_layer_norm(inputs) if self.attention_layer_norm else inputs
+        attended = self.attention(normed, input_mask, training=training,
+                                  query_positions=query_positions)  # (B, T or Q, H)
+        if query_positions is not None:
+            inputs = tf.gather(inputs, query_positions, batch_dims=1)  # (B, Q, H)
+            length = ops.shape(query_positions)[1]
+        x = ops.reshape(inputs, (-1, hidden_size))  # (B*T, H)
+        x = x + self.dropout_layer(ops.reshape(attended, (-1, hidden_size)), training=training)
+        hidden = self._feed_forward(self.output_layer_norm(x), training)
+        x = x + self.dropout_layer(hidden, training=training)
+        return ops.reshape(x, (batch, length, hidden_size))  # (B, T, H)
+
+    def _feed_forward(self, x, training):
+        """(B*T, H) -> (B*T, H): the intermediate dense, its activation (gated or not), the
+        output dense."""
+        hidden = self.intermediate(x)  # (B*T, I), or (B*T, 2I) gated
+        if self.gated:
+            hidden, gate = ops.split(hidden, 2, axis=-1)
+            return self.output_dense(self._activate(hidden, training) * gate)
+        return self.output_dense(self._activate(hidden, training))
 
     def _add_and_norm(self, x, hidden, norm, training):
         """norm(x + dropout(hidden)); train steps run it XLA-compiled (residual_norm.py)."""
@@ -310,9 +415,9 @@ class TransformerBlock(keras.layers.Layer):
             # Inference (no dropout): oneDNN can fuse the add into the matmul before it.
             return norm(x + dropout(hidden, training=training))
         seed = dropout.next_seed() if dropout.rate > 0 else None
-        return residual_dropout_norm(x, hidden, seed, dropout.rate,
-                                     tf.convert_to_tensor(norm.gamma),
-                                     tf.convert_to_tensor(norm.beta), norm.epsilon)
+        gamma = tf.convert_to_tensor(norm.gamma)
+        beta = tf.convert_to_tensor(norm.beta) if norm.center else tf.zeros_like(gamma)
+        return residual_dropout_norm(x, hidden, seed, dropout.rate, gamma, beta, norm.epsilon)
 
     def _activate(self, hidden, training):
         if not training:
@@ -332,5 +437,12 @@ class TransformerBlock(keras.layers.Layer):
             layer_norm_epsilon=self.layer_norm_epsilon,
             initializer_range=self.initializer_range,
             transposed_kernels=self.transposed_kernels,
+            pre_norm=self.pre_norm,
+            attention_norm=self.attention_norm,
+            gated=self.gated,
+            use_bias=self.use_bias,
+            norm_bias=self.norm_bias,
+            rotary_theta=self.rotary_theta,
+            half_window=self.half_window,
         )
         return config

@@ -32,7 +32,8 @@ class TransposedDense(keras.layers.Layer):
 
     KERNEL_NAME = "transposed_kernel"
 
-    def __init__(self, units, kernel_initializer="glorot_uniform", batch_matmul=False, **kwargs):
+    def __init__(self, units, kernel_initializer="glorot_uniform", batch_matmul=False,
+                 use_bias=True, **kwargs):
         """`batch_matmul`: multiply as `BatchMatMulV2` (oneDNN's matmul primitive) and add the
         bias after, instead of MatMul + BiasAdd (oneDNN's inner product, which TensorFlow
         fuses with an activation that follows). TensorFlow runs that fused MatMul on one
@@ -43,18 +44,21 @@ class TransposedDense(keras.layers.Layer):
         self.units = units
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.batch_matmul = bool(batch_matmul)
+        self.use_bias = use_bias
 
     def build(self, input_shape):
         # The initializer sees (units, input_dim): truncated normal, the encoder's, is symmetric.
         self.kernel = self.add_weight(name=self.KERNEL_NAME, shape=(self.units, input_shape[-1]),
                                       initializer=self.kernel_initializer)
-        self.bias = self.add_weight(name="bias", shape=(self.units,), initializer="zeros")
+        self.bias = self.use_bias and self.add_weight(name="bias", shape=(self.units,),
+                                                      initializer="zeros")
 
     def call(self, inputs):
         if self.batch_matmul:
             product = tf.linalg.matmul(inputs[None], self.kernel[None], adjoint_b=True)[0]
-            return product + self.bias
-        return tf.nn.bias_add(tf.linalg.matmul(inputs, self.kernel, transpose_b=True), self.bias)
+            return product + self.bias if self.use_bias else product
+        product = tf.linalg.matmul(inputs, self.kernel, transpose_b=True)
+        return tf.nn.bias_add(product, self.bias) if self.use_bias else product
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.units,)
@@ -63,7 +67,7 @@ class TransposedDense(keras.layers.Layer):
         config = super().get_config()
         config.update(units=self.units,
                       kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
-                      batch_matmul=self.batch_matmul)
+                      batch_matmul=self.batch_matmul, use_bias=self.use_bias)
         return config
 
 
