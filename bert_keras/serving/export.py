@@ -398,7 +398,8 @@ def run_export(config):
                               kernel_layout=config.kernel_layout,
                               calibration_examples=calibration,
                               max_answer_tokens=config.max_answer_tokens,
-                              doc_stride=config.doc_stride, max_windows=config.max_windows)
+                              doc_stride=config.doc_stride, max_windows=config.max_windows,
+                              max_pairs=config.max_pairs)
 
 
 def default_model_name(path):

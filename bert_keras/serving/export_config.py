@@ -61,6 +61,9 @@ class ExportConfig(Config):
     max_windows: int = option(64, "Most rows of seq_length tokens one text may take: "
                               "span_qa's windows of a context, tagging's rows of a text; a "
                               "request with a longer one is refused (InvalidArgument).")
+    max_pairs: int = option(1024, "reranking: most (query, document) pairs one request may "
+                            "hold (batch x documents per query); a larger one is refused "
+                            "(InvalidArgument).")
     allow_ops: tuple = option((), "Extra op names the audit accepts (only if your model server "
                               "links them).")
     calibration_file: str = option(None, "With --dtype=int8: a few hundred examples of the "
@@ -91,7 +94,7 @@ class ExportConfig(Config):
               f"--version must be a positive integer, got {self.version}.")
         check(self.seq_length is None or self.seq_length >= 3,
               f"--seq_length must be at least 3, got {self.seq_length}.")
-        for name in ("top_k", "max_answer_tokens", "doc_stride", "max_windows"):
+        for name in ("top_k", "max_answer_tokens", "doc_stride", "max_windows", "max_pairs"):
             value = getattr(self, name)
             check(value is None or value >= 1, f"--{name} must be positive, got {value}.")
         check(self.dtype in DTYPES, f"--dtype={self.dtype!r} is not one of {DTYPES}.")

@@ -103,8 +103,7 @@ class BertReranker(BertClassifier):
                                                 self.preprocessor.seq_length)
             dataset = featurizer.group_dataset(
                 features, batch_size or text_inputs.DEFAULT_BATCH_SIZE,
-                groups=featurizer.training_groups(features, self.max_negatives),
-                in_batch_negatives=self.in_batch_negatives,
+                max_negatives=self.max_negatives, in_batch_negatives=self.in_batch_negatives,
                 shuffle=shuffle, pad_id=self.preprocessor.tokenizer.pad_id)
             return dataset, None, None, None
         return super()._text(x, y, sample_weight, batch_size, shuffle)

@@ -14,6 +14,7 @@ from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import Task, listed
 from bert_keras.tasks.classification import problem_types
+from bert_keras.tasks.input_lines import InputLine
 from bert_keras.tasks.reranking import activations, featurizer, ranking_metrics, reader
 from bert_keras.tasks.reranking.model import BertReranker
 from bert_keras.tasks.reranking.options import RerankingOptions
@@ -45,6 +46,7 @@ class Reranking(Task):
     transformers_head = "ForSequenceClassification"
     options_class = RerankingOptions
     serving_ranks = {"documents": 2}  # [B, K]
+    input_line_help = "query<TAB>document<TAB>document... (1 or more documents)"
 
     # -- options ------------------------------------------------------------------------------
 
@@ -71,17 +73,17 @@ class Reranking(Task):
 
     def featurize(self, examples, tokenizer, label_map, *, max_seq_length, options=None,
                   **unused):
-        """One row per (query, candidate), and the training groups `options` ask for."""
+        """A feature per query (its candidates' rows), and how `options` group them for
+        training (`dataset`)."""
         options = options or RerankingOptions()
         features = featurizer.pair_features(examples, tokenizer, max_seq_length)
-        features["groups"] = [np.array(g) for g in featurizer.training_groups(
-            features, options.max_negatives)]
+        features["max_negatives"] = np.array(options.max_negatives)
         features["in_batch_negatives"] = np.array(options.in_batch_negatives)
         return features
 
     def dataset(self, features, batch_size, *, shuffle=False, seed=None, pad_id=0):
         return featurizer.group_dataset(
-            features, batch_size, groups=[list(g) for g in features["groups"]],
+            features, batch_size, max_negatives=int(features["max_negatives"]),
             in_batch_negatives=bool(features["in_batch_negatives"]), shuffle=shuffle,
             seed=seed, pad_id=pad_id)
 
@@ -125,8 +127,7 @@ class Reranking(Task):
     def predict(self, model, examples, features, label_map, config):
         """(a row per query: its candidates, their relevance, scores and ranking; the logits
         of each query's candidates)."""
-        logits = featurizer.candidate_logits(model, features, len(examples),
-                                             config.eval_batch_size)
+        logits = featurizer.candidate_logits(model, features, config.eval_batch_size)
         rows = []
         for ex, row_logits in zip(examples, logits):
             scores = activations.activate(row_logits, model.activation)
@@ -153,6 +154,11 @@ class Reranking(Task):
 
     def serving_labels(self, model, labels):
         return None
+
+    def input_line(self, signature, inputs):
+        """The query, then each document, tab-separated; the shorter lists of a batch padded
+        with "" (documents the export does not score)."""
+        return InputLine(inputs, padding="")
 
     def check_serving(self, fns):
         if max_pairs(fns) < WARMUP_PAIRS:
