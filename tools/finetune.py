@@ -1,4 +1,4 @@
-r"""Fine-tunes a BERT checkpoint on a classification, regression, tagging or span-QA task.
+r"""Fine-tunes a BERT checkpoint on a task of one type (--task): {task_types}.
 
 Data: files (`--train_file`, `--eval_file`, `--test_file`; globs; gzip ok; format from the
 extension or `--format`) or a TFDS dataset prepared in `--tfds_data_dir` (`--tfds_name=`
@@ -74,6 +74,7 @@ import sys
 from absl import app, flags
 
 from bert_keras import configs
+from bert_keras.tasks.registry import FINETUNING_TASKS
 from bert_keras.training import precision
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.finetuning import run_finetuning
@@ -81,6 +82,7 @@ from bert_keras.training.finetuning_config import FinetuneConfig
 from bert_keras.training.finetuning_state import ResumeError
 from bert_keras_tools import output_dirs
 
+__doc__ = __doc__.replace("{task_types}", ", ".join(FINETUNING_TASKS))  # from the registry
 FLAGS = flags.FLAGS
 configs.define_flags(FinetuneConfig)
 

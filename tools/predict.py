@@ -1,15 +1,23 @@
 r"""Runs an exported SavedModel on lines of text and writes one JSON object per line.
 
-Works on any export of tools/export.py; the model needs only TensorFlow and tensorflow-text.
-Input lines: the text for single-text models; "text_a<TAB>text_b" for pair classifiers;
-"question<TAB>context" for span QA; text with [MASK] for pretrainers. Output: {"line": N,
-"inputs": {...}, "outputs": {name: value}} per input line, in order, keys in a fixed order;
+Works on any export of tools/export.py, of every task type; the model needs only TensorFlow
+and tensorflow-text. An input line is one request of the signature (--signature, default
+serving_default), as the export's task type reads it (`Task.input_line`):
+{input_lines}
+As JSON lines (--input_format=jsonl, the default for an --input named *.jsonl): one object
+per line, a key per input of the signature, a string each, or a list of strings for a list
+input: {"text": "She opened the door.", "choices": ["She left.", "It rained."]} (multiple
+choice), {"words": ["Mr.", "Bumble's", "letter"]} (--words); empty lines are skipped.
+
+Output: {"line": N, "inputs": {...}, "outputs": {name: value}} per input line, in order (N:
+its line number), keys in a fixed order;
 each line's outputs hold only its own values (a tagger's words, a pretrainer's [MASK]s), never
 padding from the lines batched with it. Inputs over a few hundred lines show a progress line
 (lines/s and ETA) on stderr when it is a terminal (--quiet: none).
 
 Bad input (stdin and --input alike, `bert_keras.text_files`): a binary file, no text, more
-than 1% of lines not valid UTF-8, or a line with the wrong number of fields fails with a
+than 1% of lines not valid UTF-8, or a line that is not one request (the wrong number of
+fields, too few endings, a JSON line without the signature's keys) fails with a
 one-line message and exit status 1, and nothing is written: the whole input is read and
 checked before the first prediction (so it is held in memory), and --output is renamed into
 place only when every line succeeded (a full disk leaves no file either). Fewer bad lines get
@@ -26,6 +34,8 @@ Examples:
   python tools/predict.py --model_dir=saved_models/paraphrase --input=pairs.tsv
   echo "Mr. Bumble's letter" | python tools/predict.py --model_dir=saved_models/ner --words
   echo "Who wrote it?	Paul wrote it." | python tools/predict.py --model_dir=saved_models/qa/1
+  printf 'She opened the door.\tShe left.\tIt rained.\n' | \
+      python tools/predict.py --model_dir=saved_models/swag
 """
 
 from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
@@ -41,11 +51,18 @@ from absl import app, flags
 from bert_keras import files, text_files
 from bert_keras.errors import InputError, WriteError, write_error
 from bert_keras.serving.server_environment import SERVER_ENVIRONMENT
+from bert_keras.tasks.registry import TASKS, get_task
 from bert_keras_tools.progress import Progress
+
+__doc__ = __doc__.replace("{input_lines}", "\n".join(  # each task type's own, from the registry
+    f"  {name}: {get_task(name).input_line_help}" for name in TASKS))
 
 flags.DEFINE_string("model_dir", None, "An export version directory, or the model directory "
                     "(its highest version is used).")
 flags.DEFINE_string("input", "-", "Text file to read, '-' for stdin.")
+flags.DEFINE_enum("input_format", "auto", ["auto", "text", "jsonl"],
+                  "text: tab-separated fields per line; jsonl: a JSON object per line; auto: "
+                  "jsonl for an --input named *.jsonl or *.jsonl.gz, else text.")
 flags.DEFINE_string("output", "-", "JSON-lines file to write, '-' for stdout.")
 flags.DEFINE_string("signature", "serving_default", "Signature to run.")
 flags.DEFINE_integer("batch_size", 32, "Lines per model call.")
@@ -61,57 +78,72 @@ WORDS_SIGNATURE = "tag_words"  # a tagger's pre-split words (tasks/tagging/task.
 def resolve_version_dir(path):
     """A version directory: `path` itself if it holds saved_model.pb, else its highest
     integer subdirectory."""
+    from bert_keras.tasks import task_io
+
     if files.exists(files.join(path, "saved_model.pb")):
         return path
     versions = (sorted(int(n) for n in files.listdir(path) if n.isdigit())
                 if files.isdir(path) else [])
-    if not versions:
-        raise app.UsageError(
-            f"--model_dir {path} has no saved_model.pb and no version directories.")
-    return files.join(path, str(versions[-1]))
+    if versions:
+        return files.join(path, str(versions[-1]))
+    if task_io.is_task_directory(path):
+        raise InputError(f"--model_dir={path} is a trained task directory, not an export: "
+                         f"export it first with `python tools/export.py --task_dir={path}`, "
+                         "then give the directory it prints.")
+    if not files.exists(path):
+        raise InputError(f"--model_dir={path} does not exist.")
+    raise InputError(f"--model_dir={path} has no saved_model.pb and no version directories.")
 
 
-def split_line(n, line, fields, name):
-    """{field: text} of input line `n`; TextFileError naming `name` and the line if it has the
-    wrong number of tab-separated fields."""
-    parts = line.split("\t") if len(fields) > 1 else [line]
-    if len(parts) != len(fields):
-        raise text_files.TextFileError(
-            f"{name}: Line {n} has {len(parts)} tab-separated fields; this model takes "
-            f"{len(fields)}: {'<TAB>'.join(fields)}")
-    return dict(zip(fields, parts))
+def is_jsonl(path, input_format):
+    """Whether the input is JSON lines: --input_format, or for 'auto' the --input's name."""
+    if input_format != "auto":
+        return input_format == "jsonl"
+    return path.lower().removesuffix(".gz").endswith(".jsonl")
 
 
-def read_input(path, fields):
-    """[(line number, {field: text})] of every line of `path` ('-': stdin), all read and
-    checked (the text policy, the fields of each line) before the first prediction, so that a
-    bad line anywhere leaves no output at all, on stdout too."""
+def parse_line(n, line, line_format, jsonl, name):
+    """{input name: str or [str]} of input line `n`; TextFileError naming `name` and the line
+    if it is not one request of the signature."""
+    try:
+        if not jsonl:
+            return line_format.from_text(line)
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"not JSON ({e.msg})") from None
+        return line_format.from_json(row)
+    except ValueError as e:
+        raise text_files.TextFileError(f"{name}: Line {n} has {e}") from None
+
+
+def read_input(path, line_format, jsonl):
+    """[(line number, {input name: str or [str]})] of every line of `path` ('-': stdin), all
+    read and checked (the text policy, each line a request of the signature) before the
+    first prediction, so that a bad line anywhere leaves no output at all, on stdout too."""
     name = "stdin" if path == "-" else path
     counts = text_files.TextCounts(name)
     lines = text_files.read_lines(name, stream=sys.stdin.buffer if path == "-" else None,
                                   counts=counts, on_bad="replace")
-    rows = [(n, split_line(n, line, fields, name)) for n, line in lines]
+    rows = [(n, parse_line(n, line, line_format, jsonl, name)) for n, line in lines
+            if line.strip() or not jsonl]
     text_files.require_text([counts])
     return rows
 
 
-def predict_rows(fn, fields, rows, task):
-    """[(line number, {field: text})] -> JSON-able dicts, one per row, in one model call:
-    {"line", "inputs", "outputs"}, each line's outputs only its own (the task's
-    `prediction_rows`: no batch padding), keys in sorted order."""
-    import numpy as np
+def predict_rows(fn, line_format, rows, task):
+    """[(line number, {input name: value})] -> JSON-able dicts, one per row: {"line",
+    "inputs", "outputs"}, each line's outputs only its own (the task's `prediction_rows`: no
+    batch padding), keys in sorted order. One model call per group of `line_format.batches`."""
     import tensorflow as tf
 
-    if not rows:
-        return []
-    if fields == ["words"]:  # [B, W] words, "" padding
-        split = [r["words"].split() for _, r in rows]
-        width = max(len(w) for w in split)
-        words = np.array([w + [""] * (width - len(w)) for w in split], dtype=object)
-        out = fn(words=tf.constant(words.reshape(len(rows), width), tf.string))
-    else:
-        out = fn(**{f: tf.constant([r[f] for _, r in rows], tf.string) for f in fields})
-    outputs = task.prediction_rows({k: v.numpy() for k, v in out.items()})
+    outputs = [None] * len(rows)
+    inputs = [r for _, r in rows]
+    for group in line_format.batches(inputs):
+        tensors = line_format.tensors([inputs[i] for i in group])
+        out = fn(**{k: tf.constant(v, tf.string) for k, v in tensors.items()})
+        for i, row in zip(group, task.prediction_rows({k: v.numpy() for k, v in out.items()})):
+            outputs[i] = row
     return [{"line": n, "inputs": r, "outputs": o} for (n, r), o in zip(rows, outputs)]
 
 
@@ -182,29 +214,39 @@ def output_sink(path):
         yield sink
 
 
-def predict_input(fn, fields, path, sink, batch_size, task, progress):
-    """Predicts every line of `path` ('-': stdin) in batches, writing JSON lines to `sink`."""
-    rows = read_input(path, fields)
+def predict_input(fn, line_format, jsonl, sink, task, progress):
+    """Predicts every line of --input in batches of --batch_size, writing JSON lines to
+    `sink`."""
+    rows = read_input(FLAGS.input, line_format, jsonl)
     progress.start(len(rows))
-    for start in range(0, len(rows), batch_size):
-        for row in predict_rows(fn, fields, rows[start:start + batch_size], task):
+    for start in range(0, len(rows), FLAGS.batch_size):
+        for row in predict_rows(fn, line_format, rows[start:start + FLAGS.batch_size], task):
             sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-        progress.update(min(start + batch_size, len(rows)))
+        progress.update(min(start + FLAGS.batch_size, len(rows)))
     progress.finish()
 
 
-def task_of_export(path, signature):
-    """The task type whose rows the export's `signature` answers: its metadata's task for
-    serving_default; a plain one (values as the signature returns them) otherwise, or for a
-    SavedModel that tools/export.py did not write."""
+def export_metadata(path):
+    """The metadata of an export of tools/export.py; None for another SavedModel."""
     from bert_keras.serving.export import METADATA_FILE, read_metadata
-    from bert_keras.tasks.base import Task
-    from bert_keras.tasks.registry import get_task
 
     if not files.exists(files.join(path, "assets", METADATA_FILE)):
-        return Task()
-    task = get_task(read_metadata(path)["task"])
-    return task if signature in ("serving_default", *task.extra_signatures) else Task()
+        return None
+    return read_metadata(path)
+
+
+def signature_inputs(fn, signature, metadata):
+    """((input name, rank), ...) of `signature` in the export's order (its metadata's; sorted
+    for a SavedModel that tools/export.py did not write); UsageError unless all are
+    strings."""
+    import tensorflow as tf
+
+    specs = fn.structured_input_signature[1]
+    described = (metadata or {}).get("signatures", {}).get(signature, {}).get("inputs", {})
+    names = list(described) if set(described) == set(specs) else sorted(specs)
+    if any(specs[name].dtype != tf.string for name in names):
+        raise app.UsageError(f"Signature {signature!r} takes {names}, not text lines.")
+    return tuple((name, specs[name].shape.rank) for name in names)
 
 
 def main(argv):
@@ -220,6 +262,8 @@ def main(argv):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  Registers the tokenizer ops.
 
+    from bert_keras.tasks.base import Task
+
     path = resolve_version_dir(FLAGS.model_dir)
     loaded = tf.saved_model.load(path)
     signature = WORDS_SIGNATURE if FLAGS.words else FLAGS.signature
@@ -230,17 +274,17 @@ def main(argv):
         raise app.UsageError(
             f"--signature {signature!r} is not one of {sorted(loaded.signatures)}.")
     fn = loaded.signatures[signature]
-    fields = sorted(fn.structured_input_signature[1])
-    if fields == ["context", "question"]:
-        fields = ["question", "context"]
-    elif fields == ["words"] and not FLAGS.words:
-        raise app.UsageError(f"Signature {signature!r} takes pre-split words: add --words.")
-    elif len(fields) != 1 and fields != ["text_a", "text_b"]:
-        raise app.UsageError(f"Signature {signature!r} takes {fields}, not text lines.")
-    task = task_of_export(path, signature)
+    metadata = export_metadata(path)
+    task = get_task(metadata["task"]) if metadata else Task()
+    line_format = task.input_line(signature, signature_inputs(fn, signature, metadata))
+    # The task's rows for its own signatures; the values as returned for the others
+    # (preprocess: the packed ids).
+    if signature not in ("serving_default", *task.extra_signatures):
+        task = Task()
     progress = Progress(sys.stderr, quiet=FLAGS.quiet)
     with output_sink(FLAGS.output) as sink:
-        predict_input(fn, fields, FLAGS.input, sink, FLAGS.batch_size, task, progress)
+        predict_input(fn, line_format, is_jsonl(FLAGS.input, FLAGS.input_format), sink, task,
+                      progress)
 
 
 def run():

@@ -28,6 +28,8 @@ import time
 
 from absl import app, flags
 
+from bert_keras_tools import absl_main
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DATA = REPO / "bert_keras" / "assets"
 
@@ -193,9 +195,8 @@ def main(argv):
     print(f"\nDone in {time.time() - started:.0f} s. Serve it: see docs/serving.md.")
 
 
-
 def run():
-    app.run(main)
+    absl_main.run(main, __doc__)
 
 
 if __name__ == "__main__":

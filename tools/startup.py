@@ -8,7 +8,8 @@
   is used up there too (on CPU-only machines). With TF_CPP_MIN_LOG_LEVEL set, nothing changes.
 - It imports bert_keras before TensorFlow, so bert_keras/cpu_kernels.py's default (oneDNN
   kernels on AVX2-only CPUs too) holds for every tool.
-- `run(main)` is `absl.app.run(main)` that turns a `bert_keras.errors.InputError` (a bad
+- `run(main)` is `absl.app.run(main)` (through `absl_main`: the tool's docstring as its help,
+  --help exiting 0) that turns a `bert_keras.errors.InputError` (a bad
   file, text or flag; `ConfigError` included), an `app.UsageError` (absl would print the
   whole --help above it), a missing file, or a write the machine refused
   (a full disk, a file too large, a quota, a read-only file system, no permission:
@@ -107,6 +108,7 @@ def run(main):
     from absl import logging as absl_logging
 
     from bert_keras.errors import InputError, write_problem
+    from bert_keras_tools import absl_main
 
     def guarded(argv):
         # TF logs "Sharding callback duration" at INFO on every checkpoint: drop that chatter.
@@ -124,4 +126,4 @@ def run(main):
             message = str(getattr(e, "message", None) or e).strip().splitlines()[0]
             sys.exit(f"{_tool()}: {message}")
 
-    app.run(guarded)
+    absl_main.run(guarded, main.__globals__.get("__doc__"))

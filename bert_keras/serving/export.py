@@ -41,7 +41,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras.errors import InputError
-from bert_keras.files import is_local, move_directory, writing
+from bert_keras.files import exists, is_local, move_directory, writing
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.encoder.inference import cast_for_inference, uses_transposed_kernels
 from bert_keras.serving import int8_check, op_audit
@@ -364,6 +364,9 @@ def export_task(task_dir, base_dir, model_name=None, **kwargs):
 def run_export(config):
     """The export of an ExportConfig (tools/export.py): a task directory or a bare encoder."""
     source = config.task_dir or config.encoder_dir
+    if not exists(source):  # a mistyped path: said as such, not as an unfinished run
+        flag = "--task_dir" if config.task_dir else "--encoder_dir"
+        raise InputError(f"{flag}={source} does not exist.")
     # Before loading the model: a bad --export_dir_base or --calibration_file fails at once.
     check_export_base(config.export_dir_base, config.model_name or default_model_name(source),
                       "--export_dir_base")

@@ -18,6 +18,7 @@ from bert_keras import metrics
 from bert_keras.configs import ConfigError
 from bert_keras.data.finetuning import batching
 from bert_keras.data.finetuning.label_map import LabelMap
+from bert_keras.tasks.input_lines import InputLine
 
 DEFAULT_EXTENSION_FORMATS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl",
                              ".json": "squad_json"}
@@ -214,6 +215,16 @@ class Task:
     def extra_warmup(self, fns):
         """[(signature name, {input name: np.ndarray})] warmup requests of the extra ones."""
         return []
+
+    # tools/predict.py's input line of serving_default, as its help shows it per task type
+    # (`input_line` is what reads it).
+    input_line_help = "text"
+
+    def input_line(self, signature, inputs):
+        """How tools/predict.py reads one line as one request row of `signature`, whose string
+        inputs are `inputs` ((name, rank), ...) in the export's order: an
+        `input_lines.InputLine` (tab-separated texts, a rank-2 input taking the rest)."""
+        return InputLine(inputs)
 
     # The serving_default outputs padded to the longest text of a batch ([B, W, ...]), and
     # (output, pad value) marking where each text's own values end.

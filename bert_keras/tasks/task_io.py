@@ -42,6 +42,8 @@ def read_task_info(directory):
     """The task.json dict of a directory written by `save_task` (FileNotFoundError without
     one, InputError for a corrupt one)."""
     info_path = files.join(directory, TASK_INFO)
+    if not files.exists(directory):
+        raise FileNotFoundError(f"{directory} does not exist.")
     if not is_task_directory(directory):
         raise FileNotFoundError(
             f"{directory} is not a trained task directory: no task.json (written last by "

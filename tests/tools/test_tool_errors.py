@@ -2,7 +2,8 @@
 
 Each refusal is one line on stderr naming the flag or file and the value, exit status 1, no
 traceback, and nothing left at the output path: tools/export.py with --export_dir_base naming
-a file; tools/predict.py with a directory, a closed stdin / stdout, a full stdout; a failed
+a file or a --task_dir that does not exist; tools/predict.py with a task directory to export
+first, a directory, a closed stdin / stdout, a full stdout; a failed
 fine-tuning or pretraining run leaves no output directory it created; a vocabulary that turns
 the pretraining text into [UNK] is refused (more than 50% of a sample's tokens), or warned
 about (more than 5%).
@@ -101,7 +102,21 @@ def test_export_refuses_a_seq_length_with_no_room_for_the_context(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_export_says_that_a_missing_task_dir_does_not_exist(tmp_path):
+    missing = tmp_path / "runs" / "paraphrase" / "best"
+    proc = run_tool("export", f"--task_dir={missing}", f"--export_dir_base={tmp_path / 'saved'}")
+    assert_one_line_error(proc, f"--task_dir={missing} does not exist")
+    assert not (tmp_path / "saved").exists()
+
+
 # -- predict.py --------------------------------------------------------------------------------
+
+def test_predict_on_a_task_directory_says_to_export_it(tiny_pairs_model):
+    task_dir = tiny_pairs_model["task"]
+    proc = run_tool("predict", f"--model_dir={task_dir}")
+    assert_one_line_error(proc, f"--model_dir={task_dir} is a trained task directory",
+                          f"python tools/export.py --task_dir={task_dir}")
+
 
 @pytest.fixture
 def pairs_file(tmp_path):
@@ -221,7 +236,7 @@ def test_the_bundled_vocab_fits_the_bundled_corpus(caplog):
 def fail_in(path, records=(), files=(), dirs=()):
     """Runs a block under removed_if_failed(path, records) that makes `path`, the directories
     `dirs` and the files `files` in it (relative paths), then fails."""
-    from bert_keras_tools import output_dirs
+    from bert_keras.training import output_dirs
 
     path = pathlib.Path(path)
     with pytest.raises(RuntimeError):

@@ -31,6 +31,7 @@ class SequenceClassificationTask(Task):
 
     problem_type = problem_types.SINGLE_LABEL
     serves_pairs = True
+    input_line_help = "text, or text_a<TAB>text_b for a model of pairs"
     transformers_head = "ForSequenceClassification"
     options_class = ClassificationOptions
 

@@ -14,6 +14,7 @@ from bert_keras import metrics
 from bert_keras.configs import check
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import Task
+from bert_keras.tasks.input_lines import InputLine
 from bert_keras.tasks.multiple_choice import featurizer, head_checkpoint, reader
 from bert_keras.tasks.multiple_choice.model import BertMultipleChoice
 from bert_keras.tasks.multiple_choice.options import MultipleChoiceOptions
@@ -36,6 +37,7 @@ class MultipleChoice(Task):
     transformers_head = head_checkpoint.TRANSFORMERS_HEAD
     options_class = MultipleChoiceOptions
     serving_ranks = {"choices": 2}  # [B, K]
+    input_line_help = "context<TAB>ending<TAB>ending... (2 or more endings)"
 
     # -- options ------------------------------------------------------------------------------
 
@@ -148,6 +150,11 @@ class MultipleChoice(Task):
         logits = tf.cast(fns.run(per_choice), tf.float32)  # (B, K)
         return {"probabilities": tf.nn.softmax(logits, axis=-1),
                 "choice": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+    def input_line(self, signature, inputs):
+        """The context, then each ending, tab-separated: at least 2 endings; one model call
+        holds the lines of one number of endings (a padded ending would be a choice)."""
+        return InputLine(inputs, minimum=2)
 
     def warmup_longest(self, fns, field, text):
         if field == "choices":  # a row of K choices, each longer than a packed row

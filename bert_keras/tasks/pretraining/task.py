@@ -20,6 +20,7 @@ class Pretraining(Task):
     name = "pretraining"
     finetunable = False
     needs_label_map = False
+    input_line_help = f"text with {MASK_LITERAL} where a word is to be filled in"
 
     padded_outputs = ("mask_positions", "top_k_ids", "top_k_tokens", "top_k_scores")
     padding_marker = ("mask_positions", -1)

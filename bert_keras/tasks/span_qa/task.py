@@ -34,6 +34,7 @@ class SpanQA(Task):
     transformers_head = "ForQuestionAnswering"
     options_class = SpanQAOptions
     extension_formats = {".json": "squad_json", ".jsonl": "squad_jsonl"}
+    input_line_help = "question<TAB>context"
 
     def read_files(self, paths, file_format, labeled=True, options=None, **reader_options):
         if file_format == "squad_json":

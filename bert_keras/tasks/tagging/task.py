@@ -18,6 +18,7 @@ from bert_keras.data.finetuning import batching, features, readers
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import WARMUP_WINDOWS, Task, class_labels, listed, max_windows
+from bert_keras.tasks.input_lines import InputLine
 from bert_keras.tasks.tagging import serving as tagging_serving
 from bert_keras.tasks.tagging import tfds_reader
 from bert_keras.tasks.tagging.crf import check_tag_sequences
@@ -41,6 +42,8 @@ class Tagging(Task):
     padded_outputs = ("tokens", "tags", "tag_ids", "tag_scores", "token_starts", "token_ends")
     padding_marker = ("token_starts", -1)
     ENTITY_FIELDS = ("type", "text", "start", "end", "score")
+    input_line_help = ("text; with --words (the tag_words signature), the sentence's words "
+                       "separated by spaces, each tagged as given")
 
     def read_files(self, paths, file_format, labeled=True, options=None, **reader_options):
         return readers.read_conll(paths, tag_column=-1 if labeled else None)
@@ -168,6 +171,13 @@ class Tagging(Task):
 
     def serve_extra(self, fns, name, inputs):
         return tagging_serving.serve_words(fns, inputs["words"])
+
+    def input_line(self, signature, inputs):
+        """tag_words: a line's words are split at whitespace, as CoNLL files hold them, and
+        a batch's shorter lines padded with "" (the signature's padding)."""
+        if signature in self.extra_signatures:
+            return InputLine(inputs, minimum=0, split_words=True, padding="")
+        return super().input_line(signature, inputs)
 
     def extra_warmup(self, fns):
         """Warmup requests of `tag_words`: a batch with "" padding, and a long sentence."""
