@@ -5,7 +5,8 @@ and read here.
                       "lower_case": bool, "text_fields": [...], "metrics": {...},
                       "decoding": {...} (span_qa: doc_stride, max_query_length, ...)}
     DIR/model.keras  the Keras task model (BertClassifier, BertTokenClassifier, BertSpanQA,
-                     BertPretrainer, BertEmbedder or a bare BertEncoder)
+                     BertPretrainer, BertEmbedder or a bare BertEncoder): its weights, not
+                     its optimizer's state (the run's checkpoints hold that, to resume)
     DIR/vocab.txt    the tokenizer's files (WordPiece: vocab.txt)
 
 `tools/finetune.py` and `tools/pretrain.py` write it; `tools/export.py` reads it
@@ -20,6 +21,7 @@ Example:
 >>> model, tokenizer, info = bk.load_task("runs/paraphrase/best")  # doctest: +SKIP
 """
 
+import contextlib
 import warnings
 import zipfile
 
@@ -65,7 +67,7 @@ def load_task_directory(directory):
     if not _is_zip_file(model_path):  # Keras says "File not found" for a truncated one
         raise InputError(f"{model_path} is missing or corrupt (not a complete .keras archive); "
                          "rerun the fine-tuning or pretraining that wrote it.")
-    with warnings.catch_warnings():  # the optimizer state is not needed to predict or export
+    with warnings.catch_warnings():  # no optimizer state (or, in older files, one not needed)
         warnings.filterwarnings("ignore", message=".*Skipping variable loading for optimizer")
         model = keras.saving.load_model(model_path, compile=False)
     tokenizer = load_tokenizer(directory, lower_case=info["lower_case"])
@@ -91,11 +93,29 @@ def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_f
         info["decoding"] = dict(decoding)
 
     def write(path):
-        model.save(files.join(path, "model.keras"))
+        with _optimizer_detached(model):
+            model.save(files.join(path, "model.keras"))
         tokenizer.save(path)
         write_json(files.join(path, TASK_INFO), info)
 
     write_directory(directory, write, marker="task.json")
+
+
+@contextlib.contextmanager
+def _optimizer_detached(model):
+    """`model` without its optimizer while its .keras file is written, which then holds the
+    weights only: Keras 3 saves a compiled model's optimizer variables too (AdamW: two slots a
+    weight, a file three times the size), state that the users who load, convert and export
+    the directory never read; a run resumes from its checkpoints, which keep it."""
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None:
+        yield
+        return
+    model.optimizer = None
+    try:
+        yield
+    finally:
+        model.optimizer = optimizer
 
 
 def find_task_directory(path, run_subdir):
