@@ -13,6 +13,9 @@ import tempfile
 
 import pytest
 
+# Prints the test time by file at the end of each run (tests/support/time_budget.py).
+pytest_plugins = ["tests.support.time_budget"]
+
 
 @pytest.fixture(autouse=True)
 def _temporary_files_in_pytest_tmp(tmp_path_factory, monkeypatch):
