@@ -144,6 +144,59 @@ def tiny_pairs_model(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def task_type_export(tmp_path_factory):
+    """`task_type_export(name)` -> (model, tokenizer, info, version dir): a 1-layer H=16 model
+    of the registry's task type `name` over the bundled vocab (export_harness.SEQ tokens a row),
+    exported by
+`export.export_saved_model` once per test process. Shared by the tests that serve every
+    task type (tests/serving/test_export_tasks.py) and run predict.py on it
+    (tests/tools/test_predict_contract.py); `task_type_export.base` is their export base."""
+    import keras
+
+    from bert_keras.data.finetuning.label_map import LabelMap
+    from bert_keras.data.pretraining.stages import default_vocab_file
+    from bert_keras.models.encoder import BertEncoder
+    from bert_keras.serving import export
+    from bert_keras.tasks.embedding import BertEmbedder
+    from bert_keras.tasks.pretraining import BertPretrainer
+    from bert_keras.tasks.registry import get_task
+    from bert_keras.text.tokenizer import BertTokenizer
+
+    from export_harness import SEQ
+
+    base = tmp_path_factory.mktemp("task_type_exports")
+    tokenizer = BertTokenizer(default_vocab_file(), lower_case=True)
+    made = {}
+
+    def build(name):
+        keras.utils.set_random_seed(0)
+        encoder = BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=16,
+                              num_heads=2, intermediate_size=32, max_positions=64)
+        task = get_task(name)
+        labels = ["O", "B-X", "I-X"] if task.needs_label_map else None
+        if name == "encoder":  # the three types whose models fine-tuning does not build
+            model = encoder
+        elif name == "pretraining":
+            model = BertPretrainer(encoder)
+        elif name == "embedding":
+            model = BertEmbedder(encoder, pooling="mean")
+        else:
+            model = task.build_model(encoder, LabelMap(labels) if labels else None, dropout=0.0)
+        info = dict(task=name, seq_length=SEQ, lower_case=True, labels=labels,
+                    text_fields=task.text_fields([]))
+        return model, tokenizer, info, export.export_saved_model(model, tokenizer, info, base,
+                                                                 name)
+
+    def get(name):
+        if name not in made:
+            made[name] = build(name)
+        return made[name]
+
+    get.base = base
+    return get
+
+
+@pytest.fixture(scope="session")
 def tagger_export(tmp_path_factory):
     """`tagger_export(name)` -> (model, version dir): the family fixture `name` (bert_tagger,
     roberta_tagger, albert_tagger: transformers *ForTokenClassification) loaded at 16 tokens a

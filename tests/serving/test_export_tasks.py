@@ -1,6 +1,5 @@
 """Every task type's export served without this project, checked against the Keras model."""
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -8,48 +7,32 @@ import tensorflow as tf
 from bert_keras.data.finetuning import batching, features, spans
 from bert_keras.data.finetuning.examples import SpanExample, TaggingExample
 from bert_keras.serving import export
-from bert_keras.tasks.classification import BertClassifier
-from bert_keras.tasks.pretraining import BertPretrainer
 from bert_keras.tasks.registry import get_task
-from bert_keras.tasks.span_qa import BertSpanQA, answer_inputs
-from bert_keras.tasks.tagging import BertTokenClassifier
+from bert_keras.tasks.span_qa import answer_inputs
 from bert_keras.text.preprocessor import BertPreprocessor
 
-from export_harness import (  # noqa: F401  (fixtures too)
+from export_harness import (
     LONG_TEXT,
     SEQ,
     _enc,
-    _info,
     _keras_inputs,
     _outputs,
     _texts,
-    encoder,
     run_client,
-    tokenizer,
 )
 
 
 @pytest.mark.slow
-def test_every_model_type_served_without_project(tmp_path, tokenizer, encoder):
-    keras.utils.set_random_seed(2)
-    tags = ["O", "B-X", "I-X"]
-    cases = {
-        "tagging": (BertTokenClassifier(encoder, num_classes=3), _info("tagging", labels=tags)),
-        "span_qa": (BertSpanQA(encoder), _info("span_qa", text_fields=["question", "context"])),
-        "pretraining": (BertPretrainer(encoder), _info("pretraining")),
-        "encoder": (encoder, _info("encoder")),
-        "multi_label": (BertClassifier(encoder, num_classes=2, problem_type="multi_label"),
-                        _info("multi_label", labels=["x", "y"])),
-        "regression": (BertClassifier(encoder, num_classes=1, problem_type="regression"),
-                       _info("regression")),
-    }
-    base = tmp_path / "saved_models"
-    paths = {task: export.export_saved_model(m, tokenizer, info, base, task)
-             for task, (m, info) in cases.items()}
+def test_every_model_type_served_without_project(tmp_path, task_type_export):
+    exported = {task: task_type_export(task) for task in CHECKS}
+    paths = {task: path for task, (_, _, _, path) in exported.items()}
+    tokenizer = exported["encoder"][1]
     # Versions: the next free integer; a taken version is refused.
-    assert export.next_version(base / "encoder") == 2
+    assert export.next_version(task_type_export.base / "encoder") == 2
     with pytest.raises(FileExistsError):
-        export.export_saved_model(encoder, tokenizer, _info("encoder"), base, "encoder", version=1)
+        model, _, info, _ = exported["encoder"]
+        export.export_saved_model(model, tokenizer, info, task_type_export.base, "encoder",
+                                  version=1)
     extra = {
         paths["tagging"]: [["serving_default", {
             "text": _enc(np.array(["", "word " * 300, b"caf\xe9 x"], object))}]],
@@ -61,7 +44,7 @@ def test_every_model_type_served_without_project(tmp_path, tokenizer, encoder):
     }
     report = run_client(tmp_path, list(paths.values()), extra)
     for task, path in paths.items():
-        model, info = cases[task]
+        model, _, info, _ = exported[task]
         for r in report["exports"][path]:
             if r["signature"] != "serving_default":
                 _outputs(r)
@@ -69,10 +52,10 @@ def test_every_model_type_served_without_project(tmp_path, tokenizer, encoder):
             out = _outputs(r)
             fields = get_task(info["task"]).serving_text_fields(info)
             texts = [_texts(r["inputs"], f) for f in fields]
-            CHECKS[task](model, tokenizer, texts, out)
+            CHECKS[task](model, tokenizer, texts, out, info)
 
 
-def _check_tagging(model, tokenizer, texts, out):
+def _check_tagging(model, tokenizer, texts, out, info):
     # Every word, a long text's too, tagged as predicting on the words does
     # (`tagging_features`' rows of seq_length tokens).
     (text,) = texts
@@ -93,7 +76,7 @@ def _check_tagging(model, tokenizer, texts, out):
         assert out["tag_ids"][b][valid].tolist() == want.tolist()
 
 
-def _check_span_qa(model, tokenizer, texts, out):
+def _check_span_qa(model, tokenizer, texts, out, info):
     # The best span over every window of a long context, as fine-tuning scores it
     # (`span_features`' windows, `decode_answers`' rules).
     question, context = ([t.decode("utf-8", "replace") for t in x] for x in texts)
@@ -107,7 +90,7 @@ def _check_span_qa(model, tokenizer, texts, out):
             assert out["score"][b] == pytest.approx(want["score"], abs=1e-4)
 
 
-def _check_pretraining(model, tokenizer, texts, out):
+def _check_pretraining(model, tokenizer, texts, out, info):
     (text,) = texts
     positions = out["mask_positions"]
     assert positions.shape[0] == len(text)
@@ -133,22 +116,22 @@ def _check_pretraining(model, tokenizer, texts, out):
                 out["top_k_tokens"][b][p])
 
 
-def _check_encoder(model, tokenizer, texts, out):
+def _check_encoder(model, tokenizer, texts, out, info):
     x = _keras_inputs(tokenizer, texts[0])
     want = model(x, training=False)
     np.testing.assert_allclose(out["pooled_output"], want["pooled_output"], atol=1e-5)
     np.testing.assert_array_equal(out["input_mask"], x["input_mask"])
 
 
-def _check_multi_label(model, tokenizer, texts, out):
+def _check_multi_label(model, tokenizer, texts, out, info):
     probs = tf.sigmoid(model(_keras_inputs(tokenizer, texts[0]), training=False)).numpy()
     np.testing.assert_allclose(out["probabilities"], probs, atol=1e-5)
     np.testing.assert_array_equal(out["label_ids"], (probs >= 0.5).astype(np.int32))
-    names = np.array(["x", "y"])
+    names = np.array(info["labels"])
     assert [s.decode() for s in out["labels"]] == [",".join(names[p >= 0.5]) for p in probs]
 
 
-def _check_regression(model, tokenizer, texts, out):
+def _check_regression(model, tokenizer, texts, out, info):
     want = model(_keras_inputs(tokenizer, texts[0]), training=False).numpy()
     np.testing.assert_allclose(out["scores"], want, atol=1e-5)
 

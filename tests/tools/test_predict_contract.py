@@ -3,7 +3,7 @@ its task type declares (`Task.input_line`): a contract test over `registry.TASKS
 task type without a case here fails, and does not skip.
 
 Exports: the session's (tiny_pairs_model, tagger_export, family_encoder_export) where there
-is one, else one of a 1-layer H=16 model over the bundled vocab, made once per module.
+is one, else conftest's task_type_export (which tests/serving/test_export_tasks.py serves).
 """
 
 import json
@@ -11,11 +11,10 @@ import json
 import numpy as np
 import pytest
 
-from bert_keras.tasks.registry import TASKS, get_task
+from bert_keras.tasks.registry import TASKS
 
 import tool_runner  # tests/support: tools forked without their imports
 
-SEQ = 16
 CHOICE_LINES = ["She opened the door.\tShe left.\tIt rained.",
                 "He went home.\tHe slept.\tHe ate.\tHe sang."]  # K = 2, then K = 3
 # Per task type: the input lines (predict.py's text form) and the outputs each line gets.
@@ -34,47 +33,13 @@ CASES = {
 }
 
 
-def _tiny_model(name):
-    """A 1-layer H=16 model of task type `name` over the bundled vocab, and its task.json."""
-    import keras
-
-    import bert_keras as bk
-    from bert_keras.data.finetuning.label_map import LabelMap
-    from bert_keras.data.pretraining.stages import default_vocab_file
-
-    keras.utils.set_random_seed(0)
-    tokenizer = bk.BertTokenizer(default_vocab_file(), lower_case=True)
-    encoder = bk.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=16,
-                             num_heads=2, intermediate_size=32, max_positions=32)
-    task = get_task(name)
-    labels = ["a", "b"] if task.needs_label_map else None
-    if name == "pretraining":
-        model = bk.BertPretrainer(encoder)
-    elif name == "embedding":
-        model = bk.BertEmbedder(encoder, pooling="mean")
-    else:
-        model = task.build_model(encoder, LabelMap(labels) if labels else None, dropout=0.0)
-    info = dict(task=name, seq_length=SEQ, lower_case=True, labels=labels,
-                text_fields=task.text_fields([]))
-    return model, tokenizer, info
-
-
 @pytest.fixture(scope="module")
-def export_of(tmp_path_factory, tiny_pairs_model, tagger_export, family_encoder_export):
+def export_of(tiny_pairs_model, tagger_export, family_encoder_export, task_type_export):
     """`export_of(task name)` -> the version dir of an export of that task type."""
-    from bert_keras.serving import export
-
     shared = {"classification": lambda: tiny_pairs_model["export"],
               "tagging": lambda: tagger_export("bert_tagger")[1],
               "encoder": lambda: family_encoder_export("roberta")}
-    base = tmp_path_factory.mktemp("task_exports")
-
-    def get(name):
-        if name in shared:
-            return shared[name]()
-        return export.export_saved_model(*_tiny_model(name), base, name)
-
-    return get
+    return lambda name: shared.get(name, lambda: task_type_export(name)[3])()
 
 
 def predict(export, lines, *args):
