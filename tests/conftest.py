@@ -147,9 +147,8 @@ def tiny_pairs_model(tmp_path_factory):
 def task_type_export(tmp_path_factory):
     """`task_type_export(name)` -> (model, tokenizer, info, version dir): a 1-layer H=16 model
     of the registry's task type `name` over the bundled vocab (export_harness.SEQ tokens a row),
-    exported by
-`export.export_saved_model` once per test process. Shared by the tests that serve every
-    task type (tests/serving/test_export_tasks.py) and run predict.py on it
+    exported by `export.export_saved_model` once per test process. Shared by the tests that
+    serve every task type (tests/serving/test_export_tasks.py) and run predict.py on it
     (tests/tools/test_predict_contract.py); `task_type_export.base` is their export base."""
     import keras
 
