@@ -25,5 +25,5 @@ The other measurements, each its own command:
                                           `tokenizers`
   python benchmarks/qa_windows_latency.py served span QA over one and four windows
 
-Their last published figures: BENCHMARKS.md and docs/benchmark_history_2026-11.md.
+Their last published figures: BENCHMARKS.md and benchmarks/history_2026-11.md.
 """
