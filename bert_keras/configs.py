@@ -35,13 +35,32 @@ Example:
 Traceback (most recent call last):
 ...
 bert_keras.configs.ConfigError: --steps must be >= 1, got 0.
+
+Each option is type-checked once, before `validate()`: a path may be any os.PathLike (kept as
+its str, so the config writes as JSON), a float option takes an int; any other type is one
+ConfigError naming the option.
+>>> @dataclasses.dataclass(frozen=True)
+... class Run(Config):
+...     output_dir: str = option(None, "Where outputs go.")
+...     steps: int = option(10, "Training steps.")
+>>> import pathlib
+>>> Run(output_dir=pathlib.Path("/tmp/run")).output_dir
+'/tmp/run'
+>>> Run(steps="3")
+Traceback (most recent call last):
+...
+bert_keras.configs.ConfigError: --steps='3' must be an int, not str.
 """
 
 import dataclasses
+import functools
+import numbers
+import os
 import sys
 import types
 import typing
 
+import numpy as np
 from absl import flags as absl_flags
 
 from bert_keras.errors import InputError
@@ -83,6 +102,8 @@ class Config:
     """Base of the frozen config dataclasses: validation on construction."""
 
     def __post_init__(self):
+        for name, kinds in _option_kinds(type(self)).items():
+            object.__setattr__(self, name, _typed(name, kinds, getattr(self, name)))
         for field in dataclasses.fields(self):
             if "chosen_by" in field.metadata and getattr(self, field.name) is None:
                 cls = field.metadata["classes"]().get(getattr(self, field.metadata["chosen_by"]))
@@ -117,6 +138,57 @@ class Config:
 
 def _is_section(field):
     return "section" in field.metadata or "chosen_by" in field.metadata
+
+
+@functools.cache
+def _option_kinds(cls):
+    """{option name: the types its annotation allows (`str | int`: both)} of `cls`'s own
+    options (not its sections')."""
+    hints = typing.get_type_hints(cls)
+    return {field.name: _kinds(hints[field.name]) for field in dataclasses.fields(cls)
+            if not _is_section(field)}
+
+
+def _kinds(annotation):
+    """The types an option's annotation allows: (int,) for `int`, `int | None` and
+    `Optional[int]`; (str, int) for `str | int`; (tuple,) for tuple types."""
+    union = (isinstance(annotation, types.UnionType)
+             or typing.get_origin(annotation) is typing.Union)
+    return tuple(typing.get_origin(a) or a for a in (
+        typing.get_args(annotation) if union else (annotation,)) if a is not type(None))
+
+
+def _typed(name, kinds, value):
+    """`value` of option `name` as the first of `kinds` that takes it (an os.PathLike as its
+    str, a list as a tuple, an int as a float, numpy scalars as Python's); None (unset) as is.
+    ConfigError naming the option when none takes it, so a wrong type fails here, before any
+    work, and not as a TypeError deep in a run."""
+    if value is None:
+        return None
+    for kind in kinds:
+        if kind is str and isinstance(value, (str, os.PathLike)):
+            value = os.fspath(value)
+            if isinstance(value, str):  # a bytes path is not one
+                return value
+        elif kind is bool and isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        elif kind is int and isinstance(value, numbers.Integral) and not _is_bool(value):
+            return int(value)
+        elif kind is float and isinstance(value, numbers.Real) and not _is_bool(value):
+            return float(value)
+        elif kind is tuple and isinstance(value, (tuple, list)):
+            return tuple(value)
+        elif kind not in (str, bool, int, float, tuple) and isinstance(value, kind):
+            return value
+    wanted = " or ".join(_KIND_NAMES.get(kind, f"a {kind.__name__}") for kind in kinds)
+    raise ConfigError(f"--{name}={value!r} must be {wanted}, not {type(value).__name__}.")
+
+
+_KIND_NAMES = {str: "a str or os.PathLike", int: "an int"}
+
+
+def _is_bool(value):
+    return isinstance(value, (bool, np.bool_))
 
 
 def _chosen_class(cls, field, values):
@@ -188,19 +260,11 @@ def _choices(cls):
 
 # -- absl flags from config fields -------------------------------------------------------------
 
-def _base_type(annotation):
-    """int for `int`, `int | None` and `Optional[int]`; tuple for tuple types."""
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        annotation = args[0]
-    return typing.get_origin(annotation) or annotation
-
-
 def _leaves(cls, defaults=None, advanced=False, seen=None):
     """(field, its type, its default, advanced, owning class) of every option of `cls`, its
     sections' and all its chosen sections' (each options class once)."""
     seen = set() if seen is None else seen
-    hints = typing.get_type_hints(cls)
+    kinds = _option_kinds(cls)
     for field in dataclasses.fields(cls):
         meta = field.metadata
         if "section" in meta:
@@ -216,7 +280,7 @@ def _leaves(cls, defaults=None, advanced=False, seen=None):
                             yield leaf
         else:
             default = (defaults or {}).get(field.name, field.default)
-            yield field, _base_type(hints[field.name]), default, advanced or meta["advanced"], cls
+            yield field, kinds[field.name][0], default, advanced or meta["advanced"], cls
 
 
 def option_defaults(config_cls):

@@ -3,17 +3,20 @@ component owns its options and defaults, and run directories of the version befo
 still resume (or are refused naming the option)."""
 
 import json
+import pathlib
+import re
 
 import pytest
 from absl import flags
 
 import bert_keras as bk
-from bert_keras import configs
-from bert_keras.training import finetuning_state
+from bert_keras import configs, files
+from bert_keras.training import finetuning_state, pretraining
 from bert_keras.training.finetuning_config import FinetuneConfig
 from bert_keras.training.pretraining_config import PretrainConfig
 
-TEXT = "bert_keras/assets/web_bible_corpus.txt.gz"
+CORPUS = "web_bible_corpus.txt.gz"
+TEXT = f"bert_keras/assets/{CORPUS}"
 
 # flags.json of a classification run written by the version before the split: one flat dict
 # of every option, span_qa's and multi_label's included.
@@ -106,3 +109,67 @@ def test_the_encoder_architecture_is_its_encoder_config():
     assert bk.BertEncoder.from_config(encoder.get_config()).encoder_config == encoder.encoder_config
     with pytest.raises(configs.ConfigError, match="num_heads"):
         bk.BertEncoder(vocab_size=60, hidden_size=100, num_heads=12)
+
+
+# -- os.PathLike options, wrong types, and the output directory of a failed run (issue 65) ---
+
+DATA = pathlib.Path(bk.__file__).resolve().parent / "assets"
+
+
+def test_every_path_option_takes_a_path_object_and_the_config_writes_as_json(
+        tmp_path, tiny_encoder_dir):
+    config = FinetuneConfig.from_options(
+        task="classification", init_checkpoint=tiny_encoder_dir, output_dir=tmp_path / "run",
+        train_file=DATA / "bible_paraphrase.train.tsv.gz", text_b_column=2)
+    assert (config.init_checkpoint, config.output_dir) == (str(tiny_encoder_dir),
+                                                          str(tmp_path / "run"))
+    assert config.data.train_file == str(DATA / "bible_paraphrase.train.tsv.gz")
+    files.write_json(tmp_path / "flags.json", config.to_dict())  # the run's first write
+    assert FinetuneConfig.from_options(**json.loads((tmp_path / "flags.json").read_text())
+                                       ) == config
+    assert PretrainConfig.from_options(model_dir=tmp_path, train_text=DATA / CORPUS
+                                       ).model_dir == str(tmp_path)
+    assert bk.ExportConfig(task_dir=tmp_path, export_dir_base=tmp_path / "saved"
+                           ).export_dir_base == str(tmp_path / "saved")
+
+
+def test_an_option_of_a_wrong_type_is_one_config_error_naming_it_before_any_work(tmp_path):
+    run = dict(task="classification", init_checkpoint=".", output_dir=tmp_path / "run",
+               train_file=str(DATA / "bible_paraphrase.train.tsv.gz"))
+    with pytest.raises(configs.ConfigError,
+                       match=r"^--train_batch_size='8' must be an int, not str\.$"):
+        bk.run_finetuning(**run, train_batch_size="8")
+    with pytest.raises(configs.ConfigError, match=r"^--output_dir=3 must be a str or "
+                       r"os.PathLike, not int\.$"):
+        bk.run_finetuning(**dict(run, output_dir=3))
+    with pytest.raises(configs.ConfigError, match=r"^--header=1 must be a bool, not int\.$"):
+        FinetuneConfig.from_options(**run, header=1)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_failed_run_leaves_no_output_dir_that_it_made(tmp_path, tiny_encoder_dir):
+    conll = tmp_path / "bad.conll"
+    conll.write_text("In O\nthe O\nbeginning\textra O\n")  # line 3 has 2 columns
+    run = dict(task="tagging", train_file=conll, init_checkpoint=tiny_encoder_dir,
+               max_seq_length=16)
+    with pytest.raises(bk.InputError, match=re.escape(str(conll))):  # after OUTPUT_DIR is made
+        bk.run_finetuning(**run, output_dir=tmp_path / "runs" / "tagger")
+    assert not (tmp_path / "runs").exists()  # runs/ was made by the run too
+    (tmp_path / "mine").mkdir()  # a directory the user made is left alone
+    with pytest.raises(bk.InputError, match=re.escape(str(conll))):
+        bk.run_finetuning(**run, output_dir=tmp_path / "mine")
+    assert (tmp_path / "mine").is_dir()
+
+
+def test_a_pretraining_run_that_fails_before_its_first_checkpoint_leaves_no_model_dir(
+        tmp_path, monkeypatch):
+    def interrupted(model_fn, dataset_fn, *, model_dir, config, **options):  # as loop.train
+        files.makedirs(model_dir)
+        files.write_json(files.join(model_dir, "run_config.json"), config)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pretraining, "train", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        bk.run_pretraining(model_dir=tmp_path / "runs" / "mini", train_text=TEXT,
+                           progress=False)
+    assert not (tmp_path / "runs").exists()

@@ -38,7 +38,7 @@ one. An OUTPUT_DIR holding a run with other flags (or other data) is refused wit
 differing flags named (--verbose and --checkpoint_every may differ). A new run into an
 OUTPUT_DIR with outputs of an earlier, unrecognised run (e.g. of an older version) removes
 them first and logs which. A run that fails before anything is saved (bad data, Ctrl-C in
-the first epoch) removes the OUTPUT_DIR it created (`bert_keras_tools.output_dirs`).
+the first epoch) removes the OUTPUT_DIR it created (`bert_keras.training.output_dirs`).
 
 Task distillation: `--teacher_dir` (a fine-tuned run of the same --task: its OUTPUT_DIR or
 best/) makes the run a student that also learns the teacher's outputs on the training data:
@@ -80,14 +80,10 @@ from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.finetuning import run_finetuning
 from bert_keras.training.finetuning_config import FinetuneConfig
 from bert_keras.training.finetuning_state import ResumeError
-from bert_keras_tools import output_dirs
 
 __doc__ = __doc__.replace("{task_types}", ", ".join(FINETUNING_TASKS))  # from the registry
 FLAGS = flags.FLAGS
 configs.define_flags(FinetuneConfig)
-
-# What a run writes in --output_dir before its first epoch ends: nothing worth keeping.
-RUN_RECORDS = ("flags.json", "train/events.out.tfevents.*", "eval/events.out.tfevents.*")
 
 
 def check_flags():
@@ -113,12 +109,10 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     config, strategy = check_flags()
     startup.say(precision.describe(config.runtime.dtype))
-    # A run that fails before it trained (bad data, Ctrl-C) leaves no --output_dir behind.
-    with output_dirs.removed_if_failed(config.output_dir, records=RUN_RECORDS):
-        try:
-            record = run_finetuning(config, strategy=strategy)
-        except (ResumeError, OSError) as e:  # another run in --output_dir, a full disk
-            sys.exit(f"finetune: {e}")
+    try:  # a run that fails before it trained leaves no --output_dir behind (run_finetuning)
+        record = run_finetuning(config, strategy=strategy)
+    except (ResumeError, OSError) as e:  # another run in --output_dir, a full disk
+        sys.exit(f"finetune: {e}")
     summary = {k: record[k] for k in ("best_epoch", "stopped_early_after_epoch", "eval", "test",
                                       "baselines") if k in record}
     print(json.dumps(summary, indent=1, default=float), flush=True)

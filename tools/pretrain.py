@@ -37,13 +37,9 @@ from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.loop import TrainingDivergedError
 from bert_keras.training.pretraining import run_pretraining
 from bert_keras.training.pretraining_config import PretrainConfig
-from bert_keras_tools import output_dirs
 
 FLAGS = flags.FLAGS
 configs.define_flags(PretrainConfig)
-
-# What a run writes in --model_dir before its first checkpoint: nothing worth keeping.
-RUN_RECORDS = ("run_config.json", "train/events.out.tfevents.*", "eval/events.out.tfevents.*")
 
 
 def check_flags():
@@ -64,12 +60,10 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     config, strategy = check_flags()
     startup.say(precision.describe(config.runtime.dtype))
-    # A run that fails before it saved anything (bad text, Ctrl-C) leaves no --model_dir.
-    with output_dirs.removed_if_failed(config.model_dir, records=RUN_RECORDS):
-        try:
-            result = run_pretraining(config, strategy=strategy)
-        except TrainingDivergedError as e:
-            sys.exit(f"pretrain: {e}")
+    try:  # a run that fails before it saved anything leaves no --model_dir (run_pretraining)
+        result = run_pretraining(config, strategy=strategy)
+    except TrainingDivergedError as e:
+        sys.exit(f"pretrain: {e}")
     history = result["history"]
     if history:
         (first_step, first), (last_step, last) = history[0], history[-1]

@@ -14,7 +14,9 @@ OUTPUT_DIR/ (any tf.io.gfile path) flags.json (the config), metrics.json (per-ep
 metrics, the best epoch's, test metrics, baselines; `"complete": true` once finished),
 eval_predictions.jsonl, test_predictions.jsonl, best/ (task_io.save_task: model.keras,
 vocab.txt, task.json; replaced atomically), train/ and eval/ (TensorBoard scalars) and, until
-the run finishes, checkpoints/ (the latest checkpoint).
+the run finishes, checkpoints/ (the latest checkpoint). A run that fails before it saved
+anything (bad data, Ctrl-C in the first epoch) removes the OUTPUT_DIR it created
+(`output_dirs`).
 
 Crash safety (the trainer's, with `finetuning_state`'s checks): each epoch ends with a
 checkpoint, and `--checkpoint_every` steps (default: every 10 minutes of training) add
@@ -39,6 +41,7 @@ Example:
     (1, ['accuracy', 'f1', 'macro_f1', 'mcc'])
 """
 
+import contextlib
 import time
 
 import keras
@@ -52,11 +55,15 @@ from bert_keras.tasks import task_io
 from bert_keras.tasks.registry import get_task
 from bert_keras.text.tokenizers import load_tokenizer
 from bert_keras.training import finetuning_state as state_lib
+from bert_keras.training import output_dirs
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.finetuning_config import TIMED_CHECKPOINT_SECONDS, FinetuneConfig
 from bert_keras.training.finetuning_teacher import Teacher
 from bert_keras.training.loop import Evaluation, train
 from bert_keras.training.precision import resolve_dtype
+
+# What a run writes in OUTPUT_DIR before its first epoch ends: nothing worth keeping.
+RUN_RECORDS = ("flags.json", "train/events.out.tfevents.*", "eval/events.out.tfevents.*")
 
 
 def load_tfds_data(config):
@@ -276,7 +283,19 @@ def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test
     strategy = strategy or strategy_lib.create_strategy(runtime.distribution_strategy,
                                                         tpu=runtime.tpu)
     chief = strategy_lib.is_chief(strategy)
-    output_dir = config.output_dir
+    # Only the chief writes OUTPUT_DIR. A run that fails before it saved anything (bad data,
+    # Ctrl-C in the first epoch) leaves none that it made.
+    made_here = (output_dirs.removed_if_failed(config.output_dir, records=RUN_RECORDS)
+                 if chief else contextlib.nullcontext())
+    with made_here:
+        return _run_in_output_dir(config, strategy, chief, teacher, train_examples,
+                                  eval_examples, test_examples, label_map)
+
+
+def _run_in_output_dir(config, strategy, chief, teacher, train_examples, eval_examples,
+                       test_examples, label_map):
+    """`run_finetuning` once its config, teacher and strategy are made."""
+    runtime, output_dir = config.runtime, config.output_dir
     if chief:
         files.makedirs(output_dir)
         files.recover_directory(files.join(output_dir, "best"))  # a kill mid-swap: the last best/

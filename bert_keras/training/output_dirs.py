@@ -1,17 +1,27 @@
-"""A tool's output directory that a failed run does not leave behind empty.
+"""A run's output directory that a failed run does not leave behind empty.
 
 A run that fails before it has trained anything (bad input found after the directory was
-made, a refused flag, Ctrl-C during the first epoch) should leave the file system as it found
-it: `removed_if_failed(path, records)` runs the tool's work and, if the work raises, removes
-`path` when this run created it and it still holds nothing of value: only empty directories
-and the run's own records (`records`: relative paths such as "flags.json", which a rerun
-writes again, or patterns such as "train/events.out.tfevents.*": the TensorBoard logs of
-steps that no checkpoint kept). A directory that existed before, or that holds anything else
-(a checkpoint, a prediction file, a user's file), is never touched.
+made, Ctrl-C during the first epoch) should leave the file system as it found it:
+`run_finetuning` and `run_pretraining` run their work under `removed_if_failed(path,
+records)`, which, if the work raises, removes `path` when this run created it and it still
+holds nothing of value: only empty directories and the run's own records (`records`: relative
+paths such as "flags.json", which a rerun writes again, or patterns such as
+"train/events.out.tfevents.*": the TensorBoard logs of steps that no checkpoint kept). A
+directory that existed before, or that holds anything else (a checkpoint, a prediction file,
+a user's file), is never touched.
 
 Example:
-    with output_dirs.removed_if_failed(config.output_dir, records=("flags.json",)):
-        run_finetuning(config)
+>>> import os, tempfile
+>>> run_dir = os.path.join(tempfile.mkdtemp(), "runs", "first")
+>>> try:
+...     with removed_if_failed(run_dir, records=("flags.json",)):
+...         os.makedirs(run_dir)
+...         open(os.path.join(run_dir, "flags.json"), "w").close()
+...         raise ValueError("bad data")
+... except ValueError:
+...     pass
+>>> os.path.exists(os.path.dirname(run_dir))
+False
 """
 
 import contextlib

@@ -20,7 +20,8 @@ discriminator, the distilled student), final/ (the masked LM with its heads as a
 directory, which tools/export.py serves as fill-mask; not for ELECTRA), history.json
 ([step, {metric: value}] per logging window) and, with held-out data, eval_metrics.json
 ([step, {metric: value}] per evaluation, the whole run's across resumes; also in eval/ of
-TensorBoard, under the training metrics' names).
+TensorBoard, under the training metrics' names). A run that fails before it saved anything
+removes the MODEL_DIR it created (`output_dirs`).
 
 Example:
     >>> import bert_keras as bk
@@ -31,6 +32,7 @@ Example:
     '/tmp/bert_mini/encoder'
 """
 
+import contextlib
 import json
 import os
 
@@ -44,10 +46,13 @@ from bert_keras.files import expand_patterns, write_json
 from bert_keras.tasks import task_io
 from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.text.tokenizers import load_tokenizer
-from bert_keras.training import pretraining_eval, pretraining_models
+from bert_keras.training import output_dirs, pretraining_eval, pretraining_models
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.loop import train
 from bert_keras.training.pretraining_config import PretrainConfig
+
+# What a run writes in MODEL_DIR before its first checkpoint: nothing worth keeping.
+RUN_RECORDS = ("run_config.json", "train/events.out.tfevents.*", "eval/events.out.tfevents.*")
 
 
 def _dataset_fn(config, tokenizer, *, train_data, train_text, max_seq_length,
@@ -123,6 +128,17 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
     keras.utils.set_random_seed(config.seed)
     if strategy is None:
         strategy = strategy_lib.create_strategy(runtime.distribution_strategy, tpu=runtime.tpu)
+    # Only the chief writes MODEL_DIR. A run that fails before it saved anything (bad eval
+    # data, Ctrl-C before the first checkpoint) leaves none that it made.
+    made_here = (output_dirs.removed_if_failed(config.model_dir, records=RUN_RECORDS)
+                 if strategy_lib.is_chief(strategy) else contextlib.nullcontext())
+    with made_here:
+        return _pretrain(config, strategy, progress)
+
+
+def _pretrain(config, strategy, progress):
+    """`run_pretraining` once its text is checked and its strategy made."""
+    data, runtime = config.data, config.runtime
     tokenizer = _tokenizer(config)
     # The held-out batches, read once before any training (bad eval data fails here); each
     # evaluation goes to model_dir/eval_metrics.json.

@@ -144,7 +144,7 @@ def test_move_directory_at_a_url_copies_the_marker_last_and_leaves_no_source(tmp
 
 
 def test_a_failed_run_removes_the_url_output_dir_it_made_when_it_holds_nothing(tmp_path):
-    from bert_keras_tools import output_dirs
+    from bert_keras.training import output_dirs
 
     def fail_in(path, names):
         with pytest.raises(RuntimeError):

@@ -236,7 +236,7 @@ def test_the_bundled_vocab_fits_the_bundled_corpus(caplog):
 def fail_in(path, records=(), files=(), dirs=()):
     """Runs a block under removed_if_failed(path, records) that makes `path`, the directories
     `dirs` and the files `files` in it (relative paths), then fails."""
-    from bert_keras_tools import output_dirs
+    from bert_keras.training import output_dirs
 
     path = pathlib.Path(path)
     with pytest.raises(RuntimeError):

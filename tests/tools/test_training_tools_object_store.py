@@ -20,9 +20,8 @@ import tensorflow as tf
 from topic_finetuning import topic_classification_args  # tests/support
 
 from bert_keras import files
-from bert_keras.training import finetuning_state
+from bert_keras.training import finetuning_state, output_dirs
 from bert_keras.training.finetuning_config import FinetuneConfig
-from bert_keras_tools import output_dirs
 
 import tool_runner  # tests/support: tools forked without their imports
 

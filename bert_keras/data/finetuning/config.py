@@ -37,9 +37,9 @@ class FinetuneData(Config):
     format: str = option("auto", "File format; auto: from the extension (.gz stripped).",
                          choices=FORMATS)
     header: bool = option(False, "TSV/CSV: the first row of each file names the columns.")
-    text_a_column: str = option("1", "TSV/CSV column (index or header name) of the text.")
-    text_b_column: str = option(None, "TSV/CSV column of the second text of a pair.")
-    label_column: str = option("0", "TSV/CSV column of the label.")
+    text_a_column: str | int = option("1", "TSV/CSV column (index or header name) of the text.")
+    text_b_column: str | int = option(None, "TSV/CSV column of the second text of a pair.")
+    label_column: str | int = option("0", "TSV/CSV column of the label.")
     text_a_field: str = option("text", "JSONL field (or TFDS feature) of the text.")
     text_b_field: str = option(None, "JSONL field (or TFDS feature) of the second text of a "
                                "pair.")
