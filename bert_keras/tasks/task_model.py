@@ -30,6 +30,8 @@ BertEmbedder         encoder inputs, or            none (in-batch negatives)
 ===================  ============================  ==============================================
 """
 
+import difflib
+import inspect
 import os
 
 import keras
@@ -69,9 +71,36 @@ def class_count(path, labels):
     return len(labels)
 
 
+# What keras.Model's functional constructor takes besides its inputs and outputs (it drops
+# any other keyword without a word).
+KERAS_KEYWORDS = ("name", "trainable")
+
+
+def check_keywords(where, keywords, known):
+    """TypeError for the `keywords` not in `known`, each named with its close matches, as
+    Python's own for a function `where` that does not take them.
+
+    >>> check_keywords("f()", {"normalise": True}, ["pooling", "normalize"])
+    Traceback (most recent call last):
+    ...
+    TypeError: f() got an unexpected keyword argument 'normalise' (did you mean 'normalize'?)
+    """
+    unknown = [name for name in keywords if name not in known]
+    if not unknown:
+        return
+    described = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, list(known))
+        described.append(f"{name!r}" + (f" (did you mean {' or '.join(map(repr, close))}?)"
+                                         if close else ""))
+    raise TypeError(f"{where} got an unexpected keyword argument{'s' * (len(unknown) > 1)} "
+                    f"{', '.join(described)}")
+
+
 class BertTaskModel(IdleLayers, keras.Model):
     """Shared machinery: "auto" compile defaults, target renaming, (de)serialization, raw
-    text through the carried preprocessor, `from_pretrained`."""
+    text through the carried preprocessor, `from_pretrained`. A keyword that no constructor
+    takes is refused by name (Keras would drop it silently)."""
 
     default_learning_rate = 5e-5
     head_name = None  # the head layer's attribute, kept by from_pretrained when it fits
@@ -79,6 +108,23 @@ class BertTaskModel(IdleLayers, keras.Model):
     # loader of that head.
     transformers_head = None
     load_transformers_head = None
+
+    def __init__(self, inputs, outputs, **kwargs):
+        # Each subclass took its own arguments: what is left is Keras' or a mistake.
+        check_keywords(f"{type(self).__name__}()", kwargs, self._constructor_keywords())
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+    @classmethod
+    def _constructor_keywords(cls):
+        """The keyword arguments `cls(...)` takes: the named parameters of each constructor
+        from `cls` up to this class (a subclass passes the rest on), and Keras'."""
+        names = []
+        for klass in cls.__mro__[:cls.__mro__.index(BertTaskModel)]:
+            if "__init__" in vars(klass):
+                names += [p.name for p in inspect.signature(klass.__init__).parameters.values()
+                          if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                          and p.name != "self"]
+        return list(dict.fromkeys(names + list(KERAS_KEYWORDS)))
 
     def _finish_init(self, encoder, output_keys=None, preprocessor=None):
         if preprocessor is not None and preprocessor.seq_length > encoder.max_sequence_length:
@@ -107,7 +153,9 @@ class BertTaskModel(IdleLayers, keras.Model):
         Google TF1, ours, or a task directory of tools/finetune.py), carrying its tokenizer
         (`seq_length`: the longest packed row; default 128, or the encoder's position table
         where shorter). A fine-tuned head in the directory is kept when its shape fits;
-        `kwargs` go to the constructor (e.g. `num_classes`)."""
+        `kwargs` go to the constructor (e.g. `num_classes`); one it does not take is a
+        TypeError, before the checkpoint is read."""
+        check_keywords(f"{cls.__name__}.from_pretrained()", kwargs, cls._constructor_keywords())
         path = os.fspath(path)
         if is_task_directory(path):
             trained, tokenizer, info = load_task_directory(path)

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 import bert_keras as bk
 from bert_keras.models.objectives.losses import TokenCrossEntropy
-from bert_keras.tasks.task_model import default_optimizer
+from bert_keras.tasks.task_model import BertTaskModel, default_optimizer
 
 # `tiny_encoder` (vocab V = 100, no dropout) and `assert_round_trip` are fixtures of conftest.py.
 B, T, P, V = 8, 10, 3, 100
@@ -291,3 +291,25 @@ def test_a_pooler_no_head_reads_is_left_out_of_training(tiny_encoder):
     classifier = bk.BertClassifier(encoder, num_classes=2)
     assert set(pooler) <= {w.path for w in classifier.trainable_weights}
     assert len(tagger.weights) == len(tagger.trainable_weights) + len(tagger.non_trainable_weights)
+
+
+def test_an_unknown_keyword_is_refused_by_name(tiny_encoder, tiny_encoder_dir):
+    """As Python does (Keras' functional constructor would drop it without a word)."""
+    with pytest.raises(TypeError, match=r"^BertClassifier\(\) got an unexpected keyword "
+                       r"argument 'num_clases' \(did you mean 'num_classes'\?\)$"):
+        bk.BertClassifier(tiny_encoder(), num_classes=2, num_clases=3)
+    with pytest.raises(TypeError, match=r"^BertEmbedder\(\) got an unexpected keyword argument "
+                       r"'truncate_dimension' \(did you mean 'truncate_dim'\?\)$"):
+        bk.BertEmbedder(tiny_encoder(), truncate_dimension=8)
+    for cls in task_model_classes():  # refused before the checkpoint is read
+        with pytest.raises(TypeError, match=rf"^{cls.__name__}\.from_pretrained\(\) got an "
+                           r"unexpected keyword argument 'truncate_dimension'"):
+            cls.from_pretrained(tiny_encoder_dir, truncate_dimension=8)
+    with pytest.raises(TypeError, match=r"'dropuot' \(did you mean 'dropout'\?\)"):
+        bk.BertTokenClassifier.from_pretrained(tiny_encoder_dir, num_classes=3, dropuot=0.2)
+    assert bk.BertClassifier(tiny_encoder(), num_classes=2, name="topics").name == "topics"
+
+
+def task_model_classes(base=BertTaskModel):
+    """Every task model class (BertTaskModel's subclasses, theirs included)."""
+    return [c for sub in base.__subclasses__() for c in [sub, *task_model_classes(sub)]]
