@@ -12,7 +12,10 @@ written: no data dir made, no partial download), with one InputError line naming
 the data dir and what to do: pass --tfds_data_dir pointing at a prepared copy, prepare one on
 a machine with network (`prepare_command`: plain Python with what bert_keras installs, no
 apache_beam) and copy it, or ask for the download (`download=True`, the tools'
---tfds_download). A download that fails removes what it added to the data dir.
+--tfds_download). A download first probes the hosts of the URLs the builder registers
+(`network.unreachable`: seconds, not the minutes of retries TFDS spends without network) and
+is refused in one line when none answers. A download that fails or is interrupted (Ctrl-C, or
+SIGTERM, which would otherwise end the process at once) removes what it added to the data dir.
 
 Example (a data dir without the dataset: refused, nothing touched):
     >>> import os, tempfile
@@ -29,13 +32,16 @@ Example (a data dir without the dataset: refused, nothing touched):
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 
 import tensorflow as tf
 from absl import logging
 
 from bert_keras import files
+from bert_keras.data import network
 from bert_keras.errors import InputError
 
 
@@ -123,14 +129,16 @@ def open_prepared(name, data_dir=None, download=False):
     return builder
 
 
-def _listing(data_dir):
-    """What a download may add to a data dir: its entries two levels down and those of
-    downloads/ and downloads/extracted/ (None if the data dir does not exist)."""
+def _listing(data_dir, data_path):
+    """What a download may add to a data dir: its entries two levels down, those of
+    downloads/ and downloads/extracted/, and those beside the dataset's version directory
+    (`data_path`'s parent, where TFDS prepares it in an incomplete.* directory) (None if the
+    data dir does not exist)."""
     if not files.isdir(data_dir):
         return None
     found = set()
     for parent in (data_dir, files.join(data_dir, "downloads"),
-                   files.join(data_dir, "downloads", "extracted")):
+                   files.join(data_dir, "downloads", "extracted"), os.path.dirname(data_path)):
         if files.isdir(parent):
             found.update(files.join(parent, entry) for entry in files.listdir(parent))
     for entry in list(found):
@@ -139,8 +147,9 @@ def _listing(data_dir):
     return found
 
 
-def _remove_added(data_dir, before):
-    added = [data_dir] if before is None else sorted(_listing(data_dir) - before, key=len)
+def _remove_added(data_dir, data_path, before):
+    added = ([data_dir] if before is None
+             else sorted(_listing(data_dir, data_path) - before, key=len))
     for path in added:
         try:
             files.remove_tree(path)
@@ -148,13 +157,46 @@ def _remove_added(data_dir, before):
             pass
 
 
+class _Terminated(BaseException):
+    """SIGTERM during a download, raised where the download is so that its files are removed
+    before the process ends."""
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds():
+    """SIGTERM raises `_Terminated` in the block where it would otherwise end the process at
+    once (its default action, in the main thread) and leave the download's files behind."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield  # a handler of the program's own decides
+        return
+
+    def unwind(signum, frame):
+        raise _Terminated()
+
+    signal.signal(signal.SIGTERM, unwind)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _download(builder, name, data_dir):
-    before = _listing(data_dir)
+    reason = network.unreachable(list(builder.url_infos or ()))  # the URLs its code fetches
+    if reason:
+        raise InputError(f"TFDS dataset {name!r}: downloading it needs the network, and none of "
+                         f"the hosts it downloads from answered ({reason}); nothing was written "
+                         f"to {data_dir}: prepare it on a machine with network "
+                         f"({prepare_command(name)}) and pass --tfds_data_dir=DIR.")
+    data_path = os.fspath(builder.data_path)
+    before = _listing(data_dir, data_path)
     try:  # TFDS prints its progress: on stderr, so a tool's stdout stays its result
-        with contextlib.redirect_stdout(sys.stderr):
+        with _sigterm_unwinds(), contextlib.redirect_stdout(sys.stderr):
             builder.download_and_prepare()
     except BaseException as e:
-        _remove_added(data_dir, before)
+        _remove_added(data_dir, data_path, before)
+        if isinstance(e, _Terminated):  # ends as SIGTERM does, its files gone
+            os.kill(os.getpid(), signal.SIGTERM)
         if not isinstance(e, Exception):
             raise  # Ctrl-C: its files are gone too
         raise InputError(f"TFDS dataset {name!r}: downloading and preparing it into {data_dir} "

@@ -4,6 +4,8 @@ and read back as fine-tuning tasks and pretraining documents; a dataset that is 
 is refused at once, in one line, leaving nothing behind."""
 
 import os
+import signal
+import sys
 import tempfile
 import time
 
@@ -17,6 +19,7 @@ from bert_keras.data.pretraining import documents
 from bert_keras.errors import InputError
 from bert_keras.text_files import TextFileError
 
+import tool_runner  # tests/support: scripts forked without their imports
 from tfds_fixtures import builders
 
 
@@ -170,6 +173,50 @@ def test_download_only_when_asked_and_a_failed_one_leaves_nothing(tmp_path, data
     tfds_datasets.open_prepared("bk_bible_ner", fresh, download=True)
     assert tt.TfdsTask("bk_bible_ner", fresh).examples("validation[:2]") == tt.TfdsTask(
         "bk_bible_ner", data_dir).examples("validation[:2]")
+
+
+def test_a_download_without_network_is_refused_after_one_probe(tmp_path):
+    """Refused in one line naming the host that did not answer, before TFDS's minutes of DNS
+    retries, with nothing written."""
+    data_dir = tmp_path / "data"
+    with pytest.raises(InputError) as raised:
+        tfds_datasets.open_prepared("bk_offline_download", str(data_dir), download=True)
+    message = str(raised.value)
+    assert "none of the hosts it downloads from answered (bk-fixture.invalid: " in message
+    assert "--tfds_data_dir=DIR" in message and "\n" not in message
+    assert not data_dir.exists()
+
+
+PREPARE = """import sys
+sys.path.insert(0, {support!r})
+import tfds_fixtures.builders
+from bert_keras.data import tfds_datasets
+tfds_datasets.open_prepared(sys.argv[1], sys.argv[2], download=True)
+"""
+
+
+def test_an_interrupted_download_removes_what_it_added(tmp_path):
+    """Ctrl-C (KeyboardInterrupt, raised on) and SIGTERM (the process still ends by it) leave
+    the data dir as it was: no downloads/*.tmp.*, no incomplete.* beside an earlier version."""
+    def tree():
+        return sorted(str(p.relative_to(data_dir)) for p in data_dir.rglob("*"))
+
+    data_dir = tmp_path / "data"
+    for config in ("sigint", "sigterm"):
+        earlier = data_dir / "bk_interrupted_download" / config / "0.9.0"
+        earlier.mkdir(parents=True)
+        (earlier / "kept.txt").write_text("an earlier version")
+    before = tree()
+    with pytest.raises(KeyboardInterrupt):
+        tfds_datasets.open_prepared("bk_interrupted_download/sigint", str(data_dir),
+                                    download=True)
+    assert tree() == before
+    script = tmp_path / "prepare.py"
+    script.write_text(PREPARE.format(support=os.path.dirname(os.path.dirname(builders.__file__))))
+    proc = tool_runner.run([sys.executable, str(script), "bk_interrupted_download/sigterm",
+                            str(data_dir)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGTERM, proc.stderr[-3000:]
+    assert tree() == before
 
 
 def test_dynamic_pretraining_batches_from_tfds_are_deterministic(data_dir):

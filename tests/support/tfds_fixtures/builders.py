@@ -1,4 +1,4 @@
-"""Three real TFDS datasets, generated from the files bundled in bert_keras/assets/, for the
+"""Real TFDS datasets, generated from the files bundled in bert_keras/assets/, for the
 tests of the TFDS paths (no mock, no network): importing this module registers them.
 
 - `bk_bible_paraphrase`: GLUE-shaped sentence pairs (`sentence1`, `sentence2`, ClassLabel
@@ -8,7 +8,11 @@ tests of the TFDS paths (no mock, no network): importing this module registers t
 - `bk_bible_text`: a text dataset (`text`: one document, a sentence per line) from
   web_bible_corpus.txt.gz;
 - `bk_broken_download`: one that fails half-way through preparing, as a lost connection
-  does, after writing a partial file into the data dir's downloads/.
+  does, after writing a partial file into the data dir's downloads/;
+- `bk_offline_download`: one whose code downloads from a host that never resolves (the
+  .invalid domain), as every host does on a machine without network;
+- `bk_interrupted_download/{sigint,sigterm}`: one interrupted half-way through its download
+  (Ctrl-C, or a SIGTERM sent to the process), after writing a partial one into downloads/.
 
 Each split holds the first ROWS examples of its file, so preparing one takes about a second.
 They live in a package module (`tfds_fixtures.builders`) as a user's own dataset usually does:
@@ -29,6 +33,8 @@ Example (prepare one into a data dir, read it back):
 
 import gzip
 import os
+import signal
+import time
 
 import numpy as np
 import tensorflow_datasets as tfds
@@ -149,3 +155,51 @@ class BkBrokenDownload(tfds.core.GeneratorBasedBuilder):
     def _generate_examples(self):
         yield 0, {"text": "one"}
         raise ConnectionError("Connection reset by peer")
+
+
+class BkOfflineDownload(tfds.core.GeneratorBasedBuilder):
+    """Downloads from a host that does not resolve (as TFDS's own builders name theirs: the
+    URLs of their checksums.tsv, `url_infos`)."""
+
+    VERSION = tfds.core.Version("1.0.0")
+    URL = "https://bk-fixture.invalid/corpus.txt"
+    url_infos = {URL: None}
+
+    def _info(self):
+        return self.dataset_info_from_configs(
+            features=tfds.features.FeaturesDict({"text": tfds.features.Text()}))
+
+    def _split_generators(self, dl_manager):
+        dl_manager.download(self.URL)  # minutes of DNS retries, unless probed first
+        return {"train": self._generate_examples()}
+
+    def _generate_examples(self):
+        yield 0, {"text": "one"}
+
+
+class BkInterruptedDownload(tfds.core.GeneratorBasedBuilder):
+    """Interrupted by Ctrl-C (config `sigint`) or SIGTERM (`sigterm`) while it downloads, with
+    a partial download in downloads/ and TFDS's incomplete.* directory beside its version."""
+
+    VERSION = tfds.core.Version("1.0.0")
+    BUILDER_CONFIGS = [tfds.core.BuilderConfig(name="sigint"),
+                       tfds.core.BuilderConfig(name="sigterm")]
+
+    def _info(self):
+        return self.dataset_info_from_configs(
+            features=tfds.features.FeaturesDict({"text": tfds.features.Text()}))
+
+    def _split_generators(self, dl_manager):
+        partial = os.path.join(os.fspath(self.data_dir_root), "downloads",
+                               "corpus.txt.tmp.0123456789abcdef")
+        os.makedirs(partial)
+        with open(os.path.join(partial, "corpus.txt"), "w") as f:
+            f.write("half a file")
+        if self.builder_config.name == "sigint":
+            raise KeyboardInterrupt  # what SIGINT raises in the main thread
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)  # the signal arrives during the wait
+        return {"train": self._generate_examples()}
+
+    def _generate_examples(self):
+        yield 0, {"text": "one"}
