@@ -15,7 +15,7 @@ from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
 # isort: split
 import time
 
-from absl import app, flags, logging
+from absl import app, flags
 
 import bert_keras as bk
 from bert_keras import files
@@ -46,7 +46,6 @@ def main(argv):
                            min_count=FLAGS.min_count)
     with files.atomic_path(FLAGS.output) as tmp:  # renamed when complete: no partial vocab
         bk.save_vocab(vocab, tmp)
-    logging.info("Wrote %d tokens to %s in %.0f s.", len(vocab), FLAGS.output, time.time() - start)
     print(f"Wrote {len(vocab)} tokens to {FLAGS.output} in {time.time() - start:.0f} s.")
 
 

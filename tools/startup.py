@@ -23,6 +23,7 @@ below the others):
     # isort: split
 """
 
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -97,8 +98,8 @@ def say(message):
 
 
 _GPUS = _load_tensorflow_quietly()
-if _GPUS is not None:
-    say(f"running on {_device_line(_GPUS)}")
+if _GPUS is not None and multiprocessing.current_process().name == "MainProcess":
+    say(f"running on {_device_line(_GPUS)}")  # once: not again in each spawned worker
 
 
 def run(main):

@@ -152,6 +152,7 @@ def test_build_vocab_skips_a_few_bad_lines(tmp_path, few_invalid):
     vocab = output.read_text(encoding="utf-8").split()
     assert vocab[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     assert not any("\ufffd" in token or "caf" in token for token in vocab)
+    assert (proc.stdout + proc.stderr).count(b"Wrote ") == 1  # its result, said once
 
 
 # -- predict.py and finetune.py: need a model -------------------------------------------------

@@ -45,3 +45,20 @@ def test_a_fine_tuning_run_prints_no_tensorflow_chatter(tmp_path, encoder_dir):
     assert "finetune.py: running on CPU" in proc.stderr.splitlines()[0], proc.stderr[:500]
     noisy = [line for line in proc.stderr.splitlines() if any(word in line for word in NOISE)]
     assert not noisy, noisy
+
+
+def test_create_pretraining_data_says_its_devices_once_with_two_workers(tmp_path):
+    """Its spawned workers import the tool again: quietly too, without a device line each."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"Sentence {i} of a document.\nAnd its second line {i}.\n\n"
+                              for i in range(40)))
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "create_pretraining_data.py"),
+         f"--input_file={corpus}", f"--output_file={tmp_path / 'o.tfrecord'}",
+         "--num_output_shards=2", "--num_workers=2", "--max_seq_length=32",
+         "--max_predictions_per_seq=5", "--dupe_factor=1"],
+        capture_output=True, text=True, cwd=ROOT, env=dict(env, CUDA_VISIBLE_DEVICES=""),
+        timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.count("running on CPU") == 1, proc.stderr[-3000:]
