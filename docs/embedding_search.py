@@ -12,19 +12,24 @@ Two retrieval tasks, neither of which the fine-tuning sees:
   topics      queries: 1,000 definitions of wordnet_topics.test; corpus: 5,000 definitions of
               wordnet_topics.train. topic@k: one of the k nearest has the query's topic
               (WordNet's lexicographer file, 45 of them).
+Progress (each embedding and the fine-tuning, every few batches) goes to stderr; stdout holds
+the figures.
 Fine-tuning: `fit((anchors, positives))` on a subsample of the positive pairs of
 bible_paraphrase.train (labels 0 are not read: the other positives of a batch are the
 negatives), seq_length 64, batch 32, AdamW 2e-5 (the default compile), dropout as shipped.
 """
 
+import bert_keras as bk  # first: its CPU-kernel default holds only if TensorFlow is not loaded
+
+# isort: split
 import argparse
 import gzip
+import sys
 import time
 
 import keras
 import numpy as np
 
-import bert_keras as bk
 from bert_keras import assets
 
 
@@ -55,13 +60,41 @@ def paraphrase_search(split):
     return [a for a, _ in queries], corpus, [i for _, i in queries]
 
 
+class Progress(keras.callbacks.Callback):
+    """A line on stderr every `every` batches of a fit or predict, and one at its end."""
+
+    def __init__(self, what, steps, every=10):
+        super().__init__()
+        self.what, self.steps, self.every, self.start = what, steps, every, time.time()
+
+    def on_predict_batch_end(self, batch, logs=None):
+        self._batch(batch)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._batch(batch, logs)
+
+    def _batch(self, batch, logs=None):
+        done = batch + 1
+        if done % self.every == 0 or done == self.steps:
+            loss = f", loss {logs['loss']:.4f}" if logs and "loss" in logs else ""
+            print(f"  {self.what}: batch {done}/{self.steps}{loss}, "
+                  f"{time.time() - self.start:.0f} s", file=sys.stderr, flush=True)
+
+
+def embed(embedder, texts, what, batch_size=64):
+    texts = list(texts)
+    steps = -(-len(texts) // batch_size)
+    return embedder.predict(texts, batch_size=batch_size, verbose=0,
+                            callbacks=[Progress(f"embedding {len(texts)} {what}", steps)])
+
+
 def evaluate(embedder, paraphrases, topics):
     queries, corpus, answers = paraphrases
-    q, c = (embedder.predict(t, batch_size=64, verbose=0) for t in (queries, corpus))
+    q, c = embed(embedder, queries, "paraphrase queries"), embed(embedder, corpus, "verses")
     paraphrase = recall_at(q, c, lambda i, top: answers[i] in top)
     (query_labels, query_texts), (corpus_labels, corpus_texts) = topics
-    q, c = (embedder.predict(list(t), batch_size=64, verbose=0)
-            for t in (query_texts, corpus_texts))
+    q, c = embed(embedder, query_texts, "topic queries"), embed(embedder, corpus_texts,
+                                                                   "definitions")
     corpus_labels = np.array(corpus_labels)
     topic = recall_at(q, c, lambda i, top: query_labels[i] in corpus_labels[top])
     return paraphrase, topic
@@ -108,9 +141,11 @@ def main():
     report("as shipped", *evaluate(embedder, paraphrases, topics))
     start = time.time()
     anchors, positives = (list(t) for t in zip(*train))
+    steps = -(-len(train) // args.batch_size)
     history = embedder.fit((anchors, positives), batch_size=args.batch_size,
-                           epochs=args.epochs, verbose=0)
-    print(f"fine-tuned {args.epochs} epoch(s), {-(-len(train) // args.batch_size)} steps/epoch, "
+                           epochs=args.epochs, verbose=0,
+                           callbacks=[Progress("fine-tuning", steps)])
+    print(f"fine-tuned {args.epochs} epoch(s), {steps} steps/epoch, "
           f"loss {history.history['loss'][-1]:.4f}, {time.time() - start:.0f} s", flush=True)
     report("fine-tuned", *evaluate(embedder, paraphrases, topics))
 

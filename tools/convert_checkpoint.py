@@ -23,10 +23,10 @@ against the exact name maps, and writes:
 
 Examples:
   python tools/convert_checkpoint.py --input_dir=all-MiniLM-L6-v2/ \
-      --output_dir=checkpoints/minilm
+      --output_dir=runs/checkpoints/minilm
   python tools/convert_checkpoint.py --input_dir=runs/paraphrase/best \
-      --output_dir=paraphrase-hf --output_format=transformers
-  # then, with transformers: pipeline("text-classification", model="paraphrase-hf")
+      --output_dir=runs/paraphrase-hf --output_format=transformers
+  # then, with transformers: pipeline("text-classification", model="runs/paraphrase-hf")
 """
 
 from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
