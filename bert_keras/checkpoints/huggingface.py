@@ -11,6 +11,7 @@ DistilBERT and ELECTRA never).
 import os
 import re
 
+from bert_keras import families
 from bert_keras.checkpoints.assign import CheckpointError, identity, transpose
 from bert_keras.checkpoints.safetensors import read_safetensors, tensor_names
 from bert_keras.families import (
@@ -19,7 +20,6 @@ from bert_keras.families import (
     family_of_config,
     get_family,
 )
-from bert_keras.families.transformers_names import SPAN_CLASSIFIER, TOKEN_CLASSIFIER
 from bert_keras.files import exists, read_json
 
 
@@ -74,30 +74,59 @@ def classifier_head(path):
     return family.CLASSIFIER_HEAD.activation, lambda head: classifier_head_names(family, head)
 
 
-def classifier_head_names(family, head):
-    """A ClassificationHead named `head` -> the `*ForSequenceClassification` head tensors of
-    `family` (a family module)."""
-    hidden, output = family.CLASSIFIER_HEAD.hidden, family.CLASSIFIER_HEAD.output
-    names = {f"{head}/logits/kernel": ([f"{output}.weight"], transpose),
-             f"{head}/logits/bias": ([f"{output}.bias"], identity)}
-    if hidden:
-        names.update({f"{head}/hidden/kernel": ([f"{hidden}.weight"], transpose),
-                      f"{head}/hidden/bias": ([f"{hidden}.bias"], identity)})
+def task_head(path, transformers_head):
+    """The `ClassifierHead` of checkpoint `path`'s `*<transformers_head>`
+    (`families.task_head`)."""
+    return families.task_head(read_family(path)[0], transformers_head)
+
+
+def classifier_pooling(path):
+    """What checkpoint `path`'s `*ForSequenceClassification` pools ("cls" or, where its family
+    reads one from config.json, another: ModernBERT's "mean")."""
+    family, config = read_family(path)
+    return families.classifier_pooling(family, config, path)
+
+
+def head_names(table, head):
+    """A head layer named `head` with the layers of `table` (a `ClassifierHead`: `hidden`
+    dense, `hidden_norm`, `logits`) -> the tensors of the modules `table` names."""
+    names = {f"{head}/logits/kernel": ([f"{table.output}.weight"], transpose),
+             f"{head}/logits/bias": ([f"{table.output}.bias"], identity)}
+    if table.hidden:
+        names.update({f"{head}/hidden/kernel": ([f"{table.hidden}.weight"], transpose),
+                      f"{head}/hidden/bias": ([f"{table.hidden}.bias"], identity)})
+    if table.norm:
+        names.update({f"{head}/hidden_norm/gamma": ([f"{table.norm}.weight"], identity),
+                      f"{head}/hidden_norm/beta": ([f"{table.norm}.bias"], identity)})
     return names
 
 
-def token_classifier_head_name_map(head):
-    """A TokenClassificationHead named `head` -> `*ForTokenClassification`'s `classifier` (the
-    same in the five families)."""
-    return {f"{head}/logits/kernel": ([f"{TOKEN_CLASSIFIER}.weight"], transpose),
-            f"{head}/logits/bias": ([f"{TOKEN_CLASSIFIER}.bias"], identity)}
+def classifier_head_names(family, head):
+    """A ClassificationHead named `head` -> the `*ForSequenceClassification` head tensors of
+    `family` (a family module)."""
+    return head_names(family.CLASSIFIER_HEAD, head)
 
 
-def span_head_name_map(head):
-    """A SpanHead named `head` -> `*ForQuestionAnswering`'s `qa_outputs` (start, end rows; the
-    same in the five families)."""
-    return {f"{head}/logits/kernel": ([f"{SPAN_CLASSIFIER}.weight"], transpose),
-            f"{head}/logits/bias": ([f"{SPAN_CLASSIFIER}.bias"], identity)}
+def token_classifier_head_names(family, head):
+    """A TokenClassificationHead named `head` -> `family`'s `*ForTokenClassification` head
+    tensors (`classifier` alone in the BERT-style families)."""
+    return head_names(families.task_head(family, "ForTokenClassification"), head)
+
+
+def span_head_names(family, head):
+    """A SpanHead named `head` -> `family`'s `*ForQuestionAnswering` head tensors (start, end
+    rows; `qa_outputs` alone in the BERT-style families)."""
+    return head_names(families.task_head(family, "ForQuestionAnswering"), head)
+
+
+def token_classifier_head_name_map(head, path):
+    """`token_classifier_head_names` of checkpoint `path`'s family."""
+    return token_classifier_head_names(read_family(path)[0], head)
+
+
+def span_head_name_map(head, path):
+    """`span_head_names` of checkpoint `path`'s family."""
+    return span_head_names(read_family(path)[0], head)
 
 
 def label_names(config):

@@ -292,10 +292,10 @@ def _head_names(head, family, encoder, what):
         return [(classifier, huggingface.classifier_head_names(family, classifier.name))]
     if "tagger" in layers:
         tagger = layers["tagger"]
-        return [(tagger, huggingface.token_classifier_head_name_map(tagger.name))]
+        return [(tagger, huggingface.token_classifier_head_names(family, tagger.name))]
     if "span" in layers:
         span = layers["span"]
-        return [(span, huggingface.span_head_name_map(span.name))]
+        return [(span, huggingface.span_head_names(family, span.name))]
     detector = layers["detector"]
     if family.REPLACED_TOKEN_HEAD is None:
         raise InputError(f"{what}: its replaced-token head has no place in transformers' "

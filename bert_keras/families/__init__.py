@@ -25,6 +25,12 @@ defines:
 - `GOOGLE`: a `google_names.GoogleLayout` for its Google TF1 checkpoints, or None.
 - optionally `implied_tensors(config, tensors)`: {name: array} of tensors its files leave out
   because their value is implied (ModernBERT's zero head biases); the reader adds them.
+- optionally `TOKEN_CLASSIFIER_HEAD`, `SPAN_HEAD` (`transformers_names.ClassifierHead`s of
+  its `*ForTokenClassification` / `*ForQuestionAnswering`; default: a Linear `classifier` /
+  `qa_outputs` on the sequence output), and `CLASSIFIER_POOLINGS` with
+  `classifier_pooling(config, path)`: what its `*ForSequenceClassification` may read and what
+  a config.json picks (default: "cls" only, the first token or the pooler on it);
+  `task_head` and `classifier_pooling` below read them.
 
 Adding a family is its module here and its name in the import and in `_MODULES` below.
 
@@ -47,6 +53,7 @@ from bert_keras.families import (
     roberta,
     xlm_roberta,
 )
+from bert_keras.families.transformers_names import SPAN_HEAD, TOKEN_CLASSIFIER_HEAD
 
 _MODULES = (bert, roberta, albert, distilbert, electra, xlm_roberta, modernbert)
 FAMILIES = {family.MODEL_TYPE: family for family in _MODULES}
@@ -78,6 +85,42 @@ def family_of_config(config, path):
     return get_family(config.get("model_type", DEFAULT_MODEL_TYPE), path)
 
 
+# transformers' task-class name endings -> the family attribute of their head, and its default.
+_TASK_HEADS = {"ForSequenceClassification": ("CLASSIFIER_HEAD", None),
+               "ForTokenClassification": ("TOKEN_CLASSIFIER_HEAD", TOKEN_CLASSIFIER_HEAD),
+               "ForQuestionAnswering": ("SPAN_HEAD", SPAN_HEAD)}
+
+
+def task_head(family, transformers_head):
+    """The `ClassifierHead` of `family`'s `*<transformers_head>` ("ForSequenceClassification",
+    "ForTokenClassification" or "ForQuestionAnswering").
+
+    >>> task_head(get_family("bert", "ckpt"), "ForQuestionAnswering").output
+    'qa_outputs'
+    >>> task_head(get_family("modernbert", "ckpt"), "ForQuestionAnswering")[1:]
+    ('head.dense', 'classifier', 'head.norm')
+    """
+    attribute, default = _TASK_HEADS[transformers_head]
+    return getattr(family, attribute, default)
+
+
+def classifier_poolings(family):
+    """What `family`'s `*ForSequenceClassification` may pool (`BertClassifier`'s names)."""
+    return getattr(family, "CLASSIFIER_POOLINGS", ("cls",))
+
+
+def classifier_pooling(family, config, path):
+    """The pooling of a `*ForSequenceClassification` config.json dict of `family` ("cls"
+    unless the family reads another from the config; InputError naming `path` for one it
+    does not hold).
+
+    >>> classifier_pooling(get_family("modernbert", "ckpt"), {"classifier_pooling": "mean"}, "ckpt")
+    'mean'
+    """
+    read = getattr(family, "classifier_pooling", None)
+    return read(config, path) if read else "cls"
+
+
 def head_prefixes():
     """The first name part of every family's head tensors, sorted.
 
@@ -100,10 +143,12 @@ def tokenizer_files():
     """Every file name some family's tokenizer reads, sorted (for messages).
 
     >>> tokenizer_files()
-    ['merges.txt', 'sentencepiece.bpe.model', 'spiece.model', 'vocab.json', 'vocab.txt']
+    ['merges.txt', 'sentencepiece.bpe.model', 'spiece.model', 'spm.model', 'vocab.json', \
+'vocab.txt']
     """
     return sorted({name for family in FAMILIES.values() for name in family.TOKENIZER_FILES})
 
 
-__all__ = ["DEFAULT_MODEL_TYPE", "FAMILIES", "REQUIRED", "family_of_config", "get_family",
-           "google_layouts", "head_prefixes", "tokenizer_files"]
+__all__ = ["DEFAULT_MODEL_TYPE", "FAMILIES", "REQUIRED", "classifier_pooling",
+           "classifier_poolings", "family_of_config", "get_family", "google_layouts",
+           "head_prefixes", "task_head", "tokenizer_files"]

@@ -10,10 +10,11 @@ feed-forward (`Wi` gives the input then the gate half), `final_norm`, and biases
 `tokenizer.json` with [CLS] [SEP] [PAD] [UNK] [MASK] (`[CLS] A [SEP] B [SEP]`); no Google
 layout.
 
-Its heads (`head.dense` + activation + `head.norm`, then `classifier` or the tied `decoder`)
-have no dense bias unless `classifier_bias`, and no norm bias unless `norm_bias`: the files
-leave them out, and `implied_tensors` gives them as the zeros they stand for (the same math
-in our heads, which always have both).
+Its heads (`head.dense` + activation + `head.norm`, then `classifier` or the tied `decoder`;
+the sequence classifier reads [CLS] or the tokens' mean, as `classifier_pooling` says) have
+no dense bias unless `classifier_bias`, and no norm bias unless `norm_bias`: the files leave
+them out, and `implied_tensors` gives them as the zeros they stand for (the same math in our
+heads, which always have both).
 
 >>> arguments = encoder_config(dict(vocab_size=50368, hidden_size=768,
 ...     intermediate_size=1152, num_hidden_layers=22, num_attention_heads=12,
@@ -45,8 +46,13 @@ TRANSFORMERS_PREFIX = "ModernBert"
 TRANSFORMERS_TOKENIZER = "PreTrainedTokenizerFast"
 
 POOLER_TENSORS = ()  # never a pooler
-# ModernBertPredictionHead (dense, activation, norm) then the output layer, in every head.
+# ModernBertPredictionHead (dense, activation, norm) then the output layer, in every head; the
+# QA head's output layer is `classifier` too (start, end rows), not `qa_outputs`.
 CLASSIFIER_HEAD = ClassifierHead("gelu", "head.dense", "classifier", "head.norm")
+TOKEN_CLASSIFIER_HEAD = SPAN_HEAD = CLASSIFIER_HEAD
+# What *ForSequenceClassification reads: config.json's classifier_pooling, [CLS] ("cls",
+# transformers' default) or the mean of the real tokens ("mean").
+CLASSIFIER_POOLINGS = ("cls", "mean")
 MULTIPLE_CHOICE_HEAD = MultipleChoiceHead("gelu", "head.dense", "classifier")
 MASKED_LM_HEAD = MaskedLMHead("gelu", "head.dense", "head.norm", "decoder.bias", None)
 REPLACED_TOKEN_HEAD = None
@@ -141,6 +147,16 @@ def transformers_config(arch, tokenizer, what):
         pad_token_id=tokenizer.pad_id, cls_token_id=tokenizer.cls_id,
         sep_token_id=tokenizer.sep_id, bos_token_id=tokenizer.cls_id,
         eos_token_id=tokenizer.sep_id)
+
+
+def classifier_pooling(config, path):
+    """The pooling that config.json's `classifier_pooling` names (`CLASSIFIER_POOLINGS`);
+    InputError naming `path` for another."""
+    pooling = config.get("classifier_pooling", "cls")
+    if pooling not in CLASSIFIER_POOLINGS:
+        raise InputError(f"{path}: classifier_pooling {pooling!r} is not one of "
+                         f"{list(CLASSIFIER_POOLINGS)}.")
+    return pooling
 
 
 def implied_tensors(config, tensors):

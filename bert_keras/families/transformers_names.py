@@ -30,6 +30,12 @@ TASK_HEADS = (TOKEN_CLASSIFIER, SPAN_CLASSIFIER)
 ClassifierHead = collections.namedtuple("ClassifierHead", "activation hidden output norm",
                                         defaults=(None,))
 
+# The heads of `*ForTokenClassification` and `*ForQuestionAnswering` as ClassifierHeads (over
+# the sequence output): a Linear alone in the BERT-style families. A family whose heads differ
+# (ModernBERT's dense-act-norm before them) sets its own TOKEN_CLASSIFIER_HEAD / SPAN_HEAD.
+TOKEN_CLASSIFIER_HEAD = ClassifierHead(None, None, TOKEN_CLASSIFIER)
+SPAN_HEAD = ClassifierHead(None, None, SPAN_CLASSIFIER)
+
 # A family's `*ForMultipleChoice` head, one score per choice: as ClassifierHead (activation,
 # hidden dense, output dense of width 1), and `config`: the (config.json key, value) pairs the
 # head assumes, a value also being transformers' default when the key is absent (ELECTRA's

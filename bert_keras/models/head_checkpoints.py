@@ -81,20 +81,50 @@ def classifier_head_activation(path):
     return huggingface.classifier_head(path)[0]
 
 
+def classifier_pooling(path):
+    """What the `*ForSequenceClassification` head of checkpoint `path` pools: "cls", or
+    ModernBERT's config.json `classifier_pooling` ("mean"); "cls" for other layouts."""
+    if checkpoints.detect_format(path) != "huggingface":
+        return "cls"
+    return huggingface.classifier_pooling(path)
+
+
+def task_head_arguments(path, transformers_head):
+    """The task model arguments that make its head compute what the family's
+    `*<transformers_head>` ("ForSequenceClassification", "ForTokenClassification",
+    "ForQuestionAnswering") of checkpoint `path` computes: `hidden_activation`,
+    `hidden_norm` (ModernBERT's dense-gelu-norm before each head) and the classifier's
+    `pooling`; {} for other layouts.
+
+    >>> task_head_arguments("tests/fixtures/families/roberta_qa", "ForQuestionAnswering")
+    {'hidden_activation': None, 'hidden_norm': False}
+    """
+    if checkpoints.detect_format(path) != "huggingface":
+        return {}
+    table = huggingface.task_head(path, transformers_head)
+    arguments = dict(hidden_activation=table.activation, hidden_norm=table.norm is not None)
+    if transformers_head == "ForSequenceClassification":
+        arguments["pooling"] = classifier_pooling(path)
+    return arguments
+
+
 def load_token_classification_head(tagger, path):
     """Sets a BertTokenClassifier's head from a Hugging Face `*ForTokenClassification`
-    directory; CheckpointError naming what is missing or mis-shaped."""
+    directory (its family's head: `task_head_arguments`); CheckpointError naming what is
+    missing or mis-shaped."""
     _, tensors = checkpoints.read_tensors(path)
-    name_map = huggingface.token_classifier_head_name_map(tagger.token_classification_head.name)
+    name_map = huggingface.token_classifier_head_name_map(tagger.token_classification_head.name,
+                                                          path)
     checkpoints.assign_weights(tagger, name_map, tensors, path, partial=True)
 
 
 def load_span_head(qa, path):
-    """Sets a BertSpanQA's head from a Hugging Face `*ForQuestionAnswering` directory;
-    CheckpointError naming what is missing or mis-shaped."""
+    """Sets a BertSpanQA's head from a Hugging Face `*ForQuestionAnswering` directory (its
+    family's head: `task_head_arguments`); CheckpointError naming what is missing or
+    mis-shaped."""
     _, tensors = checkpoints.read_tensors(path)
-    checkpoints.assign_weights(qa, huggingface.span_head_name_map(qa.span_head.name), tensors,
-                               path, partial=True)
+    checkpoints.assign_weights(qa, huggingface.span_head_name_map(qa.span_head.name, path),
+                               tensors, path, partial=True)
 
 
 def try_load_head(load, model, path, labels=None):

@@ -263,13 +263,55 @@ class NextSentenceHead(_LogitsHead):
 HIDDEN_ACTIVATIONS = ("tanh", "relu", "gelu")
 
 
+class _FamilyHidden:
+    """What a family's head computes between the encoder and its output layer: with
+    `hidden_activation`, a dense layer "hidden" (H units) and the activation (RoBERTa's,
+    ELECTRA's and DistilBERT's classifiers), and with `hidden_norm` a layer norm "hidden_norm"
+    after them (ModernBERT's `head.dense`-act-`head.norm`, before each of its task heads)."""
+
+    def _set_hidden(self, hidden_activation, hidden_norm, layer_norm_epsilon):
+        owner = type(self).__name__
+        if hidden_activation is not None and hidden_activation not in HIDDEN_ACTIVATIONS:
+            raise ValueError(f"{owner}: hidden_activation must be None or one of "
+                             f"{sorted(HIDDEN_ACTIVATIONS)}, got {hidden_activation!r}.")
+        if hidden_norm and hidden_activation is None:
+            raise ValueError(f"{owner}: hidden_norm=True needs a hidden_activation (the norm "
+                             "follows the hidden layer).")
+        self.hidden_activation = hidden_activation
+        self.hidden_norm = bool(hidden_norm)
+        self.layer_norm_epsilon = layer_norm_epsilon
+
+    def _build_hidden(self, input_shape):
+        if self.hidden_activation:
+            self.hidden = Dense(
+                input_shape[-1], kernel_initializer=_initializer(self.initializer_range),
+                dtype=self.dtype_policy, name="hidden")
+            self.hidden.build(input_shape)
+        if self.hidden_norm:
+            self.hidden_layer_norm = keras.layers.LayerNormalization(
+                epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="hidden_norm")
+            self.hidden_layer_norm.build(input_shape)
+
+    def _apply_hidden(self, x):
+        if not self.hidden_activation:
+            return x
+        x = _activation(self.hidden_activation, self.hidden(x))  # (..., H)
+        return self.hidden_layer_norm(x) if self.hidden_norm else x
+
+    def _hidden_config(self):
+        return dict(hidden_activation=self.hidden_activation, hidden_norm=self.hidden_norm,
+                    layer_norm_epsilon=self.layer_norm_epsilon)
+
+
 @keras.saving.register_keras_serializable(package="bert_keras")
-class ClassificationHead(_LogitsHead):
+class ClassificationHead(_FamilyHidden, _LogitsHead):
     """Sequence classification: pooled (B, H) -> dropout -> float32 logits (B, C).
 
     With `hidden_activation` the families' own heads: dropout -> dense (H) -> activation ->
     dropout -> logits, on the first token: RoBERTa "tanh" (`classifier.dense`/`out_proj`),
-    ELECTRA "gelu" (erf), DistilBERT "relu" (`pre_classifier`).
+    ELECTRA "gelu" (erf), DistilBERT "relu" (`pre_classifier`); `hidden_norm` adds a layer
+    norm (`layer_norm_epsilon`) after the activation: ModernBERT "gelu" (`head.dense`,
+    `head.norm`, `classifier`).
 
     With `hidden_layers=N`, N more layers before the logits (after the family's, if any),
     each dense (`hidden_size` units, default H) -> `hidden_layers_activation` -> dropout,
@@ -290,11 +332,10 @@ class ClassificationHead(_LogitsHead):
     """
 
     def __init__(self, num_classes, dropout=0.1, initializer_range=0.02, hidden_activation=None,
-                 hidden_layers=0, hidden_size=None, hidden_layers_activation="gelu", **kwargs):
+                 hidden_layers=0, hidden_size=None, hidden_layers_activation="gelu",
+                 hidden_norm=False, layer_norm_epsilon=1e-12, **kwargs):
         super().__init__(num_classes, dropout, initializer_range, **kwargs)
-        if hidden_activation is not None and hidden_activation not in HIDDEN_ACTIVATIONS:
-            raise ValueError(f"ClassificationHead: hidden_activation must be None or one of "
-                             f"{sorted(HIDDEN_ACTIVATIONS)}, got {hidden_activation!r}.")
+        self._set_hidden(hidden_activation, hidden_norm, layer_norm_epsilon)
         if isinstance(hidden_layers, bool) or not isinstance(hidden_layers, int) or (
                 hidden_layers < 0):
             raise ValueError("ClassificationHead: hidden_layers must be an integer >= 0, "
@@ -306,7 +347,6 @@ class ClassificationHead(_LogitsHead):
         if hidden_layers_activation not in HIDDEN_ACTIVATIONS:
             raise ValueError(f"ClassificationHead: hidden_layers_activation must be one of "
                              f"{sorted(HIDDEN_ACTIVATIONS)}, got {hidden_layers_activation!r}.")
-        self.hidden_activation = hidden_activation
         self.hidden_layers = hidden_layers
         self.hidden_size = hidden_size
         self.hidden_layers_activation = hidden_layers_activation
@@ -315,11 +355,7 @@ class ClassificationHead(_LogitsHead):
         width = input_shape[-1]
         size = self.hidden_size or width
         super().build((*input_shape[:-1], size if self.hidden_layers else width))
-        if self.hidden_activation:
-            self.hidden = Dense(
-                width, kernel_initializer=_initializer(self.initializer_range),
-                dtype=self.dtype_policy, name="hidden")
-            self.hidden.build(input_shape)
+        self._build_hidden(input_shape)
         self.hidden_stack = []
         for i in range(self.hidden_layers):
             dense = Dense(size, kernel_initializer=_initializer(self.initializer_range),
@@ -329,8 +365,7 @@ class ClassificationHead(_LogitsHead):
 
     def call(self, inputs, training=None):
         if self.hidden_activation:
-            hidden = self.hidden(self.dropout_layer(inputs, training=training))  # (B, H)
-            inputs = _activation(self.hidden_activation, hidden)
+            inputs = self._apply_hidden(self.dropout_layer(inputs, training=training))  # (B, H)
         for dense in self.hidden_stack:
             inputs = _activation(self.hidden_layers_activation,
                                  dense(self.dropout_layer(inputs, training=training)))
@@ -338,9 +373,9 @@ class ClassificationHead(_LogitsHead):
 
     def get_config(self):
         config = super().get_config()
-        config.update(hidden_activation=self.hidden_activation, hidden_layers=self.hidden_layers,
-                      hidden_size=self.hidden_size,
-                      hidden_layers_activation=self.hidden_layers_activation)
+        config.update(hidden_layers=self.hidden_layers, hidden_size=self.hidden_size,
+                      hidden_layers_activation=self.hidden_layers_activation,
+                      **self._hidden_config())
         return config
 
 
@@ -353,26 +388,46 @@ def _activation(name, x):
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
-class TokenClassificationHead(_LogitsHead):
+class TokenClassificationHead(_FamilyHidden, _LogitsHead):
     """Token tagging: sequence (B, T, H) -> dropout -> float32 logits (B, T, C).
+
+    `hidden_activation` / `hidden_norm`: a family's layers before the dropout, as in
+    `ClassificationHead` (ModernBERT's dense-gelu-norm; None in the BERT-style families).
 
     Example:
     >>> import numpy as np
     >>> TokenClassificationHead(num_classes=5)(np.zeros((2, 7, 16), "float32")).shape
     TensorShape([2, 7, 5])
+    >>> TokenClassificationHead(5, hidden_activation="gelu", hidden_norm=True)(
+    ...     np.zeros((2, 7, 16), "float32")).shape
+    TensorShape([2, 7, 5])
     """
 
-    def __init__(self, num_classes, dropout=0.1, initializer_range=0.02, **kwargs):
+    def __init__(self, num_classes, dropout=0.1, initializer_range=0.02, hidden_activation=None,
+                 hidden_norm=False, layer_norm_epsilon=1e-12, **kwargs):
         super().__init__(num_classes, dropout, initializer_range, **kwargs)
+        self._set_hidden(hidden_activation, hidden_norm, layer_norm_epsilon)
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self._build_hidden(input_shape)
+
+    def call(self, inputs, training=None):
+        return super().call(self._apply_hidden(inputs), training=training)
+
+    def get_config(self):
+        return dict(super().get_config(), **self._hidden_config())
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
-class SpanHead(keras.layers.Layer):
+class SpanHead(_FamilyHidden, keras.layers.Layer):
     """Extractive QA: sequence (B, T, H) -> float32 start and end logits, each (B, T).
 
     `call(sequence_output, input_mask)` returns `(start_logits, end_logits)`; padding
     positions (input_mask 0) get `PADDING_LOGIT` (-1e9), so they never win and add nothing
     to a softmax. Position 0 ([CLS]) stands for "no answer" (SQuAD 2.0).
+    `hidden_activation` / `hidden_norm`: a family's layers before the logits, as in
+    `ClassificationHead` (ModernBERT's dense-gelu-norm; None in the BERT-style families).
 
     Example:
     >>> import numpy as np
@@ -381,9 +436,11 @@ class SpanHead(keras.layers.Layer):
     (TensorShape([2, 5]), TensorShape([2, 5]))
     """
 
-    def __init__(self, initializer_range=0.02, **kwargs):
+    def __init__(self, initializer_range=0.02, hidden_activation=None, hidden_norm=False,
+                 layer_norm_epsilon=1e-12, **kwargs):
         super().__init__(**kwargs)
         self.initializer_range = initializer_range
+        self._set_hidden(hidden_activation, hidden_norm, layer_norm_epsilon)
 
     def build(self, sequence_output_shape, input_mask_shape=None):
         self.logits = Dense(
@@ -391,9 +448,10 @@ class SpanHead(keras.layers.Layer):
             name="logits",
         )
         self.logits.build(sequence_output_shape)
+        self._build_hidden(sequence_output_shape)
 
     def call(self, sequence_output, input_mask):
-        logits = self.logits(sequence_output)  # (B, T, 2) float32
+        logits = self.logits(self._apply_hidden(sequence_output))  # (B, T, 2) float32
         is_real = ops.cast(input_mask, "bool")  # (B, T)
         start = ops.where(is_real, logits[:, :, 0], PADDING_LOGIT)
         end = ops.where(is_real, logits[:, :, 1], PADDING_LOGIT)
@@ -405,7 +463,7 @@ class SpanHead(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(initializer_range=self.initializer_range)
+        config.update(initializer_range=self.initializer_range, **self._hidden_config())
         return config
 
 

@@ -136,6 +136,9 @@ class ByteBpeTokenizer(tf.Module):
         return {VOCAB_FILE: self.vocab_file, MERGES_FILE: self.merges_file}
 
     separators_between = 2  # <s> A </s></s> B </s>
+    # RoBERTa's post-processor trims each piece's spans of its spaces (ByteLevel's
+    # trim_offsets); ModernBERT's (a template) leaves them, leading space included.
+    trim_offsets = True
     # The special tokens by role, and the family that names them (for messages).
     special_tokens = dict(cls="<s>", sep="</s>", pad="<pad>", unk="<unk>", mask="<mask>")
     family = "RoBERTa"
@@ -212,7 +215,8 @@ class ByteBpeTokenizer(tf.Module):
         a piece's span is aligned to whole characters (a piece with only some bytes of a
         character gets that character's span, so several pieces can share one), then the
         piece's leading and trailing spaces ("Ġ") are trimmed off, so a piece that is only
-        spaces gets an empty span at the byte after them. Bytes that are not valid UTF-8 are
+        spaces gets an empty span at the byte after them (not with `trim_offsets` False:
+        ModernBERT's spans keep a piece's spaces). Bytes that are not valid UTF-8 are
         replaced before tokenizing (as `tokenize` does); a replacement character's span is
         the bytes it replaced.
         """
@@ -275,13 +279,13 @@ class ByteBpeTokenizer(tf.Module):
         limit = tf.cumsum(size)  # (P,) where each piece ends in all the pre-tokens' bytes
         start = tf.gather(char_starts, tf.gather(char_of_byte, limit - size))  # whole characters
         end = tf.gather(char_ends, tf.gather(char_of_byte, limit - 1))
-        # ByteLevel's trim_offsets: the spaces at either end of a piece leave its span.
-        leading = size - tf.strings.length(tf.strings.regex_replace(pieces, f"^{_SPACE}+", ""),
-                                           unit="UTF8_CHAR")
-        trailing = size - tf.strings.length(tf.strings.regex_replace(pieces, f"{_SPACE}+$", ""),
-                                            unit="UTF8_CHAR")
-        start = tf.minimum(start + leading, end)
-        end = tf.maximum(end - trailing, start)
+        if self.trim_offsets:  # the spaces at either end of a piece leave its span
+            leading = size - tf.strings.length(
+                tf.strings.regex_replace(pieces, f"^{_SPACE}+", ""), unit="UTF8_CHAR")
+            trailing = size - tf.strings.length(
+                tf.strings.regex_replace(pieces, f"{_SPACE}+$", ""), unit="UTF8_CHAR")
+            start = tf.minimum(start + leading, end)
+            end = tf.maximum(end - trailing, start)
         is_start = tf.range(tf.size(size, out_type=tf.int64)) == tf.gather(
             merged.row_starts(), merged.value_rowids())
         splits = tf.gather(merged.row_splits, words.row_splits)  # (B + 1,) pieces of each text
@@ -359,4 +363,5 @@ class ModernBertTokenizer(ByteBpeTokenizer):
 
     separators_between = 1
     special_tokens = dict(cls="[CLS]", sep="[SEP]", pad="[PAD]", unk="[UNK]", mask="[MASK]")
+    trim_offsets = False  # its tokenizer.json's post-processor is a template, no ByteLevel
     family = "ModernBERT"

@@ -8,6 +8,7 @@ byte-level BPE (RoBERTa); packing of texts and pairs as the family's tokenizer p
 
 import json
 import pathlib
+import shutil
 
 import numpy as np
 import pytest
@@ -284,26 +285,52 @@ def test_family_exports_serve_in_a_process_without_this_project(tmp_path,
                                    err_msg=name)
 
 
-@pytest.mark.parametrize("name", ["roberta", "distilbert", "electra", "albert", "xlm_roberta"])
-def test_family_classifier_checkpoint_loads_with_its_head(name):
-    """A `*ForSequenceClassification` checkpoint: encoder + the family's own head give
-    transformers' logits (RoBERTa dense-tanh-dense on <s>, ELECTRA dense-gelu-dense,
-    DistilBERT pre_classifier-relu, ALBERT pooler + classifier)."""
-    from bert_keras.models import head_checkpoints
+# Fine-tuned transformers checkpoints whose reference.npz holds transformers' logits.
+TASK_CASES = ["roberta_classifier", "distilbert_classifier", "electra_classifier",
+              "albert_classifier", "xlm_roberta_classifier", "modernbert_classifier",
+              "modernbert_tagger", "modernbert_qa"]
+TASK_MODELS = {"classifier": "BertClassifier", "tagger": "BertTokenClassifier",
+               "qa": "BertSpanQA"}
 
-    path = str(FAMILIES / f"{name}_classifier")
-    ref = reference(f"{name}_classifier")
-    encoder = bk.BertEncoder.from_pretrained(path)
-    classifier = bk.BertClassifier(encoder, 3,
-                                   hidden_activation=head_checkpoints.classifier_head_activation(path))
-    head_checkpoints.load_classification_head(classifier, path)
-    for batch in ("singles", "pairs"):
-        inputs = {"input_word_ids": ref[f"{batch}_input_ids"],
-                  "input_mask": ref[f"{batch}_attention_mask"],
-                  "input_type_ids": ref.get(f"{batch}_token_type_ids",
-                                            np.zeros_like(ref[f"{batch}_input_ids"]))}
-        np.testing.assert_allclose(classifier(inputs).numpy(), ref[f"{batch}_logits"], atol=1e-4,
-                                   err_msg=f"{name} {batch}")
+
+def _task_logits(model, inputs):
+    out = model(inputs)
+    if isinstance(out, dict):  # span QA: transformers' (B, T, 2) start and end logits
+        return np.stack([out["start_logits"].numpy(), out["end_logits"].numpy()], -1)
+    return out.numpy()
+
+
+@pytest.mark.parametrize("name", TASK_CASES)
+def test_task_checkpoint_loads_with_its_family_head(name, tmp_path):
+    """`*ForSequenceClassification` / `*ForTokenClassification` / `*ForQuestionAnswering`
+    through `from_pretrained`: encoder + the family's own head give transformers' logits
+    (RoBERTa dense-tanh-dense on <s>, ELECTRA dense-gelu-dense, DistilBERT
+    pre_classifier-relu, ALBERT pooler + classifier, ModernBERT dense-gelu-norm before every
+    head, its classifier over the mean or, `*_cls_logits`, [CLS] as classifier_pooling says)."""
+    path = FAMILIES / name
+    ref = reference(name)
+    directories = {"": path}
+    if "pairs_cls_logits" in ref:  # the same weights with config.json's classifier_pooling "cls"
+        config = json.loads((path / "config.json").read_text())
+        shutil.copytree(path, tmp_path / name)
+        (tmp_path / name / "config.json").write_text(
+            json.dumps(dict(config, classifier_pooling="cls")))
+        directories["cls_"] = tmp_path / name
+    model_class = getattr(bk, TASK_MODELS[name.rsplit("_", 1)[1]])
+    for key, directory in directories.items():
+        model = model_class.from_pretrained(str(directory))
+        for batch in ("singles", "pairs"):
+            if f"{batch}_{key}logits" not in ref:
+                continue
+            inputs = {"input_word_ids": ref[f"{batch}_input_ids"],
+                      "input_mask": ref[f"{batch}_attention_mask"],
+                      "input_type_ids": ref.get(f"{batch}_token_type_ids",
+                                                np.zeros_like(ref[f"{batch}_input_ids"]))}
+            got, want = _task_logits(model, inputs), ref[f"{batch}_{key}logits"]
+            if got.ndim > 2:  # per token: the real ones
+                mask = inputs["input_mask"].astype(bool)
+                got, want = got[mask], want[mask]
+            np.testing.assert_allclose(got, want, atol=1e-4, err_msg=f"{name} {key}{batch}")
 
 
 @pytest.mark.parametrize("name", ["distilbert", "roberta", "albert", "electra_generator",

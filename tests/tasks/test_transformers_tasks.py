@@ -1,11 +1,12 @@
-"""Fine-tuned transformers checkpoints of the six families reach TF Serving: a
+"""Fine-tuned transformers checkpoints of the seven families reach TF Serving: a
 `*ForSequenceClassification`, `*ForTokenClassification` or `*ForQuestionAnswering` directory
 exports with `tools/export.py --task_dir=DIR` and default flags, and answers what
 transformers makes of the same checkpoint: tagging words, char offsets, tags and tag
 probabilities, QA spans and scores, class probabilities (fixtures and answers:
-tests/fixtures/make_family_references.py tasks / classifiers, make_xlm_roberta_references.py).
-All 17 checkpoints through the export's serving function in this process; one per task type
-and tokenizer kind as SavedModels loaded in a process without this project."""
+tests/fixtures/make_family_references.py tasks / classifiers, make_xlm_roberta_references.py,
+make_modernbert_references.py). All 20 checkpoints through the export's serving function in
+this process; one per task type and tokenizer kind as SavedModels loaded in a process without
+this project."""
 
 import gzip
 import json
@@ -24,9 +25,9 @@ from export_harness import _enc, _outputs, run_client
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FAMILIES = ROOT / "tests" / "fixtures" / "families"
-NAMES = ["bert", "roberta", "albert", "distilbert", "electra", "xlm_roberta"]
+NAMES = ["bert", "roberta", "albert", "distilbert", "electra", "xlm_roberta", "modernbert"]
 # BERT's classifier: test_checkpoints
-CLASSIFIERS = ["roberta", "albert", "distilbert", "electra", "xlm_roberta"]
+CLASSIFIERS = ["roberta", "albert", "distilbert", "electra", "xlm_roberta", "modernbert"]
 SINGLES = json.loads((FAMILIES / "texts.json").read_text(encoding="utf-8"))["singles"]
 
 
@@ -117,7 +118,7 @@ def assert_answers_as_transformers(name, out):
 
 @pytest.mark.slow
 def test_every_fine_tuned_checkpoint_answers_as_transformers():
-    """17 checkpoints (6 families x tagger / QA, 5 classifiers), loaded as tools/export.py
+    """20 checkpoints (7 families x tagger / QA, 6 classifiers), loaded as tools/export.py
     loads them: the export's serving_default computation (float32), run in this process."""
     import tensorflow as tf
 

@@ -15,6 +15,7 @@ from bert_keras.checkpoints import CheckpointError
 from bert_keras.models import head_checkpoints, heads
 from bert_keras.models.layers.pooling import SentencePooling
 from bert_keras.tasks.classification import problem_types
+from bert_keras.tasks.family_heads import family_head_arguments
 from bert_keras.tasks.task_model import BertTaskModel, class_count, encoder_inputs, label_names
 
 # "cls": the encoder's pooled output (its pooler on [CLS], as BERT's classifier and every
@@ -46,19 +47,22 @@ class BertClassifier(BertTaskModel):
       dropout: the head's dropout rate, before each of its dense layers.
       hidden_activation: the family's own head layer (RoBERTa "tanh", ELECTRA "gelu",
         DistilBERT "relu"; None: BERT's, on the pooler); from_pretrained reads it.
+      hidden_norm: a layer norm after that layer (ModernBERT's); from_pretrained reads it.
       labels: the class names, or None.
       preprocessor: a `TextPreprocessor` (from_pretrained makes it), or None for ids only.
       pooling: what the head reads: "cls" the pooled output (default; the encoder's last
         block then runs on [CLS] only), "mean" / "max" the sequence output over the real
         tokens (`input_mask`), "attention" their weighted sum by a learned score per token
-        (softmax over the real tokens).
+        (softmax over the real tokens). from_pretrained reads a transformers classifier's
+        (ModernBERT's `classifier_pooling`: "cls" or "mean").
       head_hidden_layers: N >= 0 layers dense -> `head_activation` -> dropout before the
         logits.
       head_hidden_size: their width (None: the encoder's hidden size).
       head_activation: "gelu" (default: the encoder's own activation, non-saturating),
         "tanh" or "relu".
-    Only pooling="cls" and head_hidden_layers=0 have a transformers class
-    (`bk.save_transformers` refuses the others).
+    Only head_hidden_layers=0 and the poolings of the family's transformers head ("cls";
+    ModernBERT's "mean" too) have a transformers class (`bk.save_transformers` refuses the
+    others).
 
     Example:
     >>> import numpy as np
@@ -81,19 +85,20 @@ class BertClassifier(BertTaskModel):
     @staticmethod
     def load_transformers_head(classifier, path):
         """The head of a transformers `*ForSequenceClassification` directory, into a
-        classifier that computes what it computes (CheckpointError for a token pooling or
+        classifier that computes what it computes (CheckpointError for another pooling or
         head layers: their head starts fresh)."""
-        if not classifier.has_transformers_head():
-            raise CheckpointError(f"{path}: a transformers classification head reads the "
-                                  f"pooler, through no more layers; this classifier has "
-                                  f"pooling={classifier.pooling!r}, head_hidden_layers="
-                                  f"{classifier.head_hidden_layers}.")
+        pooling = head_checkpoints.classifier_pooling(path)
+        if classifier.pooling != pooling or classifier.head_hidden_layers:
+            raise CheckpointError(f"{path}: its transformers classification head reads "
+                                  f"pooling={pooling!r}, through no more layers; this "
+                                  f"classifier has pooling={classifier.pooling!r}, "
+                                  f"head_hidden_layers={classifier.head_hidden_layers}.")
         head_checkpoints.load_classification_head(classifier, path)
 
     def __init__(self, encoder, num_classes, problem_type="single_label", dropout=0.1,
                  hidden_activation=None, labels=None, preprocessor=None, pooling="cls",
                  head_hidden_layers=0, head_hidden_size=None,
-                 head_activation=DEFAULT_HEAD_ACTIVATION, **kwargs):
+                 head_activation=DEFAULT_HEAD_ACTIVATION, hidden_norm=False, **kwargs):
         try:
             problem = problem_types.get(problem_type)
         except ValueError as e:
@@ -103,6 +108,7 @@ class BertClassifier(BertTaskModel):
             num_classes, dropout=dropout, initializer_range=encoder.initializer_range,
             hidden_activation=hidden_activation, hidden_layers=head_hidden_layers,
             hidden_size=head_hidden_size, hidden_layers_activation=head_activation,
+            hidden_norm=hidden_norm, layer_norm_epsilon=encoder.layer_norm_epsilon,
             dtype=encoder.head_dtype_policy, name="classification_head",
         )
         inputs = encoder_inputs()
@@ -121,6 +127,7 @@ class BertClassifier(BertTaskModel):
         self.problem_type = problem.name  # the name, as get_config saves it
         self.dropout = dropout
         self.hidden_activation = hidden_activation
+        self.hidden_norm = bool(hidden_norm)
         self.labels = label_names(labels, num_classes)
         self.pooling = pooling
         self.head_hidden_layers = head_hidden_layers
@@ -143,12 +150,9 @@ class BertClassifier(BertTaskModel):
             kwargs["num_classes"] = class_count(path, labels)
         if isinstance(trained, cls):
             kwargs.setdefault("problem_type", trained.problem_type)
-            kwargs.setdefault("hidden_activation", trained.hidden_activation)
             for key in HEAD_OPTIONS:  # the trained head's shape, so that it is kept
                 kwargs.setdefault(key, getattr(trained, key))
-        else:
-            kwargs.setdefault("hidden_activation",
-                              head_checkpoints.classifier_head_activation(path))
+        kwargs = family_head_arguments(cls, path, trained, kwargs)
         if labels is not None and len(labels) == kwargs["num_classes"]:
             kwargs.setdefault("labels", labels)
         return kwargs
@@ -174,7 +178,9 @@ class BertClassifier(BertTaskModel):
     def _task_config(self):
         return dict(num_classes=self.num_classes, problem_type=self.problem_type,
                     dropout=self.dropout, hidden_activation=self.hidden_activation,
-                    labels=self.labels, **{key: getattr(self, key) for key in HEAD_OPTIONS})
+                    labels=self.labels, **{key: getattr(self, key) for key in HEAD_OPTIONS},
+                    # left out without, so earlier .keras configs stay as they were
+                    **(dict(hidden_norm=True) if self.hidden_norm else {}))
 
 
 HEAD_OPTIONS = ("pooling", "head_hidden_layers", "head_hidden_size", "head_activation")

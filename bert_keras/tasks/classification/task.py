@@ -66,14 +66,15 @@ class SequenceClassificationTask(Task):
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None, options=None):
         """BertClassifier with the head of the checkpoint's family (RoBERTa, ELECTRA and
         DistilBERT have their own), the pooling and head layers of `options`
-        (`ClassificationOptions`), and the checkpoint's head weights when it is a fine-tuned
-        transformers classifier that computes the same (as many classes, pooling="cls", no
-        head layers)."""
-        activation = head_checkpoints.classifier_head_activation(checkpoint) if checkpoint else None
-        options = options or self.options_class()
+        (`ClassificationOptions`; without them, the checkpoint's pooling), and the
+        checkpoint's head weights when it is a fine-tuned transformers classifier that
+        computes the same (as many classes, its pooling, no head layers)."""
+        family = dict(head_checkpoints.task_head_arguments(checkpoint, "ForSequenceClassification")
+                      if checkpoint else {})
+        pooling = family.pop("pooling", "cls")  # the options' pooling where they are given
+        options = options or self.options_class(pooling=pooling)
         model = BertClassifier(encoder, self.num_outputs(label_map), problem_type=self.problem_type,
-                               dropout=dropout, hidden_activation=activation,
-                               **options.model_arguments())
+                               dropout=dropout, **family, **options.model_arguments())
         labels = label_map.labels if label_map is not None else None
         if checkpoint and head_checkpoints.try_load_head(self.load_transformers_head, model,
                                                          checkpoint, labels):

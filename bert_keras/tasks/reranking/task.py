@@ -112,9 +112,9 @@ class Reranking(Task):
         when it is a fine-tuned one-label classifier) and its CrossEncoder activation."""
         options = options or RerankingOptions()
         model = BertReranker(
-            encoder, dropout=dropout,
-            hidden_activation=(head_checkpoints.classifier_head_activation(checkpoint)
-                               if checkpoint else None),
+            encoder, dropout=dropout,  # the family's head (and ModernBERT's pooling)
+            **(head_checkpoints.task_head_arguments(checkpoint, "ForSequenceClassification")
+               if checkpoint else {}),
             activation=(activations.checkpoint_activation(checkpoint) if checkpoint
                         else activations.DEFAULT_ACTIVATION),
             ranking_loss=options.ranking_loss, max_negatives=options.max_negatives,

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from bert_keras.models import head_checkpoints, heads
 from bert_keras.tasks import text_inputs
+from bert_keras.tasks.family_heads import family_head_arguments
 from bert_keras.tasks.span_qa import answer_inputs
 from bert_keras.tasks.task_model import BertTaskModel, encoder_inputs
 
@@ -53,16 +54,20 @@ class BertSpanQA(BertTaskModel):
     transformers_head = "ForQuestionAnswering"
     load_transformers_head = staticmethod(head_checkpoints.load_span_head)
 
-    def __init__(self, encoder, preprocessor=None, **kwargs):
+    def __init__(self, encoder, preprocessor=None, hidden_activation=None, hidden_norm=False,
+                 **kwargs):
         head = heads.SpanHead(
-            initializer_range=encoder.initializer_range, dtype=encoder.head_dtype_policy,
-            name="span_head",
+            initializer_range=encoder.initializer_range, hidden_activation=hidden_activation,
+            hidden_norm=hidden_norm, layer_norm_epsilon=encoder.layer_norm_epsilon,
+            dtype=encoder.head_dtype_policy, name="span_head",
         )
         inputs = encoder_inputs()
         start, end = head(encoder(inputs)["sequence_output"], inputs["input_mask"])  # (B, T) each
         super().__init__(inputs=inputs, outputs={"start_logits": start, "end_logits": end},
                          **kwargs)
         self.span_head = head
+        self.hidden_activation = hidden_activation
+        self.hidden_norm = bool(hidden_norm)
         self._finish_init(encoder, ["start_logits", "end_logits"], preprocessor=preprocessor)
 
     def reads_pooled_output(self):
@@ -121,5 +126,11 @@ class BertSpanQA(BertTaskModel):
             max_answer_length=max_answer_length, allow_no_answer=allow_no_answer,
             null_score_diff_threshold=null_score_diff_threshold)
 
+    @classmethod
+    def _pretrained_arguments(cls, path, trained, labels, kwargs):
+        return family_head_arguments(cls, path, trained, kwargs)
+
     def _task_config(self):
-        return {}
+        # Left out without, so earlier .keras configs stay as they were.
+        return (dict(hidden_activation=self.hidden_activation, hidden_norm=self.hidden_norm)
+                if self.hidden_activation else {})

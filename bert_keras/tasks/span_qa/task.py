@@ -74,7 +74,9 @@ class SpanQA(Task):
 
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None, options=None):
         """BertSpanQA, with the head of a fine-tuned `*ForQuestionAnswering` checkpoint."""
-        model = BertSpanQA(encoder)
+        model = BertSpanQA(encoder, **(  # the family's head: ModernBERT's dense-gelu-norm
+            head_checkpoints.task_head_arguments(checkpoint, "ForQuestionAnswering")
+            if checkpoint else {}))
         if checkpoint and head_checkpoints.try_load_head(self.load_transformers_head, model,
                                                          checkpoint):
             logging.info("Loaded the span head of %s", checkpoint)

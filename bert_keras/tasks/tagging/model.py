@@ -13,6 +13,7 @@ import keras
 from bert_keras.models import head_checkpoints, heads
 from bert_keras.models.objectives.losses import TokenAccuracy, TokenCrossEntropy
 from bert_keras.tasks import targets
+from bert_keras.tasks.family_heads import family_head_arguments
 from bert_keras.tasks.tagging import decoding, word_inputs
 from bert_keras.tasks.tagging.crf import CRF, CRFLoss, check_tag_sequences
 from bert_keras.tasks.task_model import BertTaskModel, class_count, encoder_inputs, label_names
@@ -66,16 +67,20 @@ class BertTokenClassifier(BertTaskModel):
 
     def __init__(self, encoder, num_classes, dropout=0.1, labels=None, preprocessor=None,
                  crf=False, crf_constraints="none", crf_learning_rate_multiplier=100.0,
-                 **kwargs):
+                 hidden_activation=None, hidden_norm=False, **kwargs):
         head = heads.TokenClassificationHead(
             num_classes, dropout=dropout, initializer_range=encoder.initializer_range,
-            dtype=encoder.head_dtype_policy, name="token_classification_head",
+            hidden_activation=hidden_activation, hidden_norm=hidden_norm,
+            layer_norm_epsilon=encoder.layer_norm_epsilon, dtype=encoder.head_dtype_policy,
+            name="token_classification_head",
         )
         inputs = encoder_inputs()
         logits = head(encoder(inputs)["sequence_output"])  # (B, T, C)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
+        self.hidden_activation = hidden_activation
+        self.hidden_norm = bool(hidden_norm)
         self.labels = label_names(labels, num_classes)
         self.token_classification_head = head
         self.crf = bool(crf)
@@ -99,6 +104,7 @@ class BertTokenClassifier(BertTaskModel):
             kwargs.setdefault("crf_constraints", trained.crf_constraints)
             kwargs.setdefault("crf_learning_rate_multiplier",
                               trained.crf_learning_rate_multiplier)
+        kwargs = family_head_arguments(cls, path, trained, kwargs)
         if kwargs.get("num_classes") is None:
             kwargs["num_classes"] = class_count(path, labels)
         if labels is not None and len(labels) == kwargs["num_classes"]:
@@ -205,6 +211,8 @@ class BertTokenClassifier(BertTaskModel):
 
     def _task_config(self):
         config = dict(num_classes=self.num_classes, dropout=self.dropout, labels=self.labels)
+        if self.hidden_activation:  # left out without, so earlier .keras configs stay as they were
+            config.update(hidden_activation=self.hidden_activation, hidden_norm=self.hidden_norm)
         if self.crf:  # left out without, so earlier .keras configs stay as they were
             config.update(crf=True, crf_constraints=self.crf_constraints,
                           crf_learning_rate_multiplier=self.crf_learning_rate_multiplier)

@@ -81,7 +81,9 @@ class Tagging(Task):
         `*ForTokenClassification` checkpoint when its tags are these (a CRF starts from
         zeros: transformers has none)."""
         options = options or TaggingOptions()
-        model = BertTokenClassifier(encoder, len(label_map), dropout=dropout,
+        family = (head_checkpoints.task_head_arguments(checkpoint, "ForTokenClassification")
+                  if checkpoint else {})  # the family's head: ModernBERT's dense-gelu-norm
+        model = BertTokenClassifier(encoder, len(label_map), dropout=dropout, **family,
                                     labels=list(label_map.labels) if options.crf else None,
                                     crf=options.crf, crf_constraints=options.crf_constraints,
                                     crf_learning_rate_multiplier=(
