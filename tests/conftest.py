@@ -27,7 +27,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "support"))
 collect_ignore = ["fixtures/make_reference_outputs.py", "fixtures/make_family_references.py",
                   "fixtures/make_xlm_roberta_references.py",
                   "fixtures/make_multiple_choice_references.py",
-                  "fixtures/make_modernbert_references.py"]
+                  "fixtures/make_modernbert_references.py",
+                  "fixtures/make_deberta_references.py"]
 
 
 def pytest_collection_modifyitems(items):

@@ -2,7 +2,7 @@
 code outside this package asks the registry instead of comparing `model_type` strings.
 
 A family module (`bert`, `roberta`, `albert`, `distilbert`, `electra`, `xlm_roberta`,
-`modernbert`)
+`modernbert`, `deberta_v3`)
 defines:
 
 - `MODEL_TYPE`: transformers' `model_type` in config.json, the family's key here.
@@ -40,13 +40,14 @@ Adding a family is its module here and its name in the import and in `_MODULES` 
 Traceback (most recent call last):
 ...
 bert_keras.errors.InputError: ckpt: model_type 'gpt2' is not one of ['albert', 'bert', \
-'distilbert', 'electra', 'modernbert', 'roberta', 'xlm-roberta'].
+'deberta-v2', 'distilbert', 'electra', 'modernbert', 'roberta', 'xlm-roberta'].
 """
 
 from bert_keras.errors import InputError
 from bert_keras.families import (
     albert,
     bert,
+    deberta_v3,
     distilbert,
     electra,
     modernbert,
@@ -55,7 +56,7 @@ from bert_keras.families import (
 )
 from bert_keras.families.transformers_names import SPAN_HEAD, TOKEN_CLASSIFIER_HEAD
 
-_MODULES = (bert, roberta, albert, distilbert, electra, xlm_roberta, modernbert)
+_MODULES = (bert, roberta, albert, distilbert, electra, xlm_roberta, modernbert, deberta_v3)
 FAMILIES = {family.MODEL_TYPE: family for family in _MODULES}
 DEFAULT_MODEL_TYPE = bert.MODEL_TYPE  # of a config.json that names none (the oldest BERT files)
 

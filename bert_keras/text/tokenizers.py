@@ -30,13 +30,14 @@ import tensorflow as tf
 from bert_keras import families
 from bert_keras.errors import InputError
 from bert_keras.files import read_json
-from bert_keras.text import tokenizer_json, xlm_roberta_tokenizer
+from bert_keras.text import deberta_tokenizer, tokenizer_json, xlm_roberta_tokenizer
 from bert_keras.text.byte_bpe_tokenizer import (
     MERGES_FILE,
     VOCAB_FILE,
     ByteBpeTokenizer,
     ModernBertTokenizer,
 )
+from bert_keras.text.deberta_tokenizer import DebertaV3Tokenizer
 from bert_keras.text.sentencepiece_tokenizer import (
     MODEL_FILE,
     SentencePieceTokenizer,
@@ -55,16 +56,18 @@ def load_tokenizer(path, lower_case=None):
     With a transformers `config.json`: its family's tokenizer (an InputError naming the
     directory, the model_type and the files found vs expected when only another family's
     tokenizer files are there). Without: XlmRobertaTokenizer (sentencepiece.bpe.model),
-    SentencePieceTokenizer (spiece.model or Google's *.model, ALBERT), WordPieceTokenizer
-    (vocab.txt) or ByteBpeTokenizer (vocab.json + merges.txt, RoBERTa; ModernBertTokenizer
-    when the vocab has ModernBERT's [CLS] and no <s>), in that order. Either
-    way a directory with none of them but a `tokenizer.json` (WordPiece or byte-level BPE) is
-    converted to them first (`tokenizer_json.convert`, cached)."""
+    DebertaV3Tokenizer (spm.model), SentencePieceTokenizer (spiece.model or Google's *.model,
+    ALBERT), WordPieceTokenizer (vocab.txt) or ByteBpeTokenizer (vocab.json + merges.txt,
+    RoBERTa; ModernBertTokenizer when the vocab has ModernBERT's [CLS] and no <s>), in that
+    order. Either way a directory with none of them but a `tokenizer.json` (WordPiece or
+    byte-level BPE) is converted to them first (`tokenizer_json.convert`, cached)."""
     path = os.fspath(path)
     if tf.io.gfile.exists(os.path.join(path, CONFIG_FILE)):
         return _family_tokenizer(path, _family(path), lower_case)
     if _has(path, xlm_roberta_tokenizer.MODEL_FILE):
         return _load(XlmRobertaTokenizer, path, lower_case)
+    if _has(path, deberta_tokenizer.MODEL_FILE):
+        return _load(DebertaV3Tokenizer, path, lower_case)
     if find_model_file(path):
         return _load(SentencePieceTokenizer, path, lower_case)
     if _has(path, "vocab.txt"):

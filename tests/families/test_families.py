@@ -21,9 +21,10 @@ import tool_runner  # tests/support: tools forked without their imports
 
 FAMILIES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "families"
 CASES = ["distilbert", "electra_discriminator", "electra_generator", "albert", "roberta",
-         "xlm_roberta", "modernbert"]
+         "xlm_roberta", "modernbert", "deberta_v3"]
 TOKENIZER_CLASSES = {"albert": "SentencePieceTokenizer", "roberta": "ByteBpeTokenizer",
-                     "xlm_roberta": "XlmRobertaTokenizer", "modernbert": "ModernBertTokenizer"}
+                     "xlm_roberta": "XlmRobertaTokenizer", "modernbert": "ModernBertTokenizer",
+                     "deberta_v3": "DebertaV3Tokenizer"}
 SAMPLES = json.loads((FAMILIES / "texts.json").read_text(encoding="utf-8"))
 TEXTS = SAMPLES["texts"]
 
@@ -288,7 +289,7 @@ def test_family_exports_serve_in_a_process_without_this_project(tmp_path,
 # Fine-tuned transformers checkpoints whose reference.npz holds transformers' logits.
 TASK_CASES = ["roberta_classifier", "distilbert_classifier", "electra_classifier",
               "albert_classifier", "xlm_roberta_classifier", "modernbert_classifier",
-              "modernbert_tagger", "modernbert_qa"]
+              "modernbert_tagger", "modernbert_qa", "deberta_v3_classifier"]
 TASK_MODELS = {"classifier": "BertClassifier", "tagger": "BertTokenClassifier",
                "qa": "BertSpanQA"}
 
@@ -334,7 +335,7 @@ def test_task_checkpoint_loads_with_its_family_head(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["distilbert", "roberta", "albert", "electra_generator",
-                                  "xlm_roberta", "modernbert"])
+                                  "xlm_roberta", "modernbert", "deberta_v3"])
 def test_family_masked_lm_head_matches_transformers(name):
     """A `*ForMaskedLM` checkpoint: encoder + the family's MLM head (DistilBERT vocab_transform,
     RoBERTa lm_head with the exact GELU, ALBERT predictions H -> E, ELECTRA's generator

@@ -16,6 +16,7 @@ import dataclasses
 import tensorflow as tf
 
 from bert_keras.configs import Config, check, option
+from bert_keras.models.layers import disentangled
 from bert_keras.models.layers.activations import ACTIVATIONS
 
 # The standard English WordPiece vocabularies (uncased and cased are within a few hundred).
@@ -70,14 +71,39 @@ class EncoderConfig(Config):
                             "(ModernBERT).")
     norm_bias: bool = option(True, "A bias (beta) in every layer norm; False: none "
                              "(ModernBERT).")
+    disentangled_attention: str = option(None, "DeBERTa's disentangled attention: the "
+                                         "relative-position terms added to the content scores, "
+                                         "'c2p|p2c' (DeBERTa-v2/v3), 'c2p' or 'p2c', all scaled "
+                                         "by 1 / sqrt(head size x the number of terms); None: "
+                                         "none (BERT).", choices=disentangled.TERMS)
+    position_buckets: int = option(None, "With disentangled_attention: 2 x position_buckets "
+                                   "relative rows, distances beyond position_buckets // 2 "
+                                   "log-bucketed up to max_relative_positions (DeBERTa-v3: "
+                                   "256); None: distances clipped to max_relative_positions.")
+    max_relative_positions: int = option(None, "With disentangled_attention: the farthest "
+                                         "distance (None: max_positions).")
+    relative_embedding_norm: bool = option(True, "With disentangled_attention: a layer norm of "
+                                           "the relative table (DeBERTa's norm_rel_ebd "
+                                           "layer_norm).")
+    absolute_positions: bool = option(True, "A learned absolute position table added to the "
+                                      "embeddings (unless rotary_theta); False: none "
+                                      "(DeBERTa-v3's position_biased_input false).")
+    project_before_norm: bool = option(False, "The embedding projection (embedding_size -> "
+                                       "hidden_size) before the embeddings' layer norm and "
+                                       "without bias (DeBERTa); False: after it, with a bias "
+                                       "(ALBERT, ELECTRA).")
+    mask_embeddings: bool = option(False, "Padded positions' embeddings zeroed after their "
+                                   "layer norm (DeBERTa; only the padded rows' outputs "
+                                   "differ).")
 
     def validate(self):
         for name in ("vocab_size", "num_layers", "hidden_size", "num_heads", "intermediate_size",
                      "max_positions", "type_vocab_size", "embedding_size", "num_layer_groups",
-                     "position_offset"):
+                     "position_offset", "position_buckets", "max_relative_positions"):
             value, least = getattr(self, name), 0 if name in ("type_vocab_size",
                                                               "position_offset") else 1
-            if value is None and name in ("embedding_size", "num_layer_groups"):
+            if value is None and name in ("embedding_size", "num_layer_groups",
+                                          "position_buckets", "max_relative_positions"):
                 continue
             check(isinstance(value, int) and not isinstance(value, bool) and value >= least,
                   f"BertEncoder: {name} must be an integer >= {least}, got {value!r}.")
@@ -105,9 +131,27 @@ class EncoderConfig(Config):
         check((self.rotary_theta is None or (self.hidden_size // self.num_heads) % 2 == 0),
               f"BertEncoder: rotary positions need an even head size, got "
               f"{self.hidden_size // self.num_heads}.")
+        check(self.disentangled_attention in (None, *disentangled.TERMS),
+              f"BertEncoder: disentangled_attention must be None or one of "
+              f"{disentangled.TERMS}, got {self.disentangled_attention!r}.")
+        check(self.position_buckets is None or self.position_buckets >= 4,
+              f"BertEncoder: position_buckets must be None or >= 4, got "
+              f"{self.position_buckets!r}.")
         for name in ("dropout", "attention_dropout"):
             value = getattr(self, name)
             check(0.0 <= value < 1.0, f"BertEncoder: {name} must be in [0, 1), got {value!r}.")
+
+    @property
+    def relative_span(self):
+        """S of the relative table (2S rows) with disentangled attention: position_buckets,
+        else the farthest distance; None without.
+
+        >>> EncoderConfig(disentangled_attention="c2p|p2c", position_buckets=256).relative_span
+        256
+        """
+        if not self.disentangled_attention:
+            return None
+        return self.position_buckets or self.max_relative_positions or self.max_positions
 
     def layer_attention(self, i):
         """(rotary base, half window) of layer i's attention: a global layer has no window

@@ -12,6 +12,7 @@ from bert_keras import checkpoints
 from bert_keras.checkpoints import own
 from bert_keras.errors import InputError
 from bert_keras.models.encoder.config import DEFAULT_VOCAB_SIZE, PRESETS, EncoderConfig
+from bert_keras.models.layers import disentangled
 from bert_keras.models.layers import transformer as layers
 from bert_keras.models.layers.dense import Dense
 from bert_keras.names import INPUT_NAMES
@@ -57,6 +58,9 @@ class _Stack:
     num_layers: int
     type_vocab_size: int
     final_layer_norm: keras.layers.Layer | None = None  # pre-norm encoders' last norm
+    relative_embedding: keras.layers.Layer | None = None  # disentangled attention's table
+    project_before_norm: bool = False  # DeBERTa's order: projection, then layer norm
+    mask_embeddings: bool = False  # DeBERTa: padded rows' embeddings zeroed
 
     def __call__(self, inputs, output_positions=None, training=None):
         tokens = self.token_embedding(inputs["input_word_ids"])  # (B, T, E)
@@ -67,22 +71,30 @@ class _Stack:
                 type_ids = ops.zeros_like(type_ids)
             tokens = tokens + self.segment_embedding(type_ids)
         x = tokens + self.position_embedding(tokens) if self.position_embedding else tokens
-        x = self.embeddings_dropout(self.embeddings_layer_norm(x), training=training)
-        if self.projection:
-            x = self.projection(x)  # (B, T, H)
         mask = inputs["input_mask"]
+        if self.projection and self.project_before_norm:
+            x = self.projection(x)  # (B, T, H)
+        x = self.embeddings_layer_norm(x)
+        if self.mask_embeddings:
+            x = x * ops.cast(mask, x.dtype)[:, :, None]
+        x = self.embeddings_dropout(x, training=training)
+        if self.projection and not self.project_before_norm:
+            x = self.projection(x)  # (B, T, H)
+        relative = self.relative_embedding(x) if self.relative_embedding else None  # (2S, H)
         groups = len(self.blocks)
         encoder_outputs = []
         for i in range(self.num_layers):
             # Layer i of `groups` weight-sharing groups (ALBERT's rule; groups == layers: BERT).
             block = self.blocks[i * groups // self.num_layers]
             if output_positions is None or i < self.num_layers - 1:
-                x = block(x, mask, training=training)  # (B, T, H)
+                x = block(x, mask, training=training,
+                          relative_embeddings=relative)  # (B, T, H)
             else:  # rows [CLS] + output_positions only: (B, 1 + P, H)
                 rows = ops.zeros((ops.shape(mask)[0], 1), "int32")
                 if not _no_rows(output_positions):
                     rows = ops.concatenate([rows, ops.cast(output_positions, "int32")], axis=1)
-                x = block(x, mask, training=training, query_positions=rows)
+                x = block(x, mask, training=training, query_positions=rows,
+                          relative_embeddings=relative)
             encoder_outputs.append(x)
         if self.final_layer_norm:
             x = encoder_outputs[-1] = self.final_layer_norm(x)
@@ -143,7 +155,7 @@ class BertEncoder(keras.Model):
          attention_dropout, max_positions, type_vocab_size, layer_norm_epsilon,
          initializer_range, embedding_size, num_layer_groups, position_offset,
          use_pooler, rotary_theta, _, _, _, pre_norm, gated_mlp, use_bias,
-         norm_bias) = (getattr(config, name) for name in _CONFIG_FIELDS)
+         norm_bias, *_) = (getattr(config, name) for name in _CONFIG_FIELDS)
         init = layers.dense_initializer(initializer_range)
         width = embedding_size or hidden_size  # E of the embeddings
         groups = num_layer_groups or num_layers
@@ -164,7 +176,8 @@ class BertEncoder(keras.Model):
                 type_vocab_size, width, embeddings_initializer=init, dtype=dtype,
                 name="segment_embedding",
             )
-            position_embedding = rotary_theta is None and layers.PositionEmbedding(
+            absolute = rotary_theta is None and config.absolute_positions
+            position_embedding = absolute and layers.PositionEmbedding(
                 max_positions, initializer_range, offset=position_offset, dtype=dtype,
                 name="position_embedding",
             )
@@ -174,7 +187,12 @@ class BertEncoder(keras.Model):
             )
         embeddings_dropout = layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
         projection = embedding_size is not None and Dense(
-            hidden_size, kernel_initializer=init, dtype=dtype, name="embedding_projection")
+            hidden_size, use_bias=not config.project_before_norm, kernel_initializer=init,
+            dtype=dtype, name="embedding_projection")
+        relative_embedding = config.disentangled_attention and disentangled.RelativeEmbedding(
+            config.relative_span, normalize=config.relative_embedding_norm,
+            layer_norm_epsilon=layer_norm_epsilon, initializer_range=initializer_range,
+            dtype=dtype, name="relative_embedding")
         blocks = [
             layers.TransformerBlock(
                 num_heads, intermediate_size, activation=activation, dropout=dropout,
@@ -183,6 +201,10 @@ class BertEncoder(keras.Model):
                 pre_norm=pre_norm, attention_norm=i > 0, gated=gated_mlp, use_bias=use_bias,
                 norm_bias=norm_bias, **dict(zip(("rotary_theta", "half_window"),
                                                config.layer_attention(i))),
+                disentangled_attention=config.disentangled_attention,
+                relative_span=config.relative_span,
+                position_buckets=config.position_buckets is not None,
+                max_relative_positions=config.max_relative_positions or max_positions,
                 dtype=dtype, name=f"transformer_layer_{i}",
             )
             for i in range(groups)
@@ -196,7 +218,9 @@ class BertEncoder(keras.Model):
         # === Functional graph ===
         stack = _Stack(token_embedding, segment_embedding, position_embedding,
                        embeddings_layer_norm, embeddings_dropout, projection, tuple(blocks),
-                       pooler, num_layers, type_vocab_size, final_layer_norm or None)
+                       pooler, num_layers, type_vocab_size, final_layer_norm or None,
+                       relative_embedding or None, config.project_before_norm,
+                       config.mask_embeddings)
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in INPUT_NAMES}
         outputs = stack(inputs)

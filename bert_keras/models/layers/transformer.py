@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from bert_keras.models.layers import dropout_mask
+from bert_keras.models.layers import disentangled, dropout_mask
 from bert_keras.models.layers.activations import get_activation, training_activation
 from bert_keras.models.layers.residual_norm import normalize, residual_dropout_norm
 from bert_keras.models.layers.transposed_dense import dense
@@ -181,11 +181,20 @@ class SelfAttention(keras.layers.Layer):
     """
 
     def __init__(self, num_heads, dropout=0.0, initializer_range=0.02, transposed_kernels=False,
-                 use_bias=True, rotary_theta=None, half_window=None, **kwargs):
+                 use_bias=True, rotary_theta=None, half_window=None, disentangled_attention=None,
+                 relative_span=None, position_buckets=False, max_relative_positions=None,
+                 **kwargs):
         """`use_bias`: biases in the projections; `rotary_theta`: rotary position embeddings
         of queries and keys with this base (None: none); `half_window`: a row attends only to
-        keys at most this far (None: to all)."""
+        keys at most this far (None: to all). `disentangled_attention`: DeBERTa's relative
+        terms ("c2p", "p2c", "c2p|p2c"; `disentangled.py`) over a relative table of
+        2 * `relative_span` rows given to `call`, log-bucketed (`position_buckets`) up to
+        `max_relative_positions`; None: none."""
         super().__init__(**kwargs)
+        self.disentangled_attention = disentangled_attention
+        self.relative_span = relative_span
+        self.position_buckets = position_buckets
+        self.max_relative_positions = max_relative_positions
         self.num_heads = num_heads
         self.dropout = dropout
         self.initializer_range = initializer_range
@@ -213,9 +222,11 @@ class SelfAttention(keras.layers.Layer):
         self.output_dense.build(input_shape)
         self.attention_dropout = Dropout(self.dropout, dtype=self.dtype_policy)
 
-    def call(self, inputs, input_mask, training=None, query_positions=None):
+    def call(self, inputs, input_mask, training=None, query_positions=None,
+             relative_embeddings=None):
         """inputs (B, T, H) -> (B, T, H); with `query_positions` (B, Q) int, only those
-        rows attend (to every key): (B, Q, H)."""
+        rows attend (to every key): (B, Q, H). `relative_embeddings` (2S, H): the encoder's
+        relative table, with `disentangled_attention`."""
         # The dense layers run on (B*T, H): oneDNN fuses a rank-2 matmul with its bias
         # add, but not the tensordot Keras uses on rank 3.
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
@@ -228,6 +239,12 @@ class SelfAttention(keras.layers.Layer):
         query, key, value = ops.unstack(qkv, 3, axis=0)  # 3 x (B, N, T, D)
         if self.rotary_theta is not None:
             query, key = rotary(query, self.rotary_theta), rotary(key, self.rotary_theta)
+        if self.disentangled_attention:  # the relative table's row of each (query, key)
+            rows = (ops.arange(length, dtype="int32")[None] if query_positions is None
+                    else query_positions)  # (B|1, Q)
+            relative_index = disentangled.relative_index(
+                rows, length, self.relative_span, self.position_buckets,
+                self.max_relative_positions)  # (B|1, Q, T)
         if query_positions is not None:
             query = tf.gather(query, query_positions, axis=2, batch_dims=1)  # (B, N, Q, D)
             length = ops.shape(query_positions)[1]
@@ -236,8 +253,13 @@ class SelfAttention(keras.layers.Layer):
         # outputs as a float32 softmax, measured; the casts cost ~10% of the encoder).
         softmax_dtype = "float32" if self.compute_dtype == "float16" else self.compute_dtype
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (B, N, Q, T)
+        if self.disentangled_attention:
+            scores = scores + disentangled.position_scores(
+                self.disentangled_attention, query, key,
+                *self._relative_qk(relative_embeddings), relative_index)
+        terms = disentangled.scale_factor(self.disentangled_attention)
         scores = ops.cast(scores, softmax_dtype) * ops.cast(
-            1.0 / math.sqrt(self.head_size), softmax_dtype)
+            1.0 / math.sqrt(self.head_size * terms), softmax_dtype)
         scores = scores + _mask_bias(input_mask, softmax_dtype)  # Padded keys -> -1e9.
         if self.half_window is not None:  # keys outside the window -> -1e9
             scores = scores + _window_bias(query_positions, ops.shape(key)[2], self.half_window,
@@ -249,6 +271,13 @@ class SelfAttention(keras.layers.Layer):
         context = ops.reshape(context, (-1, hidden_size))  # (B*Q, H)
         return ops.reshape(self.output_dense(context), (batch, length, hidden_size))
 
+    def _relative_qk(self, table):
+        """The relative table (2S, H) through this layer's query and key projections
+        (DeBERTa's `share_att_key`): 2 x (N, 2S, D)."""
+        projected = ops.reshape(self.qkv(table), (-1, 3, self.num_heads, self.head_size))
+        projected = ops.transpose(projected, (1, 2, 0, 3))  # (3, N, 2S, D)
+        return projected[0], projected[1]
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -259,6 +288,10 @@ class SelfAttention(keras.layers.Layer):
             use_bias=self.use_bias,
             rotary_theta=self.rotary_theta,
             half_window=self.half_window,
+            disentangled_attention=self.disentangled_attention,
+            relative_span=self.relative_span,
+            position_buckets=self.position_buckets,
+            max_relative_positions=self.max_relative_positions,
         )
         return config
 
@@ -274,7 +307,8 @@ class TransformerBlock(keras.layers.Layer):
     `gated`: the FFN is GeGLU-style, act(x W_in) * (x W_gate) then W_out, one intermediate
     dense of 2 x intermediate_size giving the input half then the gate half (ModernBERT's Wi).
     `use_bias` / `norm_bias`: biases in the dense layers / the layer norms.
-    `rotary_theta`, `half_window`: of the attention (`SelfAttention`).
+    `rotary_theta`, `half_window`, `disentangled_attention`, `relative_span`,
+    `position_buckets`, `max_relative_positions`: of the attention (`SelfAttention`).
 
     Example:
     >>> import numpy as np
@@ -305,6 +339,10 @@ class TransformerBlock(keras.layers.Layer):
         norm_bias=True,
         rotary_theta=None,
         half_window=None,
+        disentangled_attention=None,
+        relative_span=None,
+        position_buckets=False,
+        max_relative_positions=None,
         **kwargs,
     ):
         """`transposed_kernels`: the four dense kernels in the inference layout
@@ -326,6 +364,10 @@ class TransformerBlock(keras.layers.Layer):
         self.norm_bias = norm_bias
         self.rotary_theta = rotary_theta
         self.half_window = half_window
+        self.disentangled_attention = disentangled_attention
+        self.relative_span = relative_span
+        self.position_buckets = position_buckets
+        self.max_relative_positions = max_relative_positions
 
     def build(self, input_shape):
         hidden_size = input_shape[-1]
@@ -339,6 +381,10 @@ class TransformerBlock(keras.layers.Layer):
             use_bias=self.use_bias,
             rotary_theta=self.rotary_theta,
             half_window=self.half_window,
+            disentangled_attention=self.disentangled_attention,
+            relative_span=self.relative_span,
+            position_buckets=self.position_buckets,
+            max_relative_positions=self.max_relative_positions,
             dtype=policy,
             name="attention",
         )
@@ -365,15 +411,19 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(input_shape)
         self.dropout_layer = Dropout(self.dropout, dtype=policy)
 
-    def call(self, inputs, input_mask, training=None, query_positions=None):
+    def call(self, inputs, input_mask, training=None, query_positions=None,
+             relative_embeddings=None):
         """inputs (B, T, H) -> (B, T, H); with `query_positions` (B, Q) int, the block's
         output at those rows only, (B, Q, H), for a fraction of the work: keys and values
-        still come from every row, but the rest of the block runs on Q rows."""
+        still come from every row, but the rest of the block runs on Q rows.
+        `relative_embeddings`: the encoder's relative table, for disentangled attention."""
         if self.pre_norm:
-            return self._pre_norm_call(inputs, input_mask, training, query_positions)
+            return self._pre_norm_call(inputs, input_mask, training, query_positions,
+                                       relative_embeddings)
         batch, length, hidden_size = ops.shape(inputs)[0], ops.shape(inputs)[1], inputs.shape[-1]
         attended = self.attention(inputs, input_mask, training=training,
-                                  query_positions=query_positions)  # (B, T or Q, H)
+                                  query_positions=query_positions,
+                                  relative_embeddings=relative_embeddings)  # (B, T or Q, H)
         if query_positions is not None:
             inputs = tf.gather(inputs, query_positions, batch_dims=1)  # (B, Q, H)
             length = ops.shape(query_positions)[1]
@@ -385,11 +435,13 @@ class TransformerBlock(keras.layers.Layer):
                                training)
         return ops.reshape(x, (batch, length, hidden_size))  # (B, T, H)
 
-    def _pre_norm_call(self, inputs, input_mask, training, query_positions):
+    def _pre_norm_call(self, inputs, input_mask, training, query_positions,
+                       relative_embeddings):
         batch, length, hidden_size = ops.shape(inputs)[0], ops.shape(inputs)[1], inputs.shape[-1]
         normed = self.attention_layer_norm(inputs) if self.attention_layer_norm else inputs
         attended = self.attention(normed, input_mask, training=training,
-                                  query_positions=query_positions)  # (B, T or Q, H)
+                                  query_positions=query_positions,
+                                  relative_embeddings=relative_embeddings)  # (B, T or Q, H)
         if query_positions is not None:
             inputs = tf.gather(inputs, query_positions, batch_dims=1)  # (B, Q, H)
             length = ops.shape(query_positions)[1]
@@ -444,5 +496,9 @@ class TransformerBlock(keras.layers.Layer):
             norm_bias=self.norm_bias,
             rotary_theta=self.rotary_theta,
             half_window=self.half_window,
+            disentangled_attention=self.disentangled_attention,
+            relative_span=self.relative_span,
+            position_buckets=self.position_buckets,
+            max_relative_positions=self.max_relative_positions,
         )
         return config

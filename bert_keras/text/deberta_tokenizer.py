@@ -1,0 +1,87 @@
+"""DeBERTa-v3's tokenizer (also DeBERTa-v2's and mDeBERTa-v3's): a SentencePiece unigram model
+(`spm.model`) in-graph through `SentencePieceTokenizer` (tf-text), with the model's own ids.
+
+The model's first pieces are [PAD]=0 [CLS]=1 [SEP]=2 [UNK]=3, and [MASK] is the id after its
+last piece (transformers adds it): transformers' `DebertaV2Tokenizer` ids. The text is
+normalized as transformers does it: whitespace runs split the words, then the model's own
+rule (v3's `nmt_nfkc`); no lower-casing, no quote replacement (ALBERT's). Pairs are packed
+`[CLS] A [SEP] B [SEP]` with type ids 0 then 1, as transformers' tokenizer gives them (v3
+models have no token types, so they change nothing there).
+
+Example (the test fixture's small model):
+>>> import pathlib
+>>> path = pathlib.Path(__file__).parents[2] / "tests" / "fixtures" / "families" / "deberta_v3"
+>>> tok = DebertaV3Tokenizer.from_pretrained(str(path))
+>>> tok.pad_id, tok.cls_id, tok.sep_id, tok.unk_id, tok.mask_id == tok.vocab_size - 1
+(0, 1, 2, 3, True)
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+from bert_keras.errors import InputError
+from bert_keras.files import read_json
+from bert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
+
+MODEL_FILE = "spm.model"
+SPECIAL_PIECES = ["[PAD]", "[CLS]", "[SEP]", "[UNK]"]  # the model's pieces 0-3
+MASK_TOKEN = "[MASK]"  # after the pieces
+# tokenizer_config.json as transformers reads it.
+TOKENIZER_CONFIG = dict(tokenizer_class="DebertaV2Tokenizer", do_lower_case=False,
+                        split_by_punct=False, bos_token="[CLS]", eos_token="[SEP]",
+                        unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
+                        cls_token="[CLS]", mask_token=MASK_TOKEN, vocab_type="spm")
+
+
+class DebertaV3Tokenizer(SentencePieceTokenizer):
+    """DeBERTa's SentencePiece model with its own ids (see the module).
+
+    Args:
+      model_file: the `spm.model` file.
+    """
+
+    pair_quotes = False
+
+    def __init__(self, model_file):
+        super().__init__(model_file, lower_case=False, pair_type_ids=True)
+
+    def _vocab_of(self, pieces):
+        if pieces[:4] != SPECIAL_PIECES:
+            raise InputError(f"{self.vocab_file}: the first pieces of DeBERTa's SentencePiece "
+                             f"model are {SPECIAL_PIECES}, not {pieces[:4]} (another family's "
+                             "model?).")
+        return pieces + [MASK_TOKEN] * (MASK_TOKEN not in pieces)
+
+    def _set_special_ids(self, pieces):
+        self.pad_id, self.cls_id, self.sep_id, self.unk_id = range(len(SPECIAL_PIECES))
+        self.mask_id = self._vocab.first_id[MASK_TOKEN]
+
+    @classmethod
+    def from_pretrained(cls, path):
+        """The tokenizer of a directory with an `spm.model` (transformers' DeBERTa-v2/v3
+        directories, ours); InputError for a tokenizer_config.json that asks for lower-casing
+        or punctuation splitting, which no published DeBERTa-v3 uses and this class lacks."""
+        model_file = os.path.join(path, MODEL_FILE)
+        if not tf.io.gfile.exists(model_file):
+            raise FileNotFoundError(f"{path} has no {MODEL_FILE}.")
+        config_file = os.path.join(path, "tokenizer_config.json")
+        config = read_json(config_file) if tf.io.gfile.exists(config_file) else {}
+        for key in ("do_lower_case", "split_by_punct"):
+            if config.get(key):
+                raise InputError(f"{config_file}: {key} is true; the DeBERTa tokenizer here "
+                                 "reads only cased models without punctuation splitting (v3's).")
+        return cls(model_file)
+
+    @property
+    def asset_files(self):
+        """{name in an export's assets/: file} of the files that define this tokenizer."""
+        return {MODEL_FILE: self.vocab_file}
+
+    def save(self, directory):
+        """Writes spm.model and a tokenizer_config.json that transformers reads (its
+        `DebertaV2Tokenizer` and special tokens) to `directory`."""
+        tf.io.gfile.copy(self.vocab_file, os.path.join(directory, MODEL_FILE), True)
+        with tf.io.gfile.GFile(os.path.join(directory, "tokenizer_config.json"), "w") as f:
+            f.write(json.dumps(TOKENIZER_CONFIG, indent=1) + "\n")
