@@ -399,7 +399,12 @@ def _finish(run, model, epochs):
     checkpoints go (the run is complete)."""
     config, task, record = run.config, run.task, run.record
     if record["best_epoch"] != epochs.done:
+        # Assigning variables runs no collective: the chief may do it alone under any strategy.
         model.load_weights(files.join(run.best_dir, "model.keras"))
+    # The chief predicts alone: on a plain copy, outside the strategy (a multi-worker model's
+    # own predict gathers from every worker). The epochs' evaluations ran on all workers alike.
+    model = cast_for_inference(model, "float32",
+                               force_copy=strategy_lib.spans_workers(model.distribute_strategy))
     if run.evaluation:
         record["eval"] = record["epochs"][record["best_epoch"] - 1]["eval"]
         rows = epochs.best_rows

@@ -120,6 +120,18 @@ def num_workers_from_tf_config():
     return max(1, len(cluster.get("chief", [])) + len(cluster.get("worker", [])))
 
 
+def spans_workers(strategy):
+    """True when `strategy` runs each step together with other processes (a multi-worker
+    strategy): a step that one worker runs alone, such as the chief's predictions after
+    training, waits for collectives the others never join and hangs or aborts. Such work runs
+    on a plain copy of the model, made outside the strategy.
+
+    >>> spans_workers(create_strategy("one_device"))
+    False
+    """
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+
 def is_chief(strategy):
     """True for the one worker that writes to the model directory.
 

@@ -1,7 +1,8 @@
 """Fine-tuning under tf.distribute strategies: two local worker processes (TF_CONFIG on
 loopback, MultiWorkerMirroredStrategy) fine-tune into a file:// output dir like one process,
 and two logical CPU devices (MirroredStrategy) do too: the global batch split over the
-replicas, per-replica metrics reduced, only the chief writes."""
+replicas, per-replica metrics reduced, only the chief writes, and what the chief does alone
+after training (best/ reload, eval and test predictions) waits for no other worker."""
 
 import json
 import os
@@ -18,6 +19,14 @@ from topic_finetuning import topic_classification_args  # tests/support
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "bert_keras" / "assets"
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+TEST_FILE = DATA / "wordnet_topics.test.tsv.gz"
+# What follows training with a test file only, an eval file only, both, and early stopping, in
+# two runs: the tiny encoder's dev accuracy does not improve in epoch 2, so the first run
+# stops there and reloads best/ (epoch 1) before its test predictions; the second evaluates
+# nothing.
+CASES = {"eval_test_early_stopping": {"test_file": TEST_FILE, "early_stopping_patience": 1},
+         "test_only": {"test_file": TEST_FILE, "eval_file": ""}}
+REFERENCE = "eval_test_early_stopping"  # the case that one process runs
 
 
 @pytest.fixture(scope="module")
@@ -41,44 +50,99 @@ def tool_args(checkpoint, out, **extra):
         "dropout": 0.0, "dtype": "float32", **extra})
 
 
-def assert_same_training(got, want):
+def assert_same_train_losses(got, want):
     assert got["steps_per_epoch"] == want["steps_per_epoch"] == 16
-    assert got["best_epoch"] == want["best_epoch"]
     for g, w in zip(got["epochs"], want["epochs"], strict=True):
         # The same batches, split in halves whose mean gradients are averaged: float32 sums in
         # another order.
         np.testing.assert_allclose(g["train_loss"], w["train_loss"], rtol=1e-3)
+
+
+def assert_same_training(got, want):
+    assert_same_train_losses(got, want)
+    assert got["best_epoch"] == want["best_epoch"]
+    assert got.get("stopped_early_after_epoch") == want.get("stopped_early_after_epoch")
+    for g, w in zip(got["epochs"], want["epochs"], strict=True):
         np.testing.assert_allclose(g["eval"]["accuracy"], w["eval"]["accuracy"], atol=1 / 64)
+
+
+def read_test_predictions(out):
+    """(texts, labels, probabilities) of out/test_predictions.jsonl."""
+    rows = [json.loads(line) for line in (out / "test_predictions.jsonl").open()]
+    assert len(rows) == 64
+    return ([r["text_a"] for r in rows], [r["prediction"] for r in rows],
+            np.array([list(r["probabilities"].values()) for r in rows]))
+
+
+def assert_same_predictions(got, want):
+    """Two (labels, probabilities): the same labels, probabilities to float32 rounding."""
+    assert got[0] == want[0]
+    np.testing.assert_allclose(got[1], want[1], atol=1e-3)
+
+
+def predicted_here(task_dir, texts):
+    """(labels, probabilities) that the model of `task_dir` gives `texts` in this process."""
+    import bert_keras as bk
+
+    logits = bk.BertClassifier.from_pretrained(str(task_dir)).predict(texts, verbose=0)
+    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+    probabilities /= probabilities.sum(-1, keepdims=True)
+    labels = json.loads((task_dir / "task.json").read_text())["labels"]
+    return [labels[i] for i in probabilities.argmax(-1)], probabilities
 
 
 @pytest.fixture(scope="module")
 def one_process(encoder_without_dropout, tmp_path_factory):
+    """The output dir of one process fine-tuning the `REFERENCE` case."""
     out = tmp_path_factory.mktemp("one") / "run"
-    proc = subprocess.run(tool_args(encoder_without_dropout, out), cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(tool_args(encoder_without_dropout, out, **CASES[REFERENCE]), cwd=ROOT,
+                          env=ENV, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads((out / "metrics.json").read_text())
+    return out
 
 
-def test_two_local_workers_fine_tune_into_a_url_like_one_process(
-        encoder_without_dropout, one_process, tmp_path):
-    out = tmp_path / "run"
+def run_two_local_workers(args, tmp_path):
+    """Runs `args` as the two workers of a loopback cluster; their exit codes and stderr. A
+    worker still running at the end (one waiting on the other's collective) is killed."""
     cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
-    procs = []
-    for index in range(2):
-        tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
-        env = dict(ENV, TF_CONFIG=tf_config, TMPDIR=str(tmp_path))
-        args = tool_args(encoder_without_dropout, f"file://{out}",
-                         distribution_strategy="multi_worker_mirrored")
-        procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, cwd=tmp_path, env=env))
-    for proc in procs:
-        _, err = proc.communicate(timeout=900)
-        assert proc.returncode == 0, err[-3000:]
+    procs, logs = [], [tmp_path / f"worker{index}.log" for index in range(2)]
+    try:
+        for index, log in enumerate(logs):
+            tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
+            env = dict(ENV, TF_CONFIG=tf_config, TMPDIR=str(tmp_path))
+            with log.open("w") as stderr:  # a file: a chatty worker never blocks on a pipe
+                procs.append(subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=stderr,
+                                              cwd=tmp_path, env=env))
+        for proc in procs:
+            proc.wait(timeout=600)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return [proc.returncode for proc in procs], [log.read_text()[-3000:] for log in logs]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_two_local_workers_fine_tune_into_a_url_like_one_process(
+        encoder_without_dropout, one_process, case, tmp_path):
+    out = tmp_path / "run"
+    args = tool_args(encoder_without_dropout, f"file://{out}",
+                     distribution_strategy="multi_worker_mirrored", **CASES[case])
+    codes, logs = run_two_local_workers(args, tmp_path)
+    assert codes == [0, 0], logs
     record = json.loads((out / "metrics.json").read_text())
+    want = json.loads((one_process / "metrics.json").read_text())
     assert record["complete"]
-    assert_same_training(record, one_process)
-    assert (out / "best" / "task.json").exists() and (out / "eval_predictions.jsonl").exists()
+    texts, *predictions = read_test_predictions(out)
+    if case == REFERENCE:
+        assert_same_training(record, want)
+        assert_same_predictions(predictions, read_test_predictions(one_process)[1:])
+        assert (out / "eval_predictions.jsonl").exists()
+    else:  # the same training, no evaluation: best/ holds the last epoch's model
+        assert_same_train_losses(record, want)
+        assert record["best_epoch"] == 2 and "eval" not in record
+        assert_same_predictions(predictions, predicted_here(out / "best", texts))
     assert not (out / "checkpoints").exists()
     # The non-chief checkpointed into a temporary directory and removed it; no URL was taken
     # for a local folder.
@@ -102,11 +166,13 @@ _MIRRORED = textwrap.dedent("""
 def test_mirrored_on_two_cpu_devices_fine_tunes_like_one_device(
         encoder_without_dropout, one_process, tmp_path):
     out = tmp_path / "run"
-    args = tool_args(encoder_without_dropout, out, distribution_strategy="mirrored")
+    args = tool_args(encoder_without_dropout, out, distribution_strategy="mirrored",
+                     **CASES[REFERENCE])
     proc = subprocess.run([sys.executable, "-c", _MIRRORED.format(tools=str(ROOT)), *args[1:]],
                           cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert_same_training(json.loads((out / "metrics.json").read_text()), one_process)
+    assert_same_training(json.loads((out / "metrics.json").read_text()),
+                         json.loads((one_process / "metrics.json").read_text()))
 
 
 def test_a_batch_the_replicas_cannot_split_is_refused_before_any_work(
