@@ -13,6 +13,8 @@ Examples:
   python tools/export.py --encoder_dir=checkpoints/minilm --model_name=minilm --seq_length=256
   python tools/export.py --encoder_dir=checkpoints/minilm --model_name=minilm_embeddings \
       --pooling=mean --normalize   # serving_default: text -> embeddings [B, H]
+  python tools/export.py --encoder_dir=checkpoints/minilm --model_name=minilm_256 \
+      --pooling=mean --normalize --truncate_dim=256   # a Matryoshka cut: [B, 256]
 """
 
 from bert_keras_tools import startup  # first: quiets TensorFlow's start-up

@@ -89,7 +89,8 @@ OUTPUT_DOCS = {
     "input_mask": "1 for real tokens, 0 for padding",
     "input_type_ids": "0 for segment A, 1 for segment B",
     "embeddings": "sentence embedding: the pooled sequence output (mean, cls or max over the "
-                  "real tokens; L2-normalized if the metadata says normalize)",
+                  "real tokens; its first truncate_dim values if the metadata sets it; "
+                  "L2-normalized if the metadata says normalize)",
 }
 
 def next_version(model_dir):
@@ -381,7 +382,12 @@ def run_export(config):
         info = dict(task="encoder", labels=None, seq_length=min(128, model.max_sequence_length),
                     lower_case=tokenizer.lower_case, text_fields=["text"])
         if config.pooling:  # sentence embeddings over the encoder
-            model = BertEmbedder(model, pooling=config.pooling, normalize=config.normalize)
+            if config.truncate_dim and config.truncate_dim > model.encoder_config.hidden_size:
+                raise InputError(f"--truncate_dim={config.truncate_dim} is more than the "
+                                 f"hidden size {model.encoder_config.hidden_size} of "
+                                 f"{config.encoder_dir}.")
+            model = BertEmbedder(model, pooling=config.pooling, normalize=config.normalize,
+                                 truncate_dim=config.truncate_dim)
             info = dict(info, task=task_of_model(model).name)
     if config.seq_length:
         info = dict(info, seq_length=config.seq_length)

@@ -49,6 +49,9 @@ class ExportConfig(Config):
                           "row) or max; default: the bare encoder.", choices=POOLINGS)
     normalize: bool = option(False, "With --pooling: L2-normalize the embeddings (dot product = "
                              "cosine; sentence-transformers' Normalize).")
+    truncate_dim: int = option(None, "With --pooling: keep each embedding's first D values, "
+                               "cut before --normalize (sentence-transformers' truncate_dim, "
+                               "for a Matryoshka-trained encoder); default: all.")
     pairs: bool = option(False, "Serve a classifier of text pairs (inputs text_a, text_b): for "
                          "a fine-tuned transformers *ForSequenceClassification checkpoint, "
                          "which does not say; a task directory says it in task.json.")
@@ -90,6 +93,10 @@ class ExportConfig(Config):
               f"--normalize needs --pooling (one of {POOLINGS}).")
         check(not (self.pairs and self.pooling), "--pairs does not go with --pooling: an "
               "embedding export takes single texts.")
+        check(self.truncate_dim is None or self.pooling,
+              f"--truncate_dim needs --pooling (one of {POOLINGS}).")
+        check(self.truncate_dim is None or self.truncate_dim >= 1,
+              f"--truncate_dim must be positive, got {self.truncate_dim}.")
         check(self.version is None or self.version >= 1,
               f"--version must be a positive integer, got {self.version}.")
         check(self.seq_length is None or self.seq_length >= 3,

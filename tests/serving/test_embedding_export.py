@@ -1,7 +1,7 @@
 """Sentence-embedding exports (task type `embedding`): `bk.export_model(embedder)` and
-`tools/export.py --encoder_dir=... --pooling=... --normalize` serve `text -> embeddings`,
-equal to `BertEmbedder.predict` (and to transformers' recipe) in a process without this
-project; bad flags are refused in one line."""
+`tools/export.py --encoder_dir=... --pooling=... --normalize --truncate_dim=D` serve
+`text -> embeddings`, equal to `BertEmbedder.predict` (and to transformers' recipe, cut to D
+and renormalized) in a process without this project; bad flags are refused in one line."""
 
 import json
 import pathlib
@@ -22,6 +22,13 @@ TEXTS = [str(t) for t in REF["texts"]]
 # (fixture, pooling, normalize): WordPiece, SentencePiece and byte-level BPE tokenizers.
 EXPORTS = {"distilbert": ("distilbert", "mean", True), "albert": ("albert", "cls", False)}
 TOOL_FIXTURE = "roberta"
+TRUNCATE_DIM = 16  # the tool's export: a Matryoshka cut of the fixture's 32 values
+
+
+def _tool_reference(rows=None):
+    """transformers' embeddings of the tool's fixture, cut to TRUNCATE_DIM and renormalized."""
+    full = REF[f"{TOOL_FIXTURE}_16_embeddings"][:rows, :TRUNCATE_DIM]
+    return full / np.linalg.norm(full, axis=1, keepdims=True)
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +43,14 @@ def exports(tmp_path_factory):
                                                model_name=name))
     proc = tool_runner.run_tool("export", f"--encoder_dir={FAMILIES / TOOL_FIXTURE}",
                                 "--pooling=mean", "--normalize", "--seq_length=16",
+                                f"--truncate_dim={TRUNCATE_DIM}",
                                 f"--export_dir_base={base}", "--model_name=tool")
     assert proc.returncode == 0, proc.stderr[-3000:]
     path = proc.stdout.splitlines()[0]
     assert path == str(base / "tool" / "1")
     assert '"embeddings"' in proc.stdout and "Traceback" not in proc.stderr
-    out["tool"] = (bk.BertEmbedder.from_pretrained(FAMILIES / TOOL_FIXTURE, seq_length=16), path)
+    out["tool"] = (bk.BertEmbedder.from_pretrained(FAMILIES / TOOL_FIXTURE, seq_length=16,
+                                                   truncate_dim=TRUNCATE_DIM), path)
     return out
 
 
@@ -49,11 +58,13 @@ def test_metadata_and_signature(exports):
     for name, (embedder, path) in exports.items():
         meta = export.read_metadata(path)
         assert meta["task"] == "embedding" and meta["seq_length"] == 16
-        assert (meta["pooling"], meta["normalize"]) == (embedder.pooling, embedder.normalize)
+        assert (meta["pooling"], meta["normalize"], meta["truncate_dim"]) == (
+            embedder.pooling, embedder.normalize, embedder.truncate_dim)
         serving = meta["signatures"]["serving_default"]
         assert serving["inputs"] == {"text": {"dtype": "string", "shape": [None]}}
         assert serving["outputs"] == {"embeddings": {
-            "dtype": "float32", "shape": [None, 32], "doc": export.OUTPUT_DOCS["embeddings"]}}
+            "dtype": "float32", "shape": [None, embedder.truncate_dim or 32],
+            "doc": export.OUTPUT_DOCS["embeddings"]}}
 
 
 def test_served_embeddings_equal_predict_without_the_project(tmp_path, exports):
@@ -73,7 +84,8 @@ def test_served_embeddings_equal_predict_without_the_project(tmp_path, exports):
                 continue
             out = _outputs(r)["embeddings"]
             batch = _texts(r["inputs"], "text")
-            assert out.dtype == np.float32 and out.shape == (len(batch), 32)
+            assert out.dtype == np.float32
+            assert out.shape == (len(batch), embedder.truncate_dim or 32)
             if not batch:
                 continue
             want = embedder.predict(batch, verbose=0)  # the same bytes
@@ -82,11 +94,12 @@ def test_served_embeddings_equal_predict_without_the_project(tmp_path, exports):
                 np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
             served += len(batch)
         assert served == 1 + 3 + 1 + len(texts)  # the warmup requests and ours
-        # The tool's export is the sentence-transformers recipe (transformers' embeddings).
+        # The tool's export is the sentence-transformers recipe (transformers' embeddings),
+        # cut to TRUNCATE_DIM values, then normalized.
         if name == "tool":
             mine = [r for r in results if not r["warmup"]][0]
             got = _outputs(mine)["embeddings"][:len(TEXTS)]
-            np.testing.assert_allclose(got, REF[f"{TOOL_FIXTURE}_16_embeddings"], atol=1e-4)
+            np.testing.assert_allclose(got, _tool_reference(), atol=1e-4)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -98,6 +111,10 @@ def test_served_embeddings_equal_predict_without_the_project(tmp_path, exports):
      "--pairs does not go with --pooling"),
     ([f"--encoder_dir={FAMILIES / 'distilbert'}", "--pooling=sum"],
      "flag --pooling=sum: value should be one of <mean|cls|max>"),
+    ([f"--encoder_dir={FAMILIES / 'distilbert'}", "--truncate_dim=8"],
+     "--truncate_dim needs --pooling"),
+    ([f"--encoder_dir={FAMILIES / 'distilbert'}", "--pooling=mean", "--truncate_dim=64"],
+     "--truncate_dim=64 is more than the hidden size 32 of"),
 ])
 def test_bad_flags_are_refused_in_one_line(tmp_path, args, message):
     proc = tool_runner.run_tool("export", *args, f"--export_dir_base={tmp_path}")
@@ -115,4 +132,4 @@ def test_predict_tool_writes_each_texts_embedding(exports):
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [r["line"] for r in rows] == [1, 2, 3]
     got = np.array([r["outputs"]["embeddings"] for r in rows], np.float32)
-    np.testing.assert_allclose(got, REF[f"{TOOL_FIXTURE}_16_embeddings"][:3], atol=1e-4)
+    np.testing.assert_allclose(got, _tool_reference(3), atol=1e-4)

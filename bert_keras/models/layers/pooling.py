@@ -13,8 +13,11 @@ included, as sentence-transformers counts them:
   attention  a learned score per row (`score`, a Dense(1) without bias: a softmax ignores a
              shared offset), softmax over the real rows, the rows' weighted sum; the score
              kernel starts at zero, so an untrained layer is mean pooling;
-then, with `normalize`, each vector divided by its L2 norm (sentence-transformers'
-`Normalize`), so that a dot product is the cosine similarity.
+then, with `truncate_dim` D, each vector cut to its first D values (a Matryoshka
+embedding's prefix), and with `normalize`, each vector divided by its L2 norm
+(sentence-transformers' `Normalize`), so that a dot product is the cosine similarity. The cut
+comes first, as sentence-transformers' `encode(truncate_dim=D, normalize_embeddings=True)`
+does: the prefix is a unit vector, not a slice of one.
 
 Example:
 >>> import numpy as np
@@ -30,11 +33,15 @@ Example:
 [[2.0, 3.0]]
 >>> [round(float(v), 4) for v in SentencePooling("cls", normalize=True)(x, mask)[0]]
 [0.4472, 0.8944]
+>>> SentencePooling("cls", normalize=True, truncate_dim=1)(x, mask).numpy().tolist()
+[[1.0]]
 >>> SentencePooling("sum")
 Traceback (most recent call last):
 ...
 ValueError: SentencePooling: pooling must be one of ('mean', 'cls', 'max', 'attention'), got 'sum'.
 """
+
+import numbers
 
 import keras
 from keras import ops
@@ -55,23 +62,35 @@ class SentencePooling(keras.layers.Layer):
     Args:
       pooling: "mean", "cls", "max" or "attention" (see the module docstring).
       normalize: divide each vector by its L2 norm.
+      truncate_dim: keep each vector's first `truncate_dim` values (before `normalize`);
+        None keeps all H.
 
-    `call(sequence_output, input_mask)`. For "cls" only the first row is read: the sequence
-    output may hold only that row (the encoder's `output_positions`). Only "attention" has
-    weights (`score/kernel`, (H, 1)).
+    `call(sequence_output, input_mask)`: (B, truncate_dim or H). For "cls" only the first
+    row is read: the sequence output may hold only that row (the encoder's
+    `output_positions`). Only "attention" has weights (`score/kernel`, (H, 1)).
     """
 
-    def __init__(self, pooling="mean", normalize=False, **kwargs):
+    def __init__(self, pooling="mean", normalize=False, truncate_dim=None, **kwargs):
         kwargs.setdefault("dtype", "float32")  # the pooled sums and norms of bf16 encoders too
         super().__init__(**kwargs)
         if pooling not in POOLINGS:
             raise ValueError(f"SentencePooling: pooling must be one of {POOLINGS}, "
                              f"got {pooling!r}.")
+        if truncate_dim is not None and (isinstance(truncate_dim, bool)
+                                         or not isinstance(truncate_dim, numbers.Integral)
+                                         or truncate_dim < 1):
+            raise ValueError(f"SentencePooling: truncate_dim must be a positive integer or "
+                             f"None, got {truncate_dim!r}.")
         self.pooling = pooling
         self.normalize = bool(normalize)
+        self.truncate_dim = None if truncate_dim is None else int(truncate_dim)
         self.supports_masking = False
 
     def build(self, sequence_output_shape, input_mask_shape=None):
+        width = sequence_output_shape[-1]
+        if self.truncate_dim is not None and width is not None and self.truncate_dim > width:
+            raise ValueError(f"SentencePooling: truncate_dim={self.truncate_dim} is more than "
+                             f"the {width} values of each vector.")
         if self.pooling == "attention":
             self.score = Dense(1, use_bias=False, kernel_initializer="zeros",
                                dtype=self.dtype_policy, name="score")
@@ -91,13 +110,16 @@ class SentencePooling(keras.layers.Layer):
             else:  # attention
                 scores = ops.where(mask > 0, self.score(x), _PADDING)  # (B, T, 1)
                 pooled = ops.sum(ops.softmax(scores, axis=1) * x, axis=1)  # (B, H)
+        if self.truncate_dim is not None:
+            pooled = pooled[:, :self.truncate_dim]  # (B, D)
         if self.normalize:  # torch.nn.functional.normalize: x / max(||x||, 1e-12)
             norm = ops.sqrt(ops.sum(ops.square(pooled), axis=-1, keepdims=True))
             pooled = pooled / ops.maximum(norm, 1e-12)
         return pooled
 
     def compute_output_shape(self, sequence_output_shape, input_mask_shape=None):
-        return (sequence_output_shape[0], sequence_output_shape[-1])
+        return (sequence_output_shape[0], self.truncate_dim or sequence_output_shape[-1])
 
     def get_config(self):
-        return dict(super().get_config(), pooling=self.pooling, normalize=self.normalize)
+        return dict(super().get_config(), pooling=self.pooling, normalize=self.normalize,
+                    truncate_dim=self.truncate_dim)

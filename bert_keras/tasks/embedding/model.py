@@ -4,11 +4,14 @@ its fine-tuning loss with in-batch negatives (`MultipleNegativesRankingLoss`).
 Shape legend: N texts, B batch (pairs), T sequence length, H hidden size.
 
 The model is encoder -> `pooling.SentencePooling` (mean, cls or max over the real tokens,
-then optionally L2 normalization): float32 (B, H). `predict(texts)` embeds raw texts with the
+optionally cut to its first `truncate_dim` values, then optionally L2 normalization):
+float32 (B, H) (or (B, truncate_dim)). `predict(texts)` embeds raw texts with the
 preprocessor it carries; `fit((anchors, positives))` trains on pairs of texts that mean the
 same, without labels: each batch is the B anchors followed by their B positives (2B rows,
 one forward pass), and the loss asks each anchor to pick its own positive among the
-batch's B positives (the other B - 1 are its negatives).
+batch's B positives (the other B - 1 are its negatives). `fit(...,
+matryoshka_dims=[...])` takes that loss on each cut of the embeddings and sums them
+(`matryoshka.py`).
 """
 
 import keras
@@ -17,6 +20,7 @@ from keras import ops
 
 from bert_keras.models.layers.pooling import SentencePooling
 from bert_keras.tasks import text_inputs
+from bert_keras.tasks.embedding.matryoshka import matryoshka_cuts, matryoshka_loss
 from bert_keras.tasks.embedding.pooling import check_pooling
 from bert_keras.tasks.task_model import BertTaskModel, encoder_inputs
 from bert_keras.tasks.text_preprocessor import TEXT_FIELDS
@@ -98,12 +102,18 @@ class BertEmbedder(BertTaskModel):
     `fit((anchors, positives))`: two lists of texts, the i-th positive a paraphrase (answer,
     ...) of the i-th anchor, no labels; default compile AdamW at 2e-5 and
     `MultipleNegativesRankingLoss(scale)` (in-batch negatives: larger batches give more).
-    `evaluate((anchors, positives))` reports that loss. `predict(texts)`: (N, H) numpy.
+    `fit(..., matryoshka_dims=[D1, D2, ...], matryoshka_weights=None)` trains with the sum
+    of the compiled loss over those cuts of the embeddings (sentence-transformers'
+    `MatryoshkaLoss`, 1 each unless weighted), for that fit only.
+    `evaluate((anchors, positives))` reports that loss. `predict(texts)`: (N, H) numpy, or
+    (N, truncate_dim).
 
     Args:
       encoder: a `BertEncoder`.
       pooling: "mean", "cls" or "max".
       normalize: divide each embedding by its L2 norm.
+      truncate_dim: keep each embedding's first `truncate_dim` values, cut before
+        `normalize` (sentence-transformers' `truncate_dim`); None: all H.
       scale: the loss's 1 / temperature.
       preprocessor: a `TextPreprocessor` (from_pretrained makes it), or None for ids only.
 
@@ -119,14 +129,17 @@ class BertEmbedder(BertTaskModel):
     >>> sorted(history.history)
     ['loss']
 
-    Over ids, without a tokenizer:
+    >>> history = embedder.fit((["Jesus wept.", "God said."], ["Jesus cried.", "God spoke."]),
+    ...                        matryoshka_dims=[32, 16, 8], verbose=0)  # to be cut short
+
+    Over ids, without a tokenizer, cut to the first 64 of 128 values:
     >>> import bert_keras as bk
     >>> embedder = BertEmbedder(bk.BertEncoder.from_preset("bert_tiny", vocab_size=100),
-    ...                         pooling="max", normalize=False)
+    ...                         pooling="max", normalize=False, truncate_dim=64)
     >>> ones = np.ones((2, 5), "int32")
     >>> embedder.predict(dict(input_word_ids=ones, input_mask=ones, input_type_ids=0 * ones),
     ...                  verbose=0).shape
-    (2, 128)
+    (2, 64)
     """
 
     default_learning_rate = 2e-5  # sentence-transformers' default
@@ -135,9 +148,13 @@ class BertEmbedder(BertTaskModel):
     transformers_head = "Model"
 
     def __init__(self, encoder, pooling="mean", normalize=True, scale=20.0, preprocessor=None,
-                 **kwargs):
+                 truncate_dim=None, **kwargs):
         check_pooling(pooling, "BertEmbedder")
-        layer = SentencePooling(pooling, normalize, name="pooling")
+        layer = SentencePooling(pooling, normalize, truncate_dim, name="pooling")
+        hidden_size = encoder.encoder_config.hidden_size
+        if layer.truncate_dim is not None and layer.truncate_dim > hidden_size:
+            raise ValueError(f"BertEmbedder: truncate_dim={truncate_dim} is more than the "
+                             f"encoder's hidden size {hidden_size}.")
         inputs = encoder_inputs()
         if pooling == "cls":
             # The encoder's last block computes the [CLS] row only: (B, 1, H).
@@ -149,8 +166,10 @@ class BertEmbedder(BertTaskModel):
         super().__init__(inputs=inputs, outputs=embeddings, **kwargs)
         self.pooling = pooling
         self.normalize = bool(normalize)
+        self.truncate_dim = layer.truncate_dim
         self.scale = float(scale)
         self.pooling_layer = layer
+        self._matryoshka = None  # ((D, weight), ...) during a fit with matryoshka_dims
         self._finish_init(encoder, preprocessor=preprocessor)
 
     def reads_pooled_output(self):
@@ -179,8 +198,32 @@ class BertEmbedder(BertTaskModel):
             return self._text(data)[0]
         return super()._validation_text(data)
 
+    def fit(self, x=None, y=None, *args, matryoshka_dims=None, matryoshka_weights=None,
+            **kwargs):
+        """Keras `fit` (pairs of raw texts too, see the class); with `matryoshka_dims`, the
+        loss is the sum of the compiled loss over those cuts (`matryoshka_weights`: one
+        weight each, default 1), during this fit only."""
+        cuts = None
+        if matryoshka_dims is not None:
+            cuts = matryoshka_cuts(matryoshka_dims, matryoshka_weights,
+                                   self.outputs[0].shape[-1])
+        elif matryoshka_weights is not None:
+            raise ValueError("matryoshka_weights needs matryoshka_dims.")
+        self._set_matryoshka(cuts)
+        try:
+            return super().fit(x, y, *args, **kwargs)
+        finally:
+            self._set_matryoshka(None)
+
+    def _set_matryoshka(self, cuts):
+        if cuts != self._matryoshka:
+            self._matryoshka = cuts
+            # compute_loss reads it while tracing: the traced steps of the other loss go.
+            self.train_function = self.test_function = None
+
     def predict(self, x, batch_size=None, **kwargs):
-        """Keras `predict`: float32 (N, H) numpy for N raw texts (or ids)."""
+        """Keras `predict`: float32 (N, H) (or (N, truncate_dim)) numpy for N raw texts (or
+        ids)."""
         if self._is_pairs(x):
             raise ValueError(f"{type(self).__name__}.predict embeds single texts (a list of "
                              "strings); embed each side of the pairs on its own.")
@@ -193,7 +236,13 @@ class BertEmbedder(BertTaskModel):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if y is None:  # pairs carry no labels; the loss reads none
             y = ops.zeros(ops.shape(y_pred)[:1], "float32")
-        return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        if self._matryoshka is None:
+            return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        return matryoshka_loss(
+            lambda cut: super(BertEmbedder, self).compute_loss(x, y, cut, sample_weight,
+                                                               training=training),
+            y_pred, self._matryoshka)
 
     def _task_config(self):
-        return dict(pooling=self.pooling, normalize=self.normalize, scale=self.scale)
+        return dict(pooling=self.pooling, normalize=self.normalize, scale=self.scale,
+                    truncate_dim=self.truncate_dim)

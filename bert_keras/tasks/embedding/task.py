@@ -8,7 +8,8 @@ from bert_keras.tasks.embedding.model import BertEmbedder
 
 class Embedding(Task):
     """Serves `text` -> embeddings float32 [B, H]: `BertEmbedder`'s pooling (mean, cls or
-    max over the real tokens, L2-normalized with normalize), computed in the graph.
+    max over the real tokens, cut to its first truncate_dim values if set, L2-normalized with
+    normalize), computed in the graph.
 
     >>> from bert_keras.tasks.registry import get_task
     >>> get_task("embedding").finetunable
@@ -23,7 +24,8 @@ class Embedding(Task):
         return isinstance(model, BertEmbedder)
 
     def export_metadata(self, fns):
-        return {"pooling": fns.model.pooling, "normalize": fns.model.normalize}
+        return {"pooling": fns.model.pooling, "normalize": fns.model.normalize,
+                "truncate_dim": fns.model.truncate_dim}
 
     def serve(self, fns, texts):
         inputs, _ = self.preprocess(fns, texts)

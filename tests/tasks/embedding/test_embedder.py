@@ -1,7 +1,9 @@
 """BertEmbedder: sentence embeddings equal to the sentence-transformers recipe run by
 transformers (tests/fixtures/make_embedding_references.py) for every family and the real
 all-MiniLM-L6-v2, each pooling against numpy on transformers' hidden states, fine-tuning with
-in-batch negatives, the .keras round trip, every checkpoint layout, and bad input."""
+in-batch negatives, Matryoshka cuts (truncate_dim, matryoshka_dims; sentence-transformers'
+truncate_dim on all-MiniLM-L6-v2 from tests/fixtures/make_matryoshka_references.py), the .keras
+round trip, every checkpoint layout, and bad input."""
 
 import pathlib
 
@@ -11,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 import bert_keras as bk
+from bert_keras.tasks.embedding.matryoshka import matryoshka_cuts, matryoshka_loss
 from bert_keras.tasks.embedding.model import BertEmbedder, MultipleNegativesRankingLoss
 from bert_keras.tasks.embedding.pooling import SentencePooling
 
@@ -18,6 +21,7 @@ FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures"
 FAMILIES = FIXTURES / "families"
 VOCAB = FIXTURES.parents[1] / "bert_keras" / "assets" / "vocab.txt"
 REF = np.load(FIXTURES / "embedding_references.npz")
+MATRYOSHKA_REF = np.load(FIXTURES / "matryoshka_references.npz")
 TEXTS = [str(t) for t in REF["texts"]]
 # The fixture of each family (as make_embedding_references.py names them).
 FIXTURE_DIRS = {"bert": "bert_tagger", "roberta": "roberta", "albert": "albert",
@@ -114,7 +118,7 @@ def test_ranking_loss_equals_numpy_cross_entropy_over_scaled_cosines():
     assert float(got) == pytest.approx(want, rel=1e-5)
 
 
-def test_fit_on_pairs_lowers_the_ranking_loss():
+def _tiny_text_embedder():
     # A tiny encoder over the bundled vocab, without dropout: the random family fixtures
     # (weights N(0, 0.3)) embed every text in almost the same direction.
     keras.utils.set_random_seed(0)
@@ -122,7 +126,70 @@ def test_fit_on_pairs_lowers_the_ranking_loss():
     encoder = bk.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=16,
                              num_heads=2, intermediate_size=32, max_positions=32, dropout=0.0,
                              attention_dropout=0.0)
-    embedder = bk.BertEmbedder(encoder, preprocessor=bk.TextPreprocessor(tokenizer, 16))
+    return bk.BertEmbedder(encoder, preprocessor=bk.TextPreprocessor(tokenizer, 16))
+
+
+def test_truncate_dim_is_sentence_transformers_cut_then_normalized(minilm_dir):
+    """all-MiniLM-L6-v2 with truncate_dim=D: sentence-transformers' `encode(truncate_dim=D,
+    normalize_embeddings=True)`, which is numpy's cut of the full embedding, renormalized."""
+    full = REF["minilm_128_embeddings"]
+    embedder = bk.BertEmbedder.from_pretrained(minilm_dir, truncate_dim=64)
+    for dim in (64, 128):
+        if dim != 64:
+            embedder = BertEmbedder(embedder.encoder, truncate_dim=dim,
+                                    preprocessor=embedder.preprocessor)
+        got = embedder.predict(TEXTS, verbose=0)
+        cut = full[:, :dim] / np.linalg.norm(full[:, :dim], axis=1, keepdims=True)
+        np.testing.assert_allclose(got, cut, atol=1e-4, err_msg=str(dim))
+        np.testing.assert_allclose(got, MATRYOSHKA_REF[f"minilm_128_{dim}"], atol=1e-4)
+        print(dim, "max |diff| from sentence-transformers",
+              float(np.abs(got - MATRYOSHKA_REF[f"minilm_128_{dim}"]).max()))
+    # Without normalize: the first D values of the pooled vector, untouched.
+    plain = BertEmbedder(embedder.encoder, normalize=False, preprocessor=embedder.preprocessor)
+    cut = BertEmbedder(embedder.encoder, normalize=False, truncate_dim=8,
+                       preprocessor=embedder.preprocessor)
+    np.testing.assert_allclose(cut.predict(TEXTS, verbose=0),
+                               plain.predict(TEXTS, verbose=0)[:, :8], atol=1e-6)
+
+
+def test_matryoshka_loss_is_the_weighted_sum_over_renormalized_cuts():
+    rng = np.random.default_rng(1)
+    y_pred = rng.normal(size=(6, 8)).astype("float32")  # 3 anchors, 3 positives
+    loss = MultipleNegativesRankingLoss(scale=5.0)
+
+    def cut(d):
+        return y_pred[:, :d] / np.linalg.norm(y_pred[:, :d], axis=1, keepdims=True)
+
+    got = matryoshka_loss(lambda e: loss(np.zeros(6), e), y_pred,
+                          matryoshka_cuts([2, 8, 4], [0.5, 1, 2], width=8))
+    want = sum(w * float(loss(np.zeros(6), cut(d))) for d, w in ((2, .5), (8, 1.), (4, 2.)))
+    assert float(got) == pytest.approx(want, rel=1e-5)
+
+
+def test_matryoshka_fit_lowers_the_loss_at_each_cut():
+    embedder = _tiny_text_embedder()
+    embedder.compile(optimizer=bk.AdamW(learning_rate=1e-2))
+    dims = (16, 8, 4)
+    loss = MultipleNegativesRankingLoss()
+
+    def losses():  # the loss of BertEmbedder(truncate_dim=d) on the pairs, for each d
+        vectors = embedder.predict(PAIRS[0] + PAIRS[1], verbose=0)  # anchors, then positives
+        cut = {d: vectors[:, :d] / np.linalg.norm(vectors[:, :d], axis=1, keepdims=True)
+               for d in dims}
+        return {d: float(loss(np.zeros(12), cut[d])) for d in dims}
+
+    before = losses()
+    embedder.fit(PAIRS, epochs=3, batch_size=6, matryoshka_dims=list(dims), verbose=0)
+    after = losses()
+    print("loss per cut before", before, "after", after)
+    assert all(after[d] < 0.5 * before[d] for d in dims), (before, after)
+    # The fit's loss was for that fit only: evaluate reports the full-width loss again.
+    assert embedder.evaluate(PAIRS, batch_size=6, verbose=0, return_dict=True)["loss"] == (
+        pytest.approx(after[16], rel=1e-4))
+
+
+def test_fit_on_pairs_lowers_the_ranking_loss():
+    embedder = _tiny_text_embedder()
     assert embedder.pooling == "mean" and embedder.normalize and embedder.scale == 20.0
     embedder.compile(optimizer=bk.AdamW(learning_rate=1e-2))
     before = embedder.evaluate(PAIRS, verbose=0, return_dict=True)["loss"]
@@ -141,12 +208,15 @@ def test_fit_on_pairs_lowers_the_ranking_loss():
 
 @pytest.mark.parametrize("pooling", ["mean", "cls", "max"])
 def test_keras_round_trip_on_ids(pooling, tiny_encoder, assert_round_trip):
+    truncate_dim = 8 if pooling == "mean" else None
     embedder = BertEmbedder(tiny_encoder(), pooling=pooling, normalize=pooling != "max",
-                            scale=10.0)
+                            scale=10.0, truncate_dim=truncate_dim)
     mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], "int32")
     loaded = assert_round_trip(embedder, dict(input_word_ids=mask * [3, 4, 5, 6, 7],
                                               input_mask=mask, input_type_ids=0 * mask))
     assert (loaded.pooling, loaded.normalize, loaded.scale) == (pooling, pooling != "max", 10.0)
+    assert loaded.truncate_dim == truncate_dim
+    assert loaded.outputs[0].shape[-1] == (truncate_dim or 16)
     assert loaded.loss.scale == 10.0
 
 
@@ -181,6 +251,14 @@ def test_bad_input_is_one_clear_line(tiny_encoder):
     with pytest.raises(ValueError, match=r"pooling must be one of \('mean', 'cls', 'max'\), "
                                          r"got 'sum'"):
         BertEmbedder(tiny_encoder(), pooling="sum")
+    with pytest.raises(ValueError, match="truncate_dim=17 is more than the encoder's hidden "
+                                         "size 16"):
+        BertEmbedder(tiny_encoder(), truncate_dim=17)
+    with pytest.raises(ValueError, match="truncate_dim must be a positive integer"):
+        BertEmbedder(tiny_encoder(), truncate_dim=0)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'truncate_dimension' "
+                                        r"\(did you mean 'truncate_dim'\?\)"):
+        bk.BertEmbedder.from_pretrained(FAMILIES / "distilbert", truncate_dimension=8)
     embedder = bk.BertEmbedder.from_pretrained(FAMILIES / "distilbert", seq_length=16)
     with pytest.raises(ValueError, match="without labels"):
         embedder.fit(PAIRS, np.zeros(6), verbose=0)
@@ -188,3 +266,7 @@ def test_bad_input_is_one_clear_line(tiny_encoder):
         embedder.fit((PAIRS[0], PAIRS[1][:5]), verbose=0)
     with pytest.raises(ValueError, match="embeds single texts"):
         embedder.predict(PAIRS, verbose=0)
+    with pytest.raises(ValueError, match="matryoshka_dims: 64 is more than the embedding's 32"):
+        embedder.fit(PAIRS, matryoshka_dims=[64, 8], verbose=0)
+    with pytest.raises(ValueError, match="matryoshka_weights: 1 weights for 2"):
+        embedder.fit(PAIRS, matryoshka_dims=[32, 8], matryoshka_weights=[1], verbose=0)
