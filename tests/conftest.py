@@ -28,7 +28,8 @@ collect_ignore = ["fixtures/make_reference_outputs.py", "fixtures/make_family_re
                   "fixtures/make_xlm_roberta_references.py",
                   "fixtures/make_multiple_choice_references.py",
                   "fixtures/make_modernbert_references.py",
-                  "fixtures/make_deberta_references.py"]
+                  "fixtures/make_deberta_references.py",
+                  "fixtures/make_reranker_references.py"]
 
 
 def pytest_collection_modifyitems(items):
