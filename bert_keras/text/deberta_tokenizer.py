@@ -6,7 +6,9 @@ last piece (transformers adds it): transformers' `DebertaV2Tokenizer` ids. The t
 normalized as transformers does it: whitespace runs split the words, then the model's own
 rule (v3's `nmt_nfkc`); no lower-casing, no quote replacement (ALBERT's). Pairs are packed
 `[CLS] A [SEP] B [SEP]` with type ids 0 then 1, as transformers' tokenizer gives them (v3
-models have no token types, so they change nothing there).
+models have no token types, so they change nothing there). Offsets are transformers 5's too:
+a word that follows whitespace starts at the whitespace character just before it (the "▁" of
+its first piece keeps the space it stands for), as its served tagging spans show.
 
 Example (the test fixture's small model):
 >>> import pathlib
@@ -23,7 +25,7 @@ import tensorflow as tf
 
 from bert_keras.errors import InputError
 from bert_keras.files import read_json
-from bert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
+from bert_keras.text.sentencepiece_tokenizer import _SPACES, SentencePieceTokenizer
 
 MODEL_FILE = "spm.model"
 SPECIAL_PIECES = ["[PAD]", "[CLS]", "[SEP]", "[UNK]"]  # the model's pieces 0-3
@@ -73,6 +75,28 @@ class DebertaV3Tokenizer(SentencePieceTokenizer):
                 raise InputError(f"{config_file}: {key} is true; the DeBERTa tokenizer here "
                                  "reads only cased models without punctuation splitting (v3's).")
         return cls(model_file)
+
+    def _pieces_with_offsets(self, texts):
+        """`SentencePieceTokenizer`'s, each word-start piece after a text's first piece that
+        follows a whitespace character starting at that character (transformers' offsets)."""
+        ids, starts, ends, is_start = super()._pieces_with_offsets(texts)
+        chars, char_starts = tf.strings.unicode_split_with_offsets(
+            texts, "UTF-8", errors="replace", replacement_char=0xFFFD)
+        # Characters and pieces keyed by (row, byte), to find the character a piece starts at.
+        stride = tf.cast(tf.reduce_max(tf.strings.length(texts)) + 1, tf.int64)
+        char_rows = chars.value_rowids()
+        char_keys = char_rows * stride + char_starts.flat_values
+        piece_rows = ids.value_rowids()
+        flat_starts = tf.cast(starts.flat_values, tf.int64)
+        at = tf.searchsorted(char_keys, piece_rows * stride + flat_starts, side="left")
+        before = tf.maximum(at - 1, 0)
+        first_piece = tf.range(tf.size(piece_rows, out_type=tf.int64)) == tf.gather(
+            ids.row_starts(), piece_rows)
+        moved = (is_start.flat_values & ~first_piece & (at > 0)
+                 & (tf.gather(char_rows, before) == piece_rows)
+                 & tf.strings.regex_full_match(tf.gather(chars.flat_values, before), _SPACES))
+        new_starts = tf.where(moved, tf.gather(char_starts.flat_values, before), flat_starts)
+        return ids, starts.with_flat_values(tf.cast(new_starts, starts.dtype)), ends, is_start
 
     @property
     def asset_files(self):

@@ -1,12 +1,12 @@
-"""Fine-tuned transformers checkpoints of the seven families reach TF Serving: a
+"""Fine-tuned transformers checkpoints of the eight families reach TF Serving: a
 `*ForSequenceClassification`, `*ForTokenClassification` or `*ForQuestionAnswering` directory
 exports with `tools/export.py --task_dir=DIR` and default flags, and answers what
 transformers makes of the same checkpoint: tagging words, char offsets, tags and tag
 probabilities, QA spans and scores, class probabilities (fixtures and answers:
 tests/fixtures/make_family_references.py tasks / classifiers, make_xlm_roberta_references.py,
-make_modernbert_references.py). All 20 checkpoints through the export's serving function in
-this process; one per task type and tokenizer kind as SavedModels loaded in a process without
-this project."""
+make_modernbert_references.py, make_deberta_references.py). All 23 checkpoints through the
+export's serving function in this process; one per task type and tokenizer kind as SavedModels
+loaded in a process without this project."""
 
 import gzip
 import json
@@ -25,9 +25,11 @@ from export_harness import _enc, _outputs, run_client
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FAMILIES = ROOT / "tests" / "fixtures" / "families"
-NAMES = ["bert", "roberta", "albert", "distilbert", "electra", "xlm_roberta", "modernbert"]
+NAMES = ["bert", "roberta", "albert", "distilbert", "electra", "xlm_roberta", "modernbert",
+         "deberta_v3"]
 # BERT's classifier: test_checkpoints
-CLASSIFIERS = ["roberta", "albert", "distilbert", "electra", "xlm_roberta", "modernbert"]
+CLASSIFIERS = ["roberta", "albert", "distilbert", "electra", "xlm_roberta", "modernbert",
+               "deberta_v3"]
 SINGLES = json.loads((FAMILIES / "texts.json").read_text(encoding="utf-8"))["singles"]
 
 
@@ -118,7 +120,7 @@ def assert_answers_as_transformers(name, out):
 
 @pytest.mark.slow
 def test_every_fine_tuned_checkpoint_answers_as_transformers():
-    """20 checkpoints (7 families x tagger / QA, 6 classifiers), loaded as tools/export.py
+    """23 checkpoints (8 families x tagger / QA, 7 classifiers), loaded as tools/export.py
     loads them: the export's serving_default computation (float32), run in this process."""
     import tensorflow as tf
 
