@@ -7,7 +7,7 @@ and the optimizer they make.
 >>> OptimizerConfig(adam_epsilon=0)
 Traceback (most recent call last):
 ...
-bert_keras.configs.ConfigError: --adam_epsilon must be > 0, got 0.
+bert_keras.configs.ConfigError: --adam_epsilon must be > 0, got 0.0.
 """
 
 import dataclasses
