@@ -19,6 +19,8 @@ ElectraPretrainer                              ElectraForPreTraining (the discri
                                                `generator=True`: ElectraForMaskedLM
 BertClassifier                                 <Family>ForSequenceClassification (id2label,
                                                label2id, problem_type)
+BertReranker                                   <Family>ForSequenceClassification, one label,
+                                               + sentence-transformers' CrossEncoder files
 BertTokenClassifier                            <Family>ForTokenClassification (id2label)
 BertSpanQA                                     <Family>ForQuestionAnswering
 =============================================  ==========================================
@@ -35,6 +37,11 @@ pooler of a model whose head does not read it (a tagger, span QA, a masked LM wi
 pair head: an idle layer, never trained) is left out, as transformers' classes without a
 pooler (BertForTokenClassification, ...) leave it out. The directory is written atomically
 (`files.write_directory`): nothing is at `directory` until it is complete.
+
+A task model may say its head's config.json keys itself (`transformers_head_config()`,
+instead of the class names and problem type of a classifier) and add JSON files of its own
+(`transformers_extra_files()`: {file name: dict}), as the reranker writes what
+sentence-transformers reads as a CrossEncoder.
 
 >>> import bert_keras as bk  # doctest: +SKIP
 >>> classifier = bk.BertClassifier.from_pretrained("runs/paraphrase/best")  # doctest: +SKIP
@@ -105,6 +112,7 @@ def save_transformers(model, directory, tokenizer=None, model_type=None, labels=
                          "(cast_for_inference); write the model it was cast from.")
     head.encoder.check_tokenizer(tokenizer, what)
     family, config, tensors = _contents(head, tokenizer, model_type, labels, what)
+    extra_files = getattr(head.model, "transformers_extra_files", dict)()
     files = tokenizer_files(tokenizer, family.TRANSFORMERS_TOKENIZER,
                             head.encoder.max_sequence_length,
                             type_ids=head.encoder.architecture["type_vocab_size"] >= 2)
@@ -114,6 +122,8 @@ def save_transformers(model, directory, tokenizer=None, model_type=None, labels=
         for name, text in files.items():
             write_text(os.path.join(path, name), text)
         write_safetensors(os.path.join(path, WEIGHTS_FILE), tensors)
+        for name, contents in extra_files.items():
+            write_json(os.path.join(path, name), contents)
         write_json(os.path.join(path, CONFIG_FILE), config)
 
     write_directory(os.fspath(directory), write, marker=CONFIG_FILE)
@@ -323,7 +333,10 @@ def _check_masked_lm(mlm, family, encoder, what):
 
 def _head_config(head, labels, what):
     """config.json's keys of the head: the class names and problem type of a classifier or
-    tagger."""
+    tagger, or the keys the model says itself."""
+    own = getattr(head.model, "transformers_head_config", None)
+    if own is not None:
+        return own()
     layer = head.layers.get("classifier") or head.layers.get("tagger")
     if layer is None:
         return {}

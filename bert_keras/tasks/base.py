@@ -38,6 +38,9 @@ class Task:
     label_keys = "labels"  # target key(s) of the features (see batching.make_dataset)
     needs_label_map = True
     serves_pairs = False  # its export may take two texts (text_a, text_b) per example
+    # A training batch's rows are independent, so the trainer may deal them out over replicas
+    # (rows r, r + R, ... to replica r); False: fine-tuning on one replica only.
+    splits_over_replicas = True
     token_outputs = ()  # per-token model outputs, trimmed per feature by batching.predict
     # Task distillation (--teacher_dir): how the student's logits are compared with the
     # teacher's, one of models.objectives.task_distillation.SOFT_TARGETS; None: not distillable.

@@ -49,6 +49,7 @@ from absl import logging
 
 from bert_keras import files
 from bert_keras.data.finetuning import batching, sanity, tfds
+from bert_keras.errors import InputError
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.encoder.inference import cast_for_inference
 from bert_keras.tasks import task_io
@@ -282,6 +283,11 @@ def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test
     runtime = config.runtime
     strategy = strategy or strategy_lib.create_strategy(runtime.distribution_strategy,
                                                         tpu=runtime.tpu)
+    replicas = strategy.num_replicas_in_sync
+    if replicas > 1 and not get_task(config.task).splits_over_replicas:
+        raise InputError(f"--task={config.task} trains on one replica only: its batches are "
+                         f"groups that {replicas} replicas of --distribution_strategy="
+                         f"{runtime.distribution_strategy} would split apart.")
     chief = strategy_lib.is_chief(strategy)
     # Only the chief writes OUTPUT_DIR. A run that fails before it saved anything (bad data,
     # Ctrl-C in the first epoch) leaves none that it made.

@@ -23,6 +23,10 @@ ACTIVATIONS = ("sigmoid", "identity", "tanh")
 DEFAULT_ACTIVATION = "sigmoid"
 # torch.nn class name -> ours.
 _TORCH_CLASSES = {"Sigmoid": "sigmoid", "Identity": "identity", "Tanh": "tanh"}
+# ours -> the class path CrossEncoder saves.
+CLASS_PATHS = {"sigmoid": "torch.nn.modules.activation.Sigmoid",
+               "identity": "torch.nn.modules.linear.Identity",
+               "tanh": "torch.nn.modules.activation.Tanh"}
 ST_CONFIG = "config_sentence_transformers.json"
 
 
@@ -69,6 +73,25 @@ def checkpoint_activation(path):
     named = ((config.get("sentence_transformers") or {}).get("activation_fn")
              or config.get("sbert_ce_default_activation_function"))
     return activation_of_class_path(named, config_path) if named else DEFAULT_ACTIVATION
+
+
+def cross_encoder_files(activation):
+    """(config.json's head keys, {file: dict}) that make a transformers directory a
+    sentence-transformers CrossEncoder scoring with `activation`: one label and no
+    problem_type (as CrossEncoder's save writes them), the activation in
+    config_sentence_transformers.json (sentence-transformers 6) and in config.json's
+    "sentence_transformers" (versions 4-5).
+
+    >>> config, extra = cross_encoder_files("identity")
+    >>> config["id2label"], extra[ST_CONFIG]["activation_fn"]
+    ({'0': 'LABEL_0'}, 'torch.nn.modules.linear.Identity')
+    """
+    path = CLASS_PATHS[activation]
+    config = {"id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0},
+              "sentence_transformers": {"activation_fn": path}}
+    extra = {ST_CONFIG: {"model_type": "CrossEncoder", "activation_fn": path, "prompts": {},
+                         "default_prompt_name": None}}
+    return config, extra
 
 
 def names_activation(path):

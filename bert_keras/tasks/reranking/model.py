@@ -155,6 +155,16 @@ class BertReranker(BertClassifier):
         order = np.argsort(-scores.astype(np.float64), kind="stable")[:top_k]
         return [{"corpus_id": int(i), "score": float(scores[i])} for i in order]
 
+    # --- bk.save_transformers: a CrossEncoder ------------------------------------------------
+    def transformers_head_config(self):
+        """config.json's head keys: one label and the activation, no problem_type (a
+        CrossEncoder's; BertClassifier's "regression" would be a regression model's)."""
+        return activations.cross_encoder_files(self.activation)[0]
+
+    def transformers_extra_files(self):
+        """config_sentence_transformers.json, which names the activation."""
+        return activations.cross_encoder_files(self.activation)[1]
+
     # --- compile defaults -------------------------------------------------------------
     def _checked_targets(self, y):
         y = np.asarray(y, np.float32)

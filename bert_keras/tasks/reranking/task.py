@@ -46,6 +46,9 @@ class Reranking(Task):
     transformers_head = "ForSequenceClassification"
     options_class = RerankingOptions
     serving_ranks = {"documents": 2}  # [B, K]
+    # A batch is B query groups flattened to B*K rows beside relevance (B, K): dealing its
+    # rows out over replicas would tear the groups apart.
+    splits_over_replicas = False
     input_line_help = "query<TAB>document<TAB>document... (1 or more documents)"
 
     # -- options ------------------------------------------------------------------------------

@@ -94,6 +94,43 @@ def test_the_activation_of_older_cross_encoders_and_plain_checkpoints(tmp_path):
         bk.BertReranker.from_pretrained(path)
 
 
+def test_save_transformers_writes_a_cross_encoder(tmp_path):
+    """What sentence-transformers reads as a CrossEncoder with the model's activation (checked
+    once by CrossEncoder(directory) 6.3.0, scores within 1e-6): one label, no regression
+    problem_type; read back, it scores the same."""
+    reranker = bk.BertReranker.from_pretrained(checkpoint("roberta", tmp_path), seq_length=SEQ)
+    assert reranker.activation == "identity"  # not CrossEncoder's default
+    bk.save_transformers(reranker, tmp_path / "written")
+    config = json.loads((tmp_path / "written" / "config.json").read_text())
+    assert "problem_type" not in config and config["id2label"] == {"0": "LABEL_0"}
+    assert config["architectures"] == ["RobertaForSequenceClassification"]
+    st_config = json.loads((tmp_path / "written" / "config_sentence_transformers.json").read_text())
+    assert st_config["model_type"] == "CrossEncoder"
+    assert st_config["activation_fn"] == "torch.nn.modules.linear.Identity"
+    again = bk.BertReranker.from_pretrained(tmp_path / "written", seq_length=SEQ)
+    assert again.activation == "identity"
+    np.testing.assert_allclose(again.predict(pairs()), reference("roberta")["scores"], atol=1e-4)
+
+
+def test_fine_tuning_over_replicas_is_refused_before_any_work(tmp_path):
+    """The trainer deals a batch's rows out over replicas, which would tear its query groups
+    apart: refused in one line, nothing written."""
+
+    class TwoReplicas:  # all run_finetuning reads of a strategy before the check
+        num_replicas_in_sync = 2
+
+    train = tmp_path / "train.jsonl"
+    train.write_text(json.dumps({"query": "Who wept?", "positives": ["Jesus wept."],
+                                 "negatives": ["Amen."]}) + "\n")
+    with pytest.raises(bk.InputError, match="--task=reranking trains on one replica only: its "
+                                            "batches are groups that 2 replicas of "
+                                            "--distribution_strategy="):
+        bk.run_finetuning(task="reranking", train_file=str(train),
+                          init_checkpoint=str(FIXTURES / "families" / "distilbert"),
+                          output_dir=str(tmp_path / "run"), strategy=TwoReplicas())
+    assert not (tmp_path / "run").exists()
+
+
 QUERIES = ["Who wept?", "Who created the heavens?", "Where did he go?", "Who is the king?"]
 POSITIVES = ["Jesus wept.", "God created the heavens.", "He went up to Jerusalem.",
              "Yahweh is the king of glory."]
