@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 import bert_keras as bk
+from bert_keras import assets
 from bert_keras.serving import export
 from bert_keras.tasks import registry
 from bert_keras.tasks.reranking import reader
@@ -110,6 +111,21 @@ def test_save_transformers_writes_a_cross_encoder(tmp_path):
     again = bk.BertReranker.from_pretrained(tmp_path / "written", seq_length=SEQ)
     assert again.activation == "identity"
     np.testing.assert_allclose(again.predict(pairs()), reference("roberta")["scores"], atol=1e-4)
+
+
+def test_the_bundled_retrieval_task():
+    """bert_keras/assets/make_bible_retrieval.py's files, read as --task=reranking reads them:
+    a King James verse, its World English wording, 7 other verses led by its chapter
+    neighbours; no query of dev or test is a training query."""
+    task = registry.get_task("reranking")
+    splits = {split: task.read_files([assets.path(f"bible_retrieval.{split}.jsonl.gz")], "jsonl")
+              for split in ("train", "dev", "test")}
+    assert {k: len(v) for k, v in splits.items()} == {"train": 1000, "dev": 200, "test": 200}
+    for example in splits["dev"]:
+        assert len(example.positives) == 1 and len(example.negatives) == 7
+        assert example.positives[0] not in example.negatives
+    train = {ex.query for ex in splits["train"]}
+    assert not train & {ex.query for ex in splits["dev"] + splits["test"]}
 
 
 def test_fine_tuning_over_replicas_is_refused_before_any_work(tmp_path):
