@@ -354,9 +354,10 @@ def test_distilled_student_follows_its_teacher_and_exports(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     metrics = json.loads((student / "metrics.json").read_text())
-    # The teacher's logits were computed right: it scores on the eval data as in its own run.
+    # The teacher's logits were computed right: it scores on the eval data as in its own run,
+    # give or take one example whose near-tied logits round the other way in other batches.
     assert metrics["teacher"]["eval"]["accuracy"] == pytest.approx(
-        teacher_metrics["eval"]["accuracy"])
+        teacher_metrics["eval"]["accuracy"], abs=1 / 300 + 1e-9)  # max_eval_examples=300
     assert metrics["teacher"]["dir"] == str(teacher / "best")
     epochs = metrics["epochs"]
     assert {"train_soft_loss", "train_hard_loss", "train_teacher_agreement"} <= set(epochs[0])
@@ -367,7 +368,8 @@ def test_distilled_student_follows_its_teacher_and_exports(tmp_path):
     agreement, kl = teacher_fidelity(student, teacher)
     print(f"teacher accuracy {teacher_metrics['eval']['accuracy']:.3f}; distilled student: "
           f"agreement {agreement:.3f}, KL {kl:.3f}, accuracy {metrics['eval']['accuracy']:.3f}")
-    assert metrics["eval"]["teacher_agreement"] == pytest.approx(agreement)
+    # (to one example: the run's teacher logits came from its own batches, see above)
+    assert metrics["eval"]["teacher_agreement"] == pytest.approx(agreement, abs=1 / 300 + 1e-9)
     # Its best epoch is picked by teacher_agreement, as it records. (Held-out closeness to this
     # weak teacher, against the same student trained on the labels alone, depends on the
     # shuffle: KL ratios 0.63-0.73 over seeds 42-45 with one shuffle of each epoch, 0.68-1.6
