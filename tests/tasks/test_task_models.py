@@ -308,6 +308,8 @@ def test_an_unknown_keyword_is_refused_by_name(tiny_encoder, tiny_encoder_dir):
     with pytest.raises(TypeError, match=r"'dropuot' \(did you mean 'dropout'\?\)"):
         bk.BertTokenClassifier.from_pretrained(tiny_encoder_dir, num_classes=3, dropuot=0.2)
     assert bk.BertClassifier(tiny_encoder(), num_classes=2, name="topics").name == "topics"
+    with pytest.raises(TypeError, match=r"^BertReranker\(\) got num_classes=3: a reranker"):
+        bk.BertReranker(tiny_encoder(), num_classes=3)  # the classifier's options it has not
 
 
 def task_model_classes(base=BertTaskModel):

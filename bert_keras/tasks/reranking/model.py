@@ -61,8 +61,13 @@ class BertReranker(BertClassifier):
         if ranking_loss not in RANKING_LOSSES:
             raise ValueError(f"BertReranker: ranking_loss must be one of {RANKING_LOSSES}, got "
                              f"{ranking_loss!r}.")
-        for unused in ("num_classes", "problem_type", "labels"):  # one score, no labels
-            kwargs.pop(unused, None)
+        # One score, no labels: what the classifier's options could say only as the reranker
+        # has them (from_pretrained and from_config pass them so), anything else by name.
+        for name, fixed in (("num_classes", 1), ("problem_type", "regression"), ("labels", None)):
+            given = kwargs.pop(name, None)
+            if given not in (None, fixed):
+                raise TypeError(f"BertReranker() got {name}={given!r}: a reranker gives one "
+                                "score a pair and has no labels.")
         self.activation = activation
         self.ranking_loss = ranking_loss
         self.max_negatives = max_negatives
