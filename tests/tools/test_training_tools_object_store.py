@@ -269,7 +269,9 @@ def test_finetune_interrupted_in_its_first_epoch_leaves_no_url_output_dir(tmp_pa
                                                                            tiny_encoder):
     """Ctrl-C before the first checkpoint: flags.json and TensorBoard logs only, removed."""
     out = tmp_path / "runs" / "interrupted"
-    args = finetune_args(tiny_encoder, url(out), max_train_examples=2000)  # 125 steps
+    # 2000 steps of one example: seconds even on a fast CPU, where 125 steps of 16 ended
+    # within the 0.5 s below and the Ctrl-C came after a finished run.
+    args = finetune_args(tiny_encoder, url(out), max_train_examples=2000, train_batch_size=1)
     proc = subprocess.Popen(args, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
