@@ -140,8 +140,15 @@ def make_dataset(features: dict, batch_size: int, label_keys=None, shuffle: bool
         signature = (input_spec, {k: spec(k) for k in label_keys})
     num_batches = len(batch_indices(lengths, batch_size, shuffle, np.random.default_rng(0),
                                     bucket_batches))
+    return generator_dataset(generate, signature, num_batches)
+
+
+def generator_dataset(generate, signature, num_batches: int) -> tf.data.Dataset:
+    """The batches `generate()` yields as a tf.data.Dataset of known cardinality (Keras then
+    knows an epoch's steps), prefetched, and never auto-sharded: a generator cannot be
+    sharded by files or data."""
     ds = tf.data.Dataset.from_generator(generate, output_signature=signature)
-    options = tf.data.Options()  # a generator cannot be sharded by files or data
+    options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
     ds = ds.apply(tf.data.experimental.assert_cardinality(num_batches)).with_options(options)
     return ds.prefetch(2)

@@ -103,11 +103,7 @@ def choice_dataset(features, batch_size, shuffle=False, seed=None, pad_id=0):
     if labels is not None:
         spec = (spec, tf.TensorSpec((None,), tf.int32))
     count = len(batching.batch_indices(lengths, batch_size, shuffle, np.random.default_rng(0)))
-    ds = tf.data.Dataset.from_generator(generate, output_signature=spec)
-    options = tf.data.Options()  # a generator cannot be sharded by files or data
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
-    return ds.apply(tf.data.experimental.assert_cardinality(count)).with_options(
-        options).prefetch(2)
+    return batching.generator_dataset(generate, spec, count)
 
 
 def choice_logits(model, features, batch_size=64, pad_id=0):

@@ -108,11 +108,7 @@ def group_dataset(features, batch_size, *, max_negatives, in_batch_negatives=Fal
     spec = ({key: tf.TensorSpec((None, None), tf.int32) for key in INPUT_KEYS + ("input_mask",)},
             tf.TensorSpec((None, None), tf.float32))
     count = len(batching.batch_indices(lengths, batch_size, shuffle, np.random.default_rng(0)))
-    ds = tf.data.Dataset.from_generator(generate, output_signature=spec)
-    options = tf.data.Options()  # a generator cannot be sharded by files or data
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
-    return ds.apply(tf.data.experimental.assert_cardinality(count)).with_options(
-        options).prefetch(2)
+    return batching.generator_dataset(generate, spec, count)
 
 
 def candidate_logits(model, features, batch_size=64, pad_id=0):
