@@ -92,6 +92,8 @@ class AdamW(_BertOptimizer):
         beta_1, beta_2, epsilon: Adam's constants (BERT: 0.9, 0.999, 1e-6).
         bias_correction: divide the moments by `1 - beta^t` (True, as Model Garden and
             Hugging Face); False reproduces Google's TF1 `AdamWeightDecayOptimizer`.
+        fused: update float32 weights with TensorFlow's fused Adam kernel (True, the faster);
+            False runs the same rule as elementwise ops, as Lamb and 16-bit weights do.
         global_clipnorm: clip the (all-reduced, accumulated) gradient to this global norm.
         gradient_accumulation_steps: apply the mean gradient of k `apply` calls once.
         exclude_from_weight_decay: substrings of variable paths that are not decayed.
@@ -108,9 +110,11 @@ class AdamW(_BertOptimizer):
     (True, False)
     """
 
-    def __init__(self, learning_rate=1e-4, bias_correction=True, name="adamw", **kwargs):
+    def __init__(self, learning_rate=1e-4, bias_correction=True, fused=True, name="adamw",
+                 **kwargs):
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.bias_correction = bool(bias_correction)
+        self.fused = bool(fused)
 
     @property
     def _bias_correction(self):
@@ -122,7 +126,7 @@ class AdamW(_BertOptimizer):
         The kernel's step is lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps'), ours
         with eps' = eps * sqrt(1 - b2^t); the decay does not depend on the Adam term, so it
         is applied first."""
-        if variable.dtype not in _FUSED_DTYPES:
+        if not self.fused or variable.dtype not in _FUSED_DTYPES:
             return super().update_step(gradient, variable, learning_rate)
         index = self._get_variable_index(variable)
         dtype = variable.dtype
@@ -144,6 +148,7 @@ class AdamW(_BertOptimizer):
     def get_config(self):
         config = super().get_config()
         config["bias_correction"] = self.bias_correction
+        config["fused"] = self.fused
         return config
 
 
