@@ -202,6 +202,20 @@ def _presets():
         electra_base=base.replace(use_pooler=False),
         electra_large=large.replace(use_pooler=False),
     )
+    # DeBERTa-v3 (microsoft/deberta-v3-*): relative c2p|p2c attention over 256 log buckets, no
+    # absolute positions or token types; deberta_v3_tiny is bert_tiny's size in that layout.
+    deberta = dict(vocab_size=128100, type_vocab_size=0, layer_norm_epsilon=1e-7,
+                   use_pooler=False, absolute_positions=False, mask_embeddings=True,
+                   disentangled_attention="c2p|p2c", position_buckets=256,
+                   relative_embedding_norm=True)
+    presets.update(
+        deberta_v3_tiny=presets["bert_tiny"].replace(**deberta),
+        deberta_v3_xsmall=EncoderConfig(num_layers=12, hidden_size=384, num_heads=6,
+                                        intermediate_size=1536, **deberta),
+        deberta_v3_small=base.replace(num_layers=6, **deberta),
+        deberta_v3_base=base.replace(**deberta),
+        deberta_v3_large=large.replace(**deberta),
+    )
     return presets
 
 

@@ -19,6 +19,15 @@ predicts their tokens: the contextual signal replaced-token detection alone does
 small discriminator); DeBERTa-v3's gradient-disentangled embedding sharing
 (`disentangled_embeddings`); and COCO-LM's corrective LM (`corrective_weight`).
 
+DeBERTa-v3 (He et al. 2021) is this objective with `ElectraOptions.deberta_v3()` on a
+DeBERTa-v3 encoder (flags/pretrain_deberta_v3_*.flags). Where microsoft/DeBERTa's code differs:
+it shares the word and position tables only (here the embeddings' layer norm too, each read by
+the discriminator as shared + delta), steps the generator and the discriminator with two
+optimizers (here one over the sum, clipped by one global norm; with GDES the two losses train
+disjoint variables, so under Adam rtd_weight acts only through that clipping), puts
+LayerNorm([CLS] + h) before its detection head's dense layer, and replaces every masked
+token by [MASK] (here the data's 80/10/10 reaches the generator).
+
 Shape legend: B batch, T sequence length, P masked positions, V vocabulary.
 """
 
@@ -225,13 +234,19 @@ class ElectraPretrainer(ObjectiveModel):
         replaced = ops.cast(ops.not_equal(corrupted, original), "int32") * mask
         detected = mask * (1 - scatter_positions(ops.zeros_like(word_ids), positions,
                                                  ops.ones_like(positions), left_masked))
-        discriminated = self.discriminate({**encoder_inputs, "input_word_ids": corrupted},
-                                          training)["sequence_output"]
+        corrupted_inputs = {**encoder_inputs, "input_word_ids": corrupted}
         outputs = {"generator_logits": generator_logits,
-                   "discriminator_logits": self.discriminator_head(discriminated),
+                   **self.as_discriminator(lambda: self._discriminator_outputs(
+                       corrupted_inputs, positions, training)),
                    "replaced": replaced, "detected": detected, "left_masked": left_masked,
                    "corrupted_ids": corrupted}
+        return outputs
+
+    def _discriminator_outputs(self, inputs, positions, training):
+        discriminated = self.encoder(inputs, training=training)["sequence_output"]
+        outputs = {"discriminator_logits": self.discriminator_head(discriminated)}
         if self.options.corrective_weight or self.options.discriminator_mlm_share:
+            # Tied to the token embeddings: with GDES, the discriminator's (shared + delta).
             outputs["discriminator_lm_logits"] = self.discriminator_lm_head(discriminated,
                                                                             positions)
         return outputs
@@ -259,14 +274,21 @@ class ElectraPretrainer(ObjectiveModel):
                 for v in self.shared_embeddings()]
 
     def discriminate(self, inputs, training):
-        """The discriminator's outputs; with disentangled embeddings it reads each shared
-        variable as stop_gradient(shared) + its delta."""
+        """The discriminator encoder's outputs, as the discriminator sees the shared
+        embeddings (`as_discriminator`)."""
+        return self.as_discriminator(lambda: self.encoder(inputs, training=training))
+
+    def as_discriminator(self, compute):
+        """`compute()` as the discriminator sees the shared embeddings: with disentangled
+        embeddings each reads as stop_gradient(shared) + its delta, so no loss computed in here
+        (detection, the discriminator's masked LM through its tied head) reaches the tables
+        the generator trains."""
         if not self.options.disentangled_embeddings:
-            return self.encoder(inputs, training=training)
+            return compute()
         mapping = [(v, ops.stop_gradient(ops.convert_to_tensor(v)) + delta)
                    for v, delta in zip(self.shared_embeddings(), self.embedding_deltas)]
         with keras.StatelessScope(state_mapping=mapping) as scope:
-            outputs = self.encoder(inputs, training=training)
+            outputs = compute()
         for v in self.encoder.non_trainable_variables:  # dropout's seeds advance as usual
             value = scope.get_current_value(v)
             if value is not None:

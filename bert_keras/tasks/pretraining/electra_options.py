@@ -45,11 +45,13 @@ class ElectraOptions(Config):
                                         "over which --start_temperature anneals to "
                                         "--sampling_temperature.", advanced=True)
     disentangled_embeddings: bool = option(False, "--objective=electra: DeBERTa-v3's "
-                                           "gradient-disentangled embedding sharing: the "
-                                           "discriminator adds a delta of its own to the shared "
-                                           "embeddings and its loss trains only that delta, so "
-                                           "only the generator's loss trains the shared tables "
-                                           "(paper: false, both train them).", advanced=True)
+                                           "gradient-disentangled embedding sharing (GDES): the "
+                                           "discriminator adds a delta of its own (initially "
+                                           "zero) to the shared embeddings and its losses train "
+                                           "only that delta, so only the generator's loss trains "
+                                           "the shared tables; the saved encoder has their sum "
+                                           "(ELECTRA: false, both train them; DeBERTa-v3: true, "
+                                           "flags/pretrain_deberta_v3_*.flags).", advanced=True)
     corrective_weight: float = option(0.0, "--objective=electra: weight of COCO-LM's "
                                       "corrective LM: the discriminator also predicts the "
                                       "original token at the masked positions from the "
@@ -68,6 +70,22 @@ class ElectraOptions(Config):
         departures."""
         return cls(rtd_weight=50.0, sampling_temperature=1.0, start_temperature=None,
                    discriminator_mlm_share=0.0)
+
+    @classmethod
+    def deberta_v3(cls):
+        """DeBERTa-v3's replaced-token detection (He et al. 2021; microsoft/DeBERTa's
+        experiments/language_model/rtd_*.json and rtd.sh): a generator of the discriminator's
+        width and half its depth, gradient-disentangled embedding sharing, samples at
+        temperature 1 from the first step, detection weighted 10 (its code's --rtd_lambda
+        default), no other departures.
+
+        >>> o = ElectraOptions.deberta_v3()
+        >>> o.generator_size, o.generator_layers, o.disentangled_embeddings, o.rtd_weight
+        (1.0, 0.5, True, 10.0)
+        """
+        return cls(generator_size=1.0, generator_layers=0.5, rtd_weight=10.0,
+                   sampling_temperature=1.0, start_temperature=None,
+                   disentangled_embeddings=True, discriminator_mlm_share=0.0)
 
     def validate(self):
         check(0.0 < self.generator_size <= 1.0,
