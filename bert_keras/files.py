@@ -167,6 +167,31 @@ def read_json(path, expect=dict):
         return parse_json(f.read(), path, expect)
 
 
+class KnownDirectory(str):
+    """A directory path that carries the JSON files already read from it ({name: value}), so
+    that every reader it is handed down to (tokenizer, encoder, heads: `directory_json`) takes
+    them instead of reading the file again: an export reads a transformers directory's
+    config.json once. Anywhere else it is the plain path it equals.
+
+    >>> path = KnownDirectory("ckpt", {"config.json": {"model_type": "bert"}})
+    >>> directory_json(path, "config.json"), path == "ckpt", join(path, "x")
+    ({'model_type': 'bert'}, True, 'ckpt/x')
+    """
+
+    def __new__(cls, path, json_files=None):
+        known = super().__new__(cls, os.fspath(path))
+        known.json_files = dict(json_files or {})
+        return known
+
+
+def directory_json(directory, name, expect=dict):
+    """`read_json` of `directory`/`name`, or the value a `KnownDirectory` carries for it."""
+    known = getattr(directory, "json_files", {})
+    if name in known:
+        return known[name]
+    return read_json(join(directory, name), expect)
+
+
 def parse_json(data, path, expect=dict):
     """`read_json` of the bytes `data` of file `path` (named in errors)."""
     try:

@@ -20,7 +20,7 @@ from bert_keras.families import (
     family_of_config,
     get_family,
 )
-from bert_keras.files import exists, read_json
+from bert_keras.files import directory_json, exists
 
 
 def is_layout(files):
@@ -30,7 +30,7 @@ def is_layout(files):
 def read_family(path):
     """(family module, config.json dict) of checkpoint directory `path`; InputError naming it
     for a model_type that no family reads."""
-    config = read_json(os.path.join(path, "config.json"))
+    config = directory_json(path, "config.json")  # once, for a files.KnownDirectory
     return family_of_config(config, path), config
 
 

@@ -27,9 +27,16 @@ MAX_EXAMPLES = 1000  # "a few hundred": more only makes the export slower
 
 
 def read_calibration_file(path, text_fields=None):
-    """{text field: list of texts} of a calibration file (at most MAX_EXAMPLES examples);
-    InputError in one line naming the flag, the file and what is wrong with it.
-    `text_fields` None: only checks that the file holds text (before the model loads)."""
+    """{text field: list of texts} of a calibration file (`calibration_examples` of
+    `read_calibration_rows`). `text_fields` None: only checks that the file holds text."""
+    rows = read_calibration_rows(path)
+    return None if text_fields is None else calibration_examples(path, rows, text_fields)
+
+
+def read_calibration_rows(path):
+    """[(line number, [tab-separated fields])] of a calibration file's examples (at most
+    MAX_EXAMPLES), read once, before the model loads; InputError in one line naming the flag,
+    the file and what is wrong with it."""
     if not path or not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
         raise InputError(f"{FLAG}={path}: no such file.")
     rows = []
@@ -37,21 +44,25 @@ def read_calibration_file(path, text_fields=None):
         for number, line in read_lines(path, max_bad_share=0):
             if not line.strip():
                 continue
-            fields = line.split("\t")
-            if text_fields is not None and len(fields) != len(text_fields):
-                raise InputError(
-                    f"{FLAG}={path} line {number}: {len(fields)} tab-separated fields, expected "
-                    f"{len(text_fields)} ({', '.join(text_fields)}: the export's inputs).")
-            rows.append(fields)
+            rows.append((number, line.split("\t")))
             if len(rows) >= MAX_EXAMPLES:
                 break
     except TextFileError as e:
         raise InputError(f"{FLAG}={path}: {e}") from None
     if not rows:
         raise InputError(f"{FLAG}={path}: no examples (the file has no text).")
-    if text_fields is None:
-        return None
-    return {name: [row[i] for row in rows] for i, name in enumerate(text_fields)}
+    return rows
+
+
+def calibration_examples(path, rows, text_fields):
+    """{text field: list of texts} of `rows` (`read_calibration_rows` of `path`); InputError
+    for a line without one field per export input."""
+    for number, fields in rows:
+        if len(fields) != len(text_fields):
+            raise InputError(
+                f"{FLAG}={path} line {number}: {len(fields)} tab-separated fields, expected "
+                f"{len(text_fields)} ({', '.join(text_fields)}: the export's inputs).")
+    return {name: [fields[i] for _, fields in rows] for i, name in enumerate(text_fields)}
 
 
 def compare_outputs(reference, candidate, examples, batch_size=32):

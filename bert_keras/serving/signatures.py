@@ -73,18 +73,20 @@ class ServingFunctions:
       tokenizer: its tokenizer (WordPiece, byte-level BPE or SentencePiece).
       info: the task.json dict (task, labels, seq_length, text_fields).
       top_k: fill-mask predictions per [MASK] (pretraining models).
+      task: its Task object, as the source's description handed it down (default: info's
+        task, by name).
       options: the task type's export options ({name: value}, None: the task's default), such
         as span QA's max_answer_tokens, doc_stride and max_windows.
     """
 
-    def __init__(self, model, tokenizer, info, top_k=5, **options):
+    def __init__(self, model, tokenizer, info, top_k=5, task=None, **options):
         self.model = model
         self.info = info
         # Not tracked here: export.py tracks its variables (as Keras' export does).
         self.options = options
         self.encoder = getattr(model, "encoder", model)
         self.tokenizer = tokenizer
-        self.task = get_task(info["task"])
+        self.task = task if task is not None else get_task(info["task"])
         self.text_fields = tuple(self.task.serving_text_fields(info))
         # Refused, not clamped: a request must never be packed other than the model was.
         self.seq_length = int(info["seq_length"])

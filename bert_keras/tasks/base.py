@@ -174,6 +174,9 @@ class Task:
     # The serving_default inputs of another rank than 1 ([B]: a text per row), e.g.
     # {"choices": 2} for [B, K] strings; each is refused in the graph unless of its rank.
     serving_ranks = {}
+    # {output name: what it holds} of its signatures' outputs, written into the export's
+    # metadata (`encode` / `preprocess` outputs: serving.saved_model.ENCODE_OUTPUT_DOCS).
+    output_docs = {}
 
     def serving_labels(self, model, labels):
         """The label names the export serves (checked against the model), or None."""

@@ -1,6 +1,6 @@
 """The one registry of task types: task name (--task, task.json "task") -> Task class; and
 what asks every task type: which one a model is (`task_of_model`), and which one a fine-tuned
-transformers checkpoint is (`load_task`, `load_transformers_task`).
+transformers checkpoint is (`describe`, `load_task`, `load_transformers_task`).
 
 Adding a task type: write the package `bert_keras/tasks/<name>/` with a `Task` subclass and add
 its class to TASK_TYPES below (see docs/architecture.md).
@@ -11,12 +11,9 @@ its class to TASK_TYPES below (see docs/architecture.md).
 ('start_positions', 'end_positions')
 """
 
-from bert_keras import files
-from bert_keras.checkpoints import huggingface
 from bert_keras.data.finetuning import tfds
 from bert_keras.errors import InputError
-from bert_keras.models.encoder import BertEncoder
-from bert_keras.tasks import task_io
+from bert_keras.tasks import sources
 from bert_keras.tasks.classification import Classification, MultiLabel, Regression
 from bert_keras.tasks.embedding import Embedding
 from bert_keras.tasks.encoder import Encoder
@@ -25,7 +22,6 @@ from bert_keras.tasks.pretraining import Pretraining
 from bert_keras.tasks.reranking import Reranking
 from bert_keras.tasks.span_qa import SpanQA
 from bert_keras.tasks.tagging import Tagging
-from bert_keras.text.tokenizers import load_tokenizer
 
 # Reranking before the classifications: a BertReranker is a one-output BertClassifier, a
 # CrossEncoder checkpoint a one-label *ForSequenceClassification.
@@ -69,13 +65,24 @@ def tfds_task_of(dataset, label_field=None):
 tfds.use_task_types(get_task, tfds_task_of)  # data/ reads TFDS rows through these
 
 
+def describe(directory):
+    """What `directory` holds, read once (`sources.Source`: kind, family, task type, tokenizer,
+    task options): a task directory written by `task_io.save_task`, or a fine-tuned
+    transformers checkpoint whose head a task type reads."""
+    return sources.describe(directory, TASK_TYPES.values())
+
+
+def describe_encoder(directory):
+    """The Source of a pretrained checkpoint directory served as a bare encoder."""
+    return sources.describe_checkpoint(directory, Encoder())
+
+
 def load_task(directory):
     """(model, tokenizer, info) from a directory written by `task_io.save_task`, or from a
     fine-tuned transformers checkpoint (`load_transformers_task`)."""
-    if (not task_io.is_task_directory(directory)
-            and huggingface.is_layout(files.listdir(directory) if files.isdir(directory) else ())):
-        return load_transformers_task(directory)
-    return task_io.load_task_directory(directory)
+    source = describe(directory)
+    model, info = sources.load(source)
+    return model, source.tokenizer, info
 
 
 def load_transformers_task(directory, seq_length=128):
@@ -89,24 +96,9 @@ def load_transformers_task(directory, seq_length=128):
     >>> info["task"], info["labels"][:2]  # doctest: +SKIP
     ('tagging', ['O', 'B-PER'])
     """
-    architecture = huggingface.head_architecture(directory)
-    config = huggingface.read_config(directory)[1]
-    tasks = [get_task(name) for name in TASKS]
-    task = next((t for t in tasks if t.reads_transformers(architecture, config)), None)
-    if task is None:
-        head_names = sorted({t.transformers_head for t in tasks if t.transformers_head})
-        raise InputError(f"{directory}: config.json's architectures {architecture!r} (problem_type "
-                         f"{config.get('problem_type')!r}) is not a fine-tuned head that can be "
-                         f"exported (*{', *'.join(head_names)}); export an encoder with "
-                         "--encoder_dir.")
-    labels = huggingface.label_names(config) if task.needs_label_map else None
-    tokenizer = load_tokenizer(directory)
-    encoder_of = BertEncoder.from_pretrained(directory)
-    encoder_of.check_tokenizer(tokenizer, directory)
-    model = task.build_model(encoder_of, task.transformers_label_map(labels), dropout=0.0,
-                             checkpoint=directory)  # the family's head, as trained
-    task.load_transformers_head(model, directory)  # strict: a head that does not fit is an error
-    info = dict(task=task.name, labels=labels,
-                seq_length=min(seq_length, encoder_of.max_sequence_length),
-                lower_case=tokenizer.lower_case, text_fields=task.text_fields([]))
-    return model, tokenizer, info
+    if not sources.is_transformers_directory(directory):
+        raise InputError(f"{directory} is not a transformers checkpoint (config.json + "
+                         "model.safetensors).")
+    source = describe(directory)
+    model, info = sources.load(source, seq_length)
+    return model, source.tokenizer, info

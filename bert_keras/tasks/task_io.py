@@ -63,6 +63,12 @@ def load_task_directory(directory):
     """(model, tokenizer, info) of a directory written by `save_task` (the Keras classes that
     model.keras names are registered by `import bert_keras`)."""
     info = read_task_info(directory)
+    tokenizer = load_tokenizer(directory, lower_case=info["lower_case"])
+    return load_task_model(directory, tokenizer), tokenizer, info
+
+
+def load_task_model(directory, tokenizer):
+    """The Keras model of task directory `directory`, checked against its `tokenizer`."""
     model_path = files.join(directory, "model.keras")
     if not _is_zip_file(model_path):  # Keras says "File not found" for a truncated one
         raise InputError(f"{model_path} is missing or corrupt (not a complete .keras archive); "
@@ -70,11 +76,10 @@ def load_task_directory(directory):
     with warnings.catch_warnings():  # no optimizer state (or, in older files, one not needed)
         warnings.filterwarnings("ignore", message=".*Skipping variable loading for optimizer")
         model = keras.saving.load_model(model_path, compile=False)
-    tokenizer = load_tokenizer(directory, lower_case=info["lower_case"])
     encoder_of = getattr(model, "encoder", model if isinstance(model, BertEncoder) else None)
     if encoder_of is not None:
         encoder_of.check_tokenizer(tokenizer, directory)
-    return model, tokenizer, info
+    return model
 
 
 def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_fields=("text",),

@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from bert_keras import families
 from bert_keras.errors import InputError
-from bert_keras.files import read_json
+from bert_keras.files import directory_json, read_json
 from bert_keras.text import deberta_tokenizer, tokenizer_json, xlm_roberta_tokenizer
 from bert_keras.text.byte_bpe_tokenizer import (
     MERGES_FILE,
@@ -98,8 +98,8 @@ def _has(path, name):
 
 def _family(path):
     """The family module that `path`/config.json names; InputError naming the file."""
-    config_file = os.path.join(path, CONFIG_FILE)
-    return families.family_of_config(read_json(config_file), config_file)
+    config = directory_json(path, CONFIG_FILE)  # once, for a files.KnownDirectory
+    return families.family_of_config(config, os.path.join(path, CONFIG_FILE))
 
 
 def _family_tokenizer(path, family, lower_case, source=None):

@@ -11,6 +11,7 @@ import pytest
 
 import bert_keras as bk
 from bert_keras.serving import export
+from bert_keras.tasks.registry import get_task
 
 import tool_runner  # tests/support
 from export_harness import _enc, _outputs, _texts, run_client
@@ -64,7 +65,7 @@ def test_metadata_and_signature(exports):
         assert serving["inputs"] == {"text": {"dtype": "string", "shape": [None]}}
         assert serving["outputs"] == {"embeddings": {
             "dtype": "float32", "shape": [None, embedder.truncate_dim or 32],
-            "doc": export.OUTPUT_DOCS["embeddings"]}}
+            "doc": get_task("embedding").output_docs["embeddings"]}}  # the task's own
 
 
 def test_served_embeddings_equal_predict_without_the_project(tmp_path, exports):

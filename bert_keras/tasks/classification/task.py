@@ -113,6 +113,9 @@ class Classification(SequenceClassificationTask):
     name = problem_type.task
     main_metric = "accuracy"
     soft_targets = "softmax"
+    output_docs = {"probabilities": "class probabilities (softmax)",
+                   "label_ids": "index of the predicted class",
+                   "labels": "name of the predicted class"}
 
     def predict(self, model, examples, features, label_map, options):
         probs = _softmax(self.logits(model, features, options))
@@ -155,6 +158,9 @@ class MultiLabel(SequenceClassificationTask):
     main_metric = "micro_f1"
     soft_targets = "sigmoid"
     options_class = MultiLabelOptions
+    output_docs = {"probabilities": "class probabilities (sigmoid)",
+                   "label_ids": "1 where a class's probability >= 0.5, else 0",
+                   "labels": "names of the chosen classes joined with ','"}
 
     def transformers_label_map(self, labels):
         return LabelMap(labels, multi_label=True)
@@ -198,6 +204,7 @@ class Regression(SequenceClassificationTask):
     problem_type = problem_types.REGRESSION
     name = problem_type.task
     main_metric = "pearson"
+    output_docs = {"scores": "regression outputs"}
     needs_label_map = False
     soft_targets = "mse"
 

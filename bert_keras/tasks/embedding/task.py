@@ -17,6 +17,10 @@ class Embedding(Task):
     """
 
     name = "embedding"
+    output_docs = {"embeddings": "sentence embedding: the pooled sequence output (mean, cls or "
+                                 "max over the real tokens; its first truncate_dim values if "
+                                 "the metadata sets it; L2-normalized if the metadata says "
+                                 "normalize)"}
     finetunable = False  # trained in user code: BertEmbedder.fit((anchors, positives))
     needs_label_map = False
 

@@ -32,6 +32,8 @@ class MultipleChoice(Task):
     """
 
     name = "multiple_choice"
+    output_docs = {"probabilities": "probability of each choice (softmax over the choices)",
+                   "choice": "index of the best choice"}
     main_metric = "accuracy"
     needs_label_map = False  # labels are choice indices
     transformers_head = head_checkpoint.TRANSFORMERS_HEAD

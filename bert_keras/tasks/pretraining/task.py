@@ -18,6 +18,12 @@ class Pretraining(Task):
     """Serves `text` with literal "[MASK]"s: the top-k fillers of each."""
 
     name = "pretraining"
+    output_docs = {
+        "mask_positions": "token index of each [MASK], -1 padding",
+        "top_k_ids": "vocab ids of the top-k fillers of each [MASK], -1 padding",
+        "top_k_tokens": "WordPiece tokens of the top-k fillers, '' padding",
+        "top_k_scores": "probabilities of the top-k fillers, 0 padding",
+    }
     finetunable = False
     needs_label_map = False
     input_line_help = f"text with {MASK_LITERAL} where a word is to be filled in"

@@ -40,6 +40,9 @@ class Reranking(Task):
     """
 
     name = "reranking"
+    output_docs = {"scores": "relevance of each document to its query (the model's activation "
+                             "of its logit), -inf for a '' document",
+                   "order": "document indices, the best-scored first"}
     main_metric = "mrr@10"
     needs_label_map = False
     file_formats = ("tsv", "jsonl")

@@ -26,6 +26,13 @@ class SpanQA(Task):
     """SQuAD JSON or SQuAD-style JSON lines (`--task=span_qa`); SQuAD EM / F1."""
 
     name = "span_qa"
+    output_docs = {
+        "answer": "answer text from the context ('' when the context is empty)",
+        "answer_start": "character offset of the answer in the context, -1 if none",
+        "answer_end": "character offset after the answer (exclusive), -1 if none",
+        "score": "start logit + end logit of the answer",
+        "no_answer_score": "start + end logit of [CLS] (SQuAD 2.0 no-answer score)",
+    }
     file_formats = ("squad_json", "squad_jsonl")
     main_metric = "f1"
     label_keys = ("start_positions", "end_positions")

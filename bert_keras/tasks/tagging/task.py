@@ -32,6 +32,20 @@ class Tagging(Task):
     """CoNLL files (`token tag` per line), entity F1 (`--task=tagging`)."""
 
     name = "tagging"
+    output_docs = {
+        "tokens": "words of the text (the tokenizer's words, or the given words), '' padding",
+        "tags": "predicted tag of each word, '' padding",
+        "tag_ids": "index of each word's tag, -1 padding",
+        "tag_scores": "probability of each word's tag, 0 padding",
+        "token_starts": "character offset of each word in the text, -1 padding",
+        "token_ends": "character offset after each word (exclusive), -1 padding",
+        "entity_types": "type of each entity of the tags (seqeval's chunks: B-PER I-PER -> "
+                        "PER), '' padding",
+        "entity_texts": "text of each entity (from its first word to its last), '' padding",
+        "entity_starts": "character offset of each entity in the text, -1 padding",
+        "entity_ends": "character offset after each entity (exclusive), -1 padding",
+        "entity_scores": "mean tag probability of each entity's words, 0 padding",
+    }
     options_class = TaggingOptions
     file_formats = ("conll",)
     main_metric = "f1"
