@@ -96,27 +96,6 @@ def test_global_batch_not_divisible_by_replicas_is_a_usage_error(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_tiny_flagfile_run_writes_everything_fine_tuning_needs(tmp_path):
-    model_dir = tmp_path / "run"
-    proc = _run(TINY, f"--model_dir={model_dir}")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "Finished at step 6 (started at 0)" in proc.stdout
-    assert "step 6/6 [" in proc.stdout  # the progress line
-    with open(model_dir / "run_config.json") as f:
-        config = json.load(f)
-    assert config["preset"] == "bert_tiny" and config["train_steps"] == 6
-    assert config["model_dir"] == str(model_dir)
-    ckpts = sorted(p.name for p in (model_dir / "checkpoints").glob("ckpt-*.index"))
-    assert ckpts == ["ckpt-3.index", "ckpt-6.index"]
-    assert glob.glob(str(model_dir / "train" / "events.out.tfevents.*"))
-    encoder_dir = model_dir / "encoder"
-    assert {p.name for p in encoder_dir.iterdir()} >= {"bert_keras.json", "model.safetensors",
-                                                       "vocab.txt"}
-    from bert_keras.models.encoder import BertEncoder
-
-    assert BertEncoder.from_pretrained(str(encoder_dir)).hidden_size == 128
-
-
 def test_roberta_from_scratch_with_its_byte_level_bpe_tokenizer_and_adam_beta_2(tmp_path):
     """--tokenizer_dir: the data is tokenized with RoBERTa's BPE (vocab.json + merges.txt),
     the encoder takes its vocab size and ships its files; --adam_beta_2 reaches the optimizer."""
@@ -139,29 +118,50 @@ def test_roberta_from_scratch_with_its_byte_level_bpe_tokenizer_and_adam_beta_2(
     assert (optimizer.beta_2, optimizer.epsilon) == (pytest.approx(0.98), pytest.approx(1e-6))
 
 
-def test_one_seed_gives_the_same_loss_curve_and_another_seed_does_not(tmp_path):
-    """--seed seeds the weights and dropout too, not just the data (CPU, float32)."""
-    def losses(name, seed):
-        model_dir = tmp_path / name
-        proc = _run(TINY, f"--model_dir={model_dir}", f"--seed={seed}", "--log_every=1")
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        history = json.loads((model_dir / "history.json").read_text())
-        return [values["loss"] for _, values in history]
+def _check_writes_everything_fine_tuning_needs(proc, model_dir):
+    assert "Finished at step 6 (started at 0)" in proc.stdout
+    assert "step 6/6 [" in proc.stdout  # the progress line
+    with open(model_dir / "run_config.json") as f:
+        config = json.load(f)
+    assert config["preset"] == "bert_tiny" and config["train_steps"] == 6
+    assert config["model_dir"] == str(model_dir)
+    ckpts = sorted(p.name for p in (model_dir / "checkpoints").glob("ckpt-*.index"))
+    assert ckpts == ["ckpt-3.index", "ckpt-6.index"]
+    assert glob.glob(str(model_dir / "train" / "events.out.tfevents.*"))
+    encoder_dir = model_dir / "encoder"
+    assert {p.name for p in encoder_dir.iterdir()} >= {"bert_keras.json", "model.safetensors",
+                                                       "vocab.txt"}
+    from bert_keras.models.encoder import BertEncoder
 
-    first = losses("a", 3)
-    assert len(first) == 6
-    assert losses("b", 3) == first
-    assert losses("c", 4) != first
+    assert BertEncoder.from_pretrained(str(encoder_dir)).hidden_size == 128
 
 
-def test_resuming_with_another_model_size_names_the_changed_settings(tmp_path):
-    model_dir = tmp_path / "run"
-    assert _run(TINY, f"--model_dir={model_dir}").returncode == 0
+def _check_resuming_with_another_model_size_names_the_changed_settings(model_dir):
     proc = _run(TINY, f"--model_dir={model_dir}", "--preset=bert_mini", "--train_steps=9")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "'preset': ('bert_tiny', 'bert_mini')" in proc.stderr
     assert str(model_dir) in proc.stderr and "another --model_dir" in proc.stderr
     assert json.loads((model_dir / "run_config.json").read_text())["preset"] == "bert_tiny"
+
+
+def test_tiny_flagfile_runs_one_seed_gives_the_same_loss_curve_and_another_seed_does_not(
+        tmp_path):
+    """The tiny flagfile's run writes everything fine-tuning needs; --seed seeds the weights
+    and dropout too, not just the data (CPU, float32); a resume with another model size names
+    the changed settings. Three runs share the work of what were three tests."""
+    def run(name, seed):
+        model_dir = tmp_path / name
+        proc = _run(TINY, f"--model_dir={model_dir}", f"--seed={seed}", "--log_every=1")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        history = json.loads((model_dir / "history.json").read_text())
+        return proc, model_dir, [values["loss"] for _, values in history]
+
+    proc, first_dir, first = run("a", 3)
+    _check_writes_everything_fine_tuning_needs(proc, first_dir)
+    assert len(first) == 6
+    assert run("b", 3)[2] == first
+    assert run("c", 4)[2] != first
+    _check_resuming_with_another_model_size_names_the_changed_settings(first_dir)
 
 
 def test_a_truncated_tfrecord_file_is_named(tmp_path):
