@@ -19,10 +19,6 @@ import time
 from absl import app, flags
 
 import bert_keras as bk
-from bert_keras.data.finetuning.bundled import load_bundled_task
-from bert_keras.data.finetuning.features import tagging_features
-from bert_keras.data.finetuning.label_map import LabelMap
-from bert_keras.data.finetuning.spans import span_features
 from bert_keras.data.pretraining.pipeline import default_vocab_file
 from bert_keras.serving import export
 
@@ -71,12 +67,12 @@ def main(argv):
         first, later = export_seconds(path)
         print(f"export, {name} vocab: first {first:.1f} s, then {later:.1f} s")
     tokenizer = bk.BertTokenizer(default_vocab_file())
-    qa = load_bundled_task("wordnet_qa", "train")[:FLAGS.qa_examples]
-    ms = per_item_ms(lambda ex: span_features(ex, tokenizer, 128, 32, 32), qa)
+    qa = bk.finetuning_data.load_bundled_task("wordnet_qa", "train")[:FLAGS.qa_examples]
+    ms = per_item_ms(lambda ex: bk.task_features.span_features(ex, tokenizer, 128, 32, 32), qa)
     print(f"span_features: {ms:.2f} ms per example ({len(qa)} examples)")
-    ner = load_bundled_task("bible_ner", "train")[:FLAGS.ner_sentences]
-    labels = LabelMap.from_examples(ner)
-    ms = per_item_ms(lambda ex: tagging_features(ex, tokenizer, 128, labels), ner)
+    ner = bk.finetuning_data.load_bundled_task("bible_ner", "train")[:FLAGS.ner_sentences]
+    labels = bk.LabelMap.from_examples(ner)
+    ms = per_item_ms(lambda ex: bk.task_features.tagging_features(ex, tokenizer, 128, labels), ner)
     print(f"tagging_features: {ms:.2f} ms per sentence ({len(ner)} sentences)")
 
 

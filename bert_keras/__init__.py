@@ -13,11 +13,8 @@ from bert_keras import metrics
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.checkpoints.transformers_writer import save_transformers
 from bert_keras.configs import ConfigError
-from bert_keras.data.finetuning import features as task_features
-from bert_keras.data.finetuning import readers as finetuning_data
 from bert_keras.data.finetuning.examples import ClassificationExample, SpanExample, TaggingExample
 from bert_keras.data.finetuning.label_map import LabelMap
-from bert_keras.data.finetuning.span_decoding import decode_answers
 from bert_keras.data.finetuning.tfds import load_tfds_task
 from bert_keras.data.pretraining.pipeline import (
     create_pretraining_tfrecords,
@@ -48,6 +45,7 @@ from bert_keras.serving.export import (
 )
 from bert_keras.serving.export_config import ExportConfig
 from bert_keras.serving.op_audit import OpAuditError, audit_saved_model
+from bert_keras.tasks import finetuning_data, task_features
 from bert_keras.tasks.base import Task
 from bert_keras.tasks.classification import BertClassifier
 from bert_keras.tasks.embedding import (
@@ -68,6 +66,7 @@ from bert_keras.tasks.pretraining import (
 from bert_keras.tasks.registry import TASKS, get_task, load_task
 from bert_keras.tasks.reranking import BertReranker
 from bert_keras.tasks.span_qa import BertSpanQA
+from bert_keras.tasks.span_qa.decoding import decode_answers
 from bert_keras.tasks.tagging import BertTokenClassifier
 from bert_keras.tasks.task_io import save_task
 from bert_keras.tasks.text_preprocessor import TextPreprocessor

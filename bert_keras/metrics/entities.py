@@ -15,14 +15,17 @@ from typing import Sequence
 from bert_keras.metrics.classification import _prf
 
 
-def _split_tag(tag: str) -> tuple[str, str]:
-    """'B-PER' -> ('B', 'PER'); 'O' -> ('O', '_') exactly as seqeval does."""
+def split_tag(tag: str) -> tuple[str, str]:
+    """'B-PER' -> ('B', 'PER'); 'O' -> ('O', '_') exactly as seqeval does.
+
+    `ends_chunk` and `starts_chunk` take the prefixes and types of two neighbouring tags."""
     prefix = tag[:1]
     entity_type = tag[1:].split("-", maxsplit=1)[-1] or "_"
     return prefix, entity_type
 
 
-def _end_of_chunk(prev_tag, tag, prev_type, type_) -> bool:
+def ends_chunk(prev_tag, tag, prev_type, type_) -> bool:
+    """Whether a chunk ends at the tag before `tag` (conlleval's rule)."""
     if prev_tag in ("E", "S"):
         return True
     if prev_tag in ("B", "I") and tag in ("B", "S", "O"):
@@ -30,7 +33,8 @@ def _end_of_chunk(prev_tag, tag, prev_type, type_) -> bool:
     return prev_tag not in ("O", ".") and prev_type != type_
 
 
-def _start_of_chunk(prev_tag, tag, prev_type, type_) -> bool:
+def starts_chunk(prev_tag, tag, prev_type, type_) -> bool:
+    """Whether a chunk starts at `tag`, after `prev_tag` (conlleval's rule)."""
     if tag in ("B", "S"):
         return True
     if prev_tag in ("E", "S", "O") and tag in ("E", "I"):
@@ -59,39 +63,13 @@ def get_entities(tags: Sequence[str] | Sequence[Sequence[str]]) -> list[tuple[st
     for i, tag in enumerate(seq + ["O"]):
         if not isinstance(tag, str) or not tag:
             raise ValueError(f"tags must be non-empty strings, got {tag!r} at position {i}")
-        prefix, type_ = _split_tag(tag)
-        if _end_of_chunk(prev_tag, prefix, prev_type, type_):
+        prefix, type_ = split_tag(tag)
+        if ends_chunk(prev_tag, prefix, prev_type, type_):
             chunks.append((prev_type, begin, i - 1))
-        if _start_of_chunk(prev_tag, prefix, prev_type, type_):
+        if starts_chunk(prev_tag, prefix, prev_type, type_):
             begin = i
         prev_tag, prev_type = prefix, type_
     return chunks
-
-
-def chunk_tables(labels: Sequence[str]):
-    """`get_entities`' rules as tables over tag ids, for code that chunks without Python
-    loops (the served tagger): (starts, ends, types).
-
-    `starts[p, t]`: a chunk starts at tag id t after tag id p, where p = len(labels) stands
-    for the start of the sentence. `ends[t, n]`: a chunk ends at tag id t before tag id n,
-    where n = len(labels) stands for the end of the sentence. `types[t]`: the entity type of
-    tag id t. A chunk ending at word j began at the last word i <= j that started one (the
-    first word of the sentence if none did).
-
-    >>> starts, ends, types = chunk_tables(["O", "B-PER", "I-PER"])
-    >>> starts[3].tolist(), ends[2].tolist(), types
-    ([False, True, True], [True, True, False, True], ['_', 'PER', 'PER'])
-    """
-    import numpy as np
-
-    split = [_split_tag(t) for t in labels]
-    before = split + [("O", "")]  # index len(labels): the start of the sentence
-    after = split + [_split_tag("O")]  # index len(labels): the end of the sentence
-    starts = np.array([[_start_of_chunk(p, t, pt, tt) for t, tt in split]
-                       for p, pt in before], bool)
-    ends = np.array([[_end_of_chunk(t, n, tt, nt) for n, nt in after]
-                     for t, tt in split], bool)
-    return starts, ends, [t for _, t in split]
 
 
 def entity_scores(y_true: Sequence[Sequence[str]], y_pred: Sequence[Sequence[str]]) -> dict:
@@ -142,6 +120,9 @@ def entity_f1(y_true: Sequence[Sequence[str]], y_pred: Sequence[Sequence[str]]) 
 
 
 __all__ = [
+    "split_tag",
+    "ends_chunk",
+    "starts_chunk",
     "get_entities",
     "entity_scores",
     "entity_f1",

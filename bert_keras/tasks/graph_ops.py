@@ -37,7 +37,7 @@ def rows(values, row_ids, nrows):
 
 def word_rows(pieces, first_pieces, word_splits, room, max_rows):
     """Which words start a row when the words of each text are cut into rows of at most
-    `room` pieces the way `data.finetuning.features.tagging_features` continues a long
+    `room` pieces the way `tasks.tagging.featurizer.tagging_features` continues a long
     sentence: a row starts at a word (with its `first_pieces`, the pieces it has at the start
     of a text) and holds the following words (with their `pieces`) while their first piece
     fits; the next row starts at the first word whose first piece did not fit, so a word cut

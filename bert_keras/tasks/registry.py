@@ -11,7 +11,7 @@ its class to TASK_TYPES below (see docs/architecture.md).
 ('start_positions', 'end_positions')
 """
 
-from bert_keras.data.finetuning import tfds
+from bert_keras.data.finetuning import task_types, tfds
 from bert_keras.errors import InputError
 from bert_keras.tasks import sources
 from bert_keras.tasks.classification import Classification, MultiLabel, Regression
@@ -62,7 +62,7 @@ def tfds_task_of(dataset, label_field=None):
                    "--text_a_field, --text_b_field and --label_field.")
 
 
-tfds.use_task_types(get_task, tfds_task_of)  # data/ reads TFDS rows through these
+task_types.use_task_types(get_task, tfds_task_of)  # data/ reads through these
 
 
 def describe(directory):

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from bert_keras.data.finetuning import readers as fd
+from bert_keras import finetuning_data as fd
 from bert_keras.data.finetuning import sanity
 from bert_keras.data.finetuning.examples import ClassificationExample, TaggingExample
 from bert_keras.errors import InputError

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from bert_keras.data.finetuning import readers as fd
+from bert_keras import finetuning_data as fd
 from bert_keras.data.finetuning.label_map import LabelMap
 
 

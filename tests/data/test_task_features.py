@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 import bert_keras as bk
-from bert_keras.data.finetuning import batching, spans
-from bert_keras.data.finetuning import features as tfe
-from bert_keras.data.finetuning import readers as fd
+from bert_keras import finetuning_data as fd
+from bert_keras import task_features as tfe
+from bert_keras.data.finetuning import batching
 from bert_keras.data.finetuning.label_map import LabelMap
+from bert_keras.tasks.span_qa import featurizer as spans
 from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.tokenizer import BertTokenizer
 

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from bert_keras.data.finetuning import readers as fd
+from bert_keras import finetuning_data as fd
 from bert_keras.data.finetuning import tfds as tt
 
 

@@ -204,7 +204,7 @@ def test_teacher_checks(dirs):
 def test_a_run_of_a_version_without_the_distillation_options_is_not_refused(dirs, capsys):
     """flags.json of a run written before --teacher_dir existed lacks the new options: they
     count as their defaults, so the rerun finds the complete run instead of refusing it."""
-    from bert_keras.data.finetuning import readers
+    from bert_keras import finetuning_data as readers
 
     train = readers.load_bundled_task("wordnet_topics", "train")[:32]
     options = dict(task="classification", init_checkpoint=str(dirs / "student"),
@@ -254,7 +254,7 @@ if sys.argv[1] == "mirrored":  # two replicas on the CPU
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import bert_keras as bk
-from bert_keras.data.finetuning import readers
+from bert_keras import finetuning_data as readers
 train = readers.load_bundled_task("wordnet_topics", "train")[:128]
 record = bk.run_finetuning(
     task="classification", init_checkpoint=sys.argv[2], teacher_dir=sys.argv[3],
@@ -269,7 +269,7 @@ print(json.dumps(record["epochs"]))
 def test_two_replicas_train_as_one_device(dirs, tmp_path):
     """Under MirroredStrategy (2 CPU replicas, each half of every batch) the loss terms and the
     training are those of one device: each term is per replica, divided by the replicas once."""
-    from bert_keras.data.finetuning import readers
+    from bert_keras import finetuning_data as readers
 
     labels = LabelMap.from_examples(readers.load_bundled_task("wordnet_topics", "train")).labels
     tokenizer = bk.BertTokenizer(str(VOCAB))

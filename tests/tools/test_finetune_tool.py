@@ -57,9 +57,9 @@ def check_outputs(out, task, num_eval, labels):
 def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
     import tensorflow as tf
 
+    from bert_keras import finetuning_data as fd
+    from bert_keras import task_features as tfe
     from bert_keras.data.finetuning import batching
-    from bert_keras.data.finetuning import features as tfe
-    from bert_keras.data.finetuning import readers as fd
     from bert_keras.data.finetuning.label_map import LabelMap
     from bert_keras.serving.export import export_task
     from bert_keras.tasks import registry
@@ -101,8 +101,8 @@ def test_pair_classification_end_to_end(tiny_checkpoint, tmp_path):
 
 def test_run_finetuning_from_python(tiny_checkpoint, tmp_path):
     import bert_keras as bk
+    from bert_keras import finetuning_data as fd
     from bert_keras.data.finetuning import batching
-    from bert_keras.data.finetuning import readers as fd
     from bert_keras.data.finetuning.label_map import LabelMap
     from bert_keras.tasks import registry
 

@@ -109,6 +109,16 @@ def test_export_says_that_a_missing_task_dir_does_not_exist(tmp_path):
     assert not (tmp_path / "saved").exists()
 
 
+def test_export_reads_max_answer_tokens_in_a_flagfile_as_max_answer_length(tmp_path):
+    """The option is named as in training (--max_answer_length); a flagfile of an earlier
+    version, with --max_answer_tokens, sets it still."""
+    flagfile = tmp_path / "export.flags"
+    flagfile.write_text(f"--task_dir={tmp_path}\n--max_answer_tokens=0\n")
+    proc = run_tool("export", f"--flagfile={flagfile}")
+    assert proc.returncode == 1
+    assert "--max_answer_length must be positive, got 0." in proc.stderr
+
+
 # -- predict.py --------------------------------------------------------------------------------
 
 def test_predict_on_a_task_directory_says_to_export_it(tiny_pairs_model):
@@ -262,7 +272,7 @@ def test_removed_if_failed_removes_only_what_holds_nothing_of_value(tmp_path):
 
 def test_a_squad_answer_not_in_its_context_is_one_line():
     import bert_keras as bk
-    from bert_keras.data.finetuning.spans import span_features
+    from bert_keras.tasks.span_qa.featurizer import span_features
 
     example = bk.SpanExample("q1", "Who wept?", "Jesus wept.", answers=[("zzz", 0)],
                              source="train.json:3")

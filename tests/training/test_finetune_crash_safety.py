@@ -234,7 +234,7 @@ def test_a_new_run_removes_the_outputs_of_an_earlier_run(tiny_checkpoint, tmp_pa
 def test_a_rerun_on_other_data_is_refused_and_a_complete_run_is_not_retrained(
         tiny_checkpoint, tmp_path, capsys):
     import bert_keras as bk
-    from bert_keras.data.finetuning import readers
+    from bert_keras import finetuning_data as readers
     from bert_keras.training.finetuning_state import ResumeError
 
     train = readers.load_bundled_task("wordnet_topics", "train")[:48]

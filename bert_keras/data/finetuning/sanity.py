@@ -55,7 +55,7 @@ import re
 from absl import logging
 
 from bert_keras.data.finetuning.examples import ClassificationExample, SpanExample
-from bert_keras.data.finetuning.task_files import TaskFileError, _row_repr
+from bert_keras.data.finetuning.task_files import TaskFileError, row_repr
 
 HEADER_MIN_OTHER_ROWS = 10
 MAX_SINGLETON_LABELS = 20
@@ -143,7 +143,7 @@ def check_header_row(fields: list[str], labels: list[tuple[str, str]], label_typ
             f"{where}: label {first!r} looks like a column name (no other row has it): a "
             f"header row read as data? Pass --header (header=True) to skip each file's first "
             f"row, with --label_column and --text_a_column naming the columns (the first row "
-            f"is {_row_repr(fields)}), or remove the row")
+            f"is {row_repr(fields)}), or remove the row")
 
 
 # -- 2. a label column of distinct values -------------------------------------------------------

@@ -1,6 +1,7 @@
 """Reading fine-tuning task files: globs, gzip / UTF-8 text, lines, delimited rows, JSON lines.
 
-The format readers build on these; every error names the file and line it comes from.
+The format readers of the task types (`tasks/<name>/reader.py`) build on these; every error
+names the file and line it comes from.
 Paths go through `tf.io.gfile`, so gs:// works too.
 """
 
@@ -28,7 +29,8 @@ class TaskFileError(InputError):
     value, and the tools print it in one line."""
 
 
-def _row_repr(row) -> str:
+def row_repr(row) -> str:
+    """`repr(row)`, cut to _ROW_REPR_CHARS: a row quoted in an error message."""
     text = repr(row)
     return text if len(text) <= _ROW_REPR_CHARS else text[:_ROW_REPR_CHARS] + "..."
 
@@ -60,7 +62,7 @@ def read_text(path: str) -> str:
     return text
 
 
-def _lines(path: str) -> Iterator[tuple[int, str]]:
+def file_lines(path: str) -> Iterator[tuple[int, str]]:
     """(1-based line number, line without its newline) for every line of a file."""
     text = read_text(path)
     # split("\n"), not splitlines(): text may hold U+2028, U+0085, form feeds.
@@ -71,8 +73,8 @@ def _lines(path: str) -> Iterator[tuple[int, str]]:
         yield i, line.removesuffix("\r")
 
 
-def _rows(path: str, delimiter: str,
-          blank_lines: list | None = None) -> Iterator[tuple[int, list[str]]]:
+def delimited_rows(path: str, delimiter: str,
+                   blank_lines: list | None = None) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of a delimited file; empty lines skipped (their numbers appended
     to `blank_lines` when given).
 
@@ -80,7 +82,7 @@ def _rows(path: str, delimiter: str,
     csv module with standard double-quote quoting (fields may span lines).
     """
     if delimiter == "\t":
-        for line_no, line in _lines(path):
+        for line_no, line in file_lines(path):
             if line.strip():
                 yield line_no, line.split("\t")
             elif blank_lines is not None:
@@ -99,8 +101,8 @@ def _rows(path: str, delimiter: str,
         raise TaskFileError(f"{path}:{start}: malformed CSV ({e})") from e
 
 
-def _header_names(rows: Iterator[tuple[int, list[str]]], path: str,
-                  header: bool) -> list[str] | None:
+def header_names(rows: Iterator[tuple[int, list[str]]], path: str,
+                 header: bool) -> list[str] | None:
     """The column names of a file read with a header row (taken from `rows`), None without
     one; TaskFileError for a file that has not even the header."""
     if not header:
@@ -111,10 +113,10 @@ def _header_names(rows: Iterator[tuple[int, list[str]]], path: str,
     return [name.strip() for name in first[1]]
 
 
-def _json_lines(path: str, blank_lines: list | None = None) -> Iterator[tuple[int, dict]]:
+def json_lines(path: str, blank_lines: list | None = None) -> Iterator[tuple[int, dict]]:
     """(line number, object) of a JSON lines file; empty lines skipped (their numbers appended
     to `blank_lines` when given)."""
-    for line_no, line in _lines(path):
+    for line_no, line in file_lines(path):
         if not line.strip():
             if blank_lines is not None:
                 blank_lines.append(line_no)
@@ -123,19 +125,46 @@ def _json_lines(path: str, blank_lines: list | None = None) -> Iterator[tuple[in
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise TaskFileError(
-                f"{path}:{line_no}: invalid JSON ({e.msg}): {_row_repr(line)}") from None
+                f"{path}:{line_no}: invalid JSON ({e.msg}): {row_repr(line)}") from None
         if not isinstance(obj, dict):
-            raise TaskFileError(f"{path}:{line_no}: expected a JSON object, got {_row_repr(obj)}")
+            raise TaskFileError(f"{path}:{line_no}: expected a JSON object, got {row_repr(obj)}")
         yield line_no, obj
 
 
-def _field(obj: dict, name: str, where: str):
+def required_field(obj: dict, name: str, where: str):
+    """`obj[name]`; TaskFileError naming `where` and the row when the field is missing."""
     if name not in obj:
-        raise TaskFileError(f"{where}: missing field {name!r} in {_row_repr(obj)}")
+        raise TaskFileError(f"{where}: missing field {name!r} in {row_repr(obj)}")
     return obj[name]
+
+
+def resolve_column(column, header: list[str] | None, num_columns: int, what: str, path: str):
+    """The index of a TSV/CSV column given by index (negative counts from the end) or header
+    name (None: None); TaskFileError naming the flag `what` when it is not in the file."""
+    if column is None:
+        return None
+    if isinstance(column, str):
+        if header is None:
+            raise TaskFileError(
+                f"{what}={column!r} is a column name, but {path} is read without a header")
+        if column not in header:
+            raise TaskFileError(f"{what}={column!r} is not in the header of {path}: {header}")
+        return header.index(column)
+    index = int(column)
+    if not -num_columns <= index < num_columns:
+        raise TaskFileError(
+            f"{what}={column} is out of range for {path}, which has {num_columns} columns")
+    return index % num_columns
 
 
 __all__ = [
     "TaskFileError",
     "read_text",
+    "row_repr",
+    "file_lines",
+    "delimited_rows",
+    "header_names",
+    "json_lines",
+    "required_field",
+    "resolve_column",
 ]

@@ -32,7 +32,9 @@ Example (mock data, no network):
 from __future__ import annotations
 
 from bert_keras.data import tfds_datasets
+from bert_keras.data.finetuning import task_types
 from bert_keras.data.finetuning.label_map import LabelMap
+from bert_keras.data.finetuning.task_types import use_task_types  # its name here before
 from bert_keras.errors import InputError
 
 # (text_a key, text_b key) of every GLUE config in TFDS.
@@ -164,18 +166,6 @@ class TfdsDataset:
             yield f"{self.name}[{split}]:{i}", row
 
 
-# How a task name becomes the Task object that reads a dataset ("get"), and which Task a
-# dataset's features make ("infer"): set by bert_keras.tasks.registry as it loads, since data/
-# sits above tasks/ and cannot import it.
-_task_types = {}
-
-
-def use_task_types(get_task, infer_task):
-    """Called by the task registry: `get_task(name)` -> Task, `infer_task(dataset,
-    label_field)` -> the Task its features make (refused in one line if none)."""
-    _task_types.update(get=get_task, infer=infer_task)
-
-
 class TfdsTask:
     """A TFDS dataset prepared in a data dir, read as a fine-tuning task (see the module).
 
@@ -193,9 +183,9 @@ class TfdsTask:
         named = tfds_task_type(name)
         task = task or named
         if task is None:
-            task = _task_types["infer"](self.dataset, label_field)
+            task = task_types.infer_task(self.dataset, label_field)
         elif isinstance(task, str):
-            task = _task_types["get"](task)
+            task = task_types.get_task(task)
         if named and task.name != named:
             raise InputError(f"--tfds_name={name} is a {named} task, not --task={task.name}.")
         self.task, self.task_type = task, task.name
@@ -229,7 +219,7 @@ def tfds_label_map(name: str, data_dir: str | None = None, **options) -> LabelMa
     TFDS ids); None for regression (glue/stsb), SQuAD and string labels. `options`: those
     of TfdsTask (task, download, text_a_field, text_b_field, label_field)."""
     named = tfds_task_type(name)
-    if named and not _task_types["get"](named).needs_label_map:  # known without opening it
+    if named and not task_types.get_task(named).needs_label_map:  # known without opening it
         return None
     return TfdsTask(name, data_dir, **options).label_map()
 

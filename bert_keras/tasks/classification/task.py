@@ -16,11 +16,11 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras import metrics
-from bert_keras.data.finetuning import batching, features, readers
+from bert_keras.data.finetuning import batching
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import Task, class_labels
-from bert_keras.tasks.classification import problem_types, tfds_reader
+from bert_keras.tasks.classification import featurizer, problem_types, reader, tfds_reader
 from bert_keras.tasks.classification.model import BertClassifier
 from bert_keras.tasks.classification.options import ClassificationOptions, MultiLabelOptions
 
@@ -50,8 +50,8 @@ class SequenceClassificationTask(Task):
         return ["text_a", "text_b"] if examples and examples[0].text_b is not None else ["text"]
 
     def featurize(self, examples, tokenizer, label_map, *, max_seq_length, **unused):
-        return features.classification_features(examples, tokenizer, max_seq_length, label_map,
-                                                self.problem_type.label_type)
+        return featurizer.classification_features(examples, tokenizer, max_seq_length,
+                                                  label_map, self.problem_type.label_type)
 
     def num_outputs(self, label_map):
         return len(label_map)
@@ -247,15 +247,15 @@ def read_classification_files(paths, file_format, label_type, labeled=True, head
                               text_a_column=1, text_b_column=None, label_column=0,
                               text_a_field="text", text_b_field=None, label_field="label",
                               label_delimiter=","):
-    """ClassificationExamples from TSV/CSV/JSONL files (columns / fields as in `readers`)."""
+    """ClassificationExamples from TSV/CSV/JSONL files (columns / fields as in `reader`)."""
     if file_format in ("tsv", "csv"):
-        reader = readers.read_tsv if file_format == "tsv" else readers.read_csv
-        return reader(paths, header=header, text_a_column=text_a_column,
-                      text_b_column=text_b_column, label_column=label_column if labeled else None,
-                      label_type=label_type, label_delimiter=label_delimiter)
-    return readers.read_jsonl(paths, text_a_field=text_a_field, text_b_field=text_b_field,
-                              label_field=label_field if labeled else None,
-                              label_type=label_type, label_delimiter=label_delimiter)
+        read = reader.read_tsv if file_format == "tsv" else reader.read_csv
+        return read(paths, header=header, text_a_column=text_a_column,
+                    text_b_column=text_b_column, label_column=label_column if labeled else None,
+                    label_type=label_type, label_delimiter=label_delimiter)
+    return reader.read_jsonl(paths, text_a_field=text_a_field, text_b_field=text_b_field,
+                             label_field=label_field if labeled else None,
+                             label_type=label_type, label_delimiter=label_delimiter)
 
 
 def _softmax(x):

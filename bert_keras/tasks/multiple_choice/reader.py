@@ -21,13 +21,13 @@ import dataclasses
 from typing import Sequence
 
 from bert_keras.data.finetuning import sanity
-from bert_keras.data.finetuning.classification_readers import _resolve_column
 from bert_keras.data.finetuning.task_files import (
     TaskFileError,
-    _field,
-    _header_names,
-    _json_lines,
-    _rows,
+    delimited_rows,
+    header_names,
+    json_lines,
+    required_field,
+    resolve_column,
 )
 from bert_keras.files import expand_patterns
 
@@ -80,7 +80,7 @@ def _ending_columns(ending_columns, names, num_columns, context, label, path):
         return columns
     if isinstance(ending_columns, str):
         ending_columns = [c.strip() for c in ending_columns.split(",") if c.strip()]
-    columns = [_resolve_column(c if not str(c).lstrip("-").isdigit() else int(c), names,
+    columns = [resolve_column(c if not str(c).lstrip("-").isdigit() else int(c), names,
                                num_columns, "ending_columns", path) for c in ending_columns]
     if len(columns) < 2:
         raise TaskFileError(f"ending_columns={ending_columns!r} names {len(columns)} column(s) "
@@ -98,15 +98,15 @@ def read_choices_delimited(pattern: str | Sequence[str], *, delimiter: str = ","
     examples = []
     for path in expand_patterns(pattern):
         blank_lines = []
-        rows = _rows(path, delimiter, blank_lines)
-        names = _header_names(rows, path, header)
+        rows = delimited_rows(path, delimiter, blank_lines)
+        names = header_names(rows, path, header)
         columns, n_before = None, len(examples)
         for line_no, row in rows:
             where = f"{path}:{line_no}"
             if columns is None:
                 width = len(names) if names is not None else len(row)
-                context = _resolve_column(text_a_column, names, width, "text_a_column", path)
-                label = _resolve_column(label_column, names, width, "label_column", path)
+                context = resolve_column(text_a_column, names, width, "text_a_column", path)
+                label = resolve_column(label_column, names, width, "label_column", path)
                 endings = _ending_columns(ending_columns, names, width, context, label, path)
                 columns = width, context, endings, label
             width, context, endings, label = columns
@@ -132,18 +132,18 @@ def read_choices_jsonl(pattern: str | Sequence[str], *, text_a_field: str = "con
     examples = []
     for path in expand_patterns(pattern):
         n_before, blank_lines = len(examples), []
-        for line_no, obj in _json_lines(path, blank_lines):
+        for line_no, obj in json_lines(path, blank_lines):
             where = f"{path}:{line_no}"
-            choices = _field(obj, choices_field, where)
+            choices = required_field(obj, choices_field, where)
             if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
                 raise TaskFileError(f"{where}: field {choices_field!r} is {choices!r}, not a "
                                     "list of strings")
             _check_choices(choices, where)
             label = None
             if label_field is not None:
-                label = parse_label(_field(obj, label_field, where), len(choices), where,
+                label = parse_label(required_field(obj, label_field, where), len(choices), where,
                                     f"field {label_field!r}")
-            context = _field(obj, text_a_field, where)
+            context = required_field(obj, text_a_field, where)
             if not isinstance(context, str):
                 raise TaskFileError(f"{where}: field {text_a_field!r} is {context!r}, not a "
                                     "string")

@@ -22,7 +22,12 @@ import dataclasses
 from typing import Sequence
 
 from bert_keras.data.finetuning import sanity
-from bert_keras.data.finetuning.task_files import TaskFileError, _field, _json_lines, _rows
+from bert_keras.data.finetuning.task_files import (
+    TaskFileError,
+    delimited_rows,
+    json_lines,
+    required_field,
+)
 from bert_keras.files import expand_patterns
 
 
@@ -68,10 +73,10 @@ def read_reranking_jsonl(pattern: str | Sequence[str], **unused) -> list[Reranki
     examples = []
     for path in expand_patterns(pattern):
         n_before, blank_lines = len(examples), []
-        for line_no, obj in _json_lines(path, blank_lines):
+        for line_no, obj in json_lines(path, blank_lines):
             where = f"{path}:{line_no}"
-            examples.append(checked_example(_field(obj, "query", where),
-                                            _field(obj, "positives", where),
+            examples.append(checked_example(required_field(obj, "query", where),
+                                            required_field(obj, "positives", where),
                                             obj.get("negatives") or [], where))
         if len(examples) == n_before:
             raise TaskFileError(f"{path} has no data rows")
@@ -85,7 +90,7 @@ def read_reranking_tsv(pattern: str | Sequence[str], **unused) -> list[Reranking
     examples = []
     for path in expand_patterns(pattern):
         blank_lines, by_query = [], {}
-        for line_no, row in _rows(path, "\t", blank_lines):
+        for line_no, row in delimited_rows(path, "\t", blank_lines):
             where = f"{path}:{line_no}"
             if len(row) < 2:
                 raise TaskFileError(f"{where}: {len(row)} field(s); a line is "

@@ -2,10 +2,10 @@
 answers of its `answer` (transformers' question-answering pipeline, as a Keras method).
 
 A context longer than the model's seq_length is cut into windows that start every
-`DOC_STRIDE` tokens after the question (`spans.span_features`: the rows
+`DOC_STRIDE` tokens after the question (`featurizer.span_features`: the rows
 `tools/finetune.py --task=span_qa` trains on); a window that does not hold the whole answer
 is trained to point at [CLS] ("no answer"), as Google's run_squad.py does, and `answer`
-takes the best span over an example's windows (`span_decoding`).
+takes the best span over an example's windows (`decoding`).
 
 Answers are SQuAD's: one dict per question with "text" and "answer_start" (the character
 offset in the context), each a value or a list of them, as Hugging Face datasets' squad
@@ -23,9 +23,10 @@ import numbers
 
 import numpy as np
 
-from bert_keras.data.finetuning import batching, spans
+from bert_keras.data.finetuning import batching
 from bert_keras.data.finetuning.examples import SpanExample
-from bert_keras.data.finetuning.span_decoding import decode_feature_answers
+from bert_keras.tasks.span_qa.decoding import decode_feature_answers
+from bert_keras.tasks.span_qa.featurizer import span_features
 from bert_keras.tasks.text_inputs import DEFAULT_BATCH_SIZE, text_column
 
 # How a context is cut and answered here (`BertSpanQA.answer()`), and by an export of a model
@@ -91,12 +92,12 @@ def span_examples(questions, contexts, answers, owner):
 
 
 def span_rows(preprocessor, x, answers, owner):
-    """(`spans.span_features` rows, contexts) of text pair `x` = (questions, contexts) for a
+    """(`featurizer.span_features` rows, contexts) of text pair `x` = (questions, contexts) for a
     model's preprocessor (its tokenizer and seq_length)."""
     examples = span_examples(*x, answers, owner)
     seq_length = preprocessor.seq_length
-    rows = spans.span_features(examples, preprocessor.tokenizer, seq_length, DOC_STRIDE,
-                               min(MAX_QUERY_LENGTH, seq_length // 2))
+    rows = span_features(examples, preprocessor.tokenizer, seq_length, DOC_STRIDE,
+                         min(MAX_QUERY_LENGTH, seq_length // 2))
     return rows, [ex.context for ex in examples]
 
 

@@ -26,7 +26,7 @@ class BertSpanQA(BertTaskModel):
     -1e9. y = {"start_positions": (B,), "end_positions": (B,)} int token indices; 0 ([CLS])
     means "no answer" (SQuAD 2.0). (y keyed "start_logits"/"end_logits" works too.)
     Default compile: AdamW at 5e-5, loss = (CE(start) + CE(end)) / 2, accuracy of each.
-    Decode predictions with `bert_keras.data.finetuning.span_decoding`.
+    Decode predictions with `bert_keras.tasks.span_qa.decoding`.
 
     Example:
     >>> import numpy as np
@@ -118,7 +118,7 @@ class BertSpanQA(BertTaskModel):
         """The best answer to each question of `x` = (questions, contexts): a list of dicts
         with `text`, `start_char`, `end_char` (in the context; -1 for no answer), `score`,
         `null_score` and the `n_best` answers with their probabilities, over every window of
-        a long context (`span_decoding.decode_answers`: SQuAD's rules; `allow_no_answer`
+        a long context (`decoding.decode_answers`: SQuAD's rules; `allow_no_answer`
         for SQuAD 2.0)."""
         rows, contexts = self._span_rows(x)
         return answer_inputs.best_answers(

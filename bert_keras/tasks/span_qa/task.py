@@ -8,15 +8,15 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras import metrics
-from bert_keras.data.finetuning import batching, readers, spans
-from bert_keras.data.finetuning.span_decoding import decode_feature_answers
+from bert_keras.data.finetuning import batching
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import WARMUP_WINDOWS, Task, max_windows
 from bert_keras.tasks.graph_ops import byte_to_char
-from bert_keras.tasks.span_qa import tfds_reader
+from bert_keras.tasks.span_qa import featurizer, reader, tfds_reader
 from bert_keras.tasks.span_qa import windows as span_windows
 from bert_keras.tasks.span_qa.answer_inputs import DOC_STRIDE, MAX_ANSWER_LENGTH, MAX_QUERY_LENGTH
+from bert_keras.tasks.span_qa.decoding import decode_feature_answers
 from bert_keras.tasks.span_qa.model import BertSpanQA
 from bert_keras.tasks.span_qa.options import SpanQAOptions
 from bert_keras.text.packing import segment_starts
@@ -45,8 +45,8 @@ class SpanQA(Task):
 
     def read_files(self, paths, file_format, labeled=True, options=None, **reader_options):
         if file_format == "squad_json":
-            return readers.read_squad_json(paths)
-        return readers.read_squad_jsonl(paths)
+            return reader.read_squad_json(paths)
+        return reader.read_squad_jsonl(paths)
 
     def tfds_reader(self, dataset, **fields):
         return tfds_reader.SquadReader(dataset, **fields)
@@ -73,8 +73,8 @@ class SpanQA(Task):
 
     def featurize(self, examples, tokenizer, label_map, *, max_seq_length, options=None):
         options = options or SpanQAOptions()
-        return spans.span_features(examples, tokenizer, max_seq_length, options.doc_stride,
-                                   options.max_query_length)
+        return featurizer.span_features(examples, tokenizer, max_seq_length, options.doc_stride,
+                                        options.max_query_length)
 
     def builds(self, model):
         return isinstance(model, BertSpanQA)

@@ -1,9 +1,9 @@
-"""Context windows of span QA in the graph: the rows `spans.span_features` makes, in TF ops.
+"""Context windows of span QA in the graph: the rows `featurizer.span_features` makes, in TF ops.
 
 A context longer than the room a row leaves after the question is cut into windows that
-start every `doc_stride` tokens (Google BERT's run_squad.py scheme, as `spans._windows`
+start every `doc_stride` tokens (Google BERT's run_squad.py scheme, as `featurizer._windows`
 cuts them), and each window token's "max context" flag says whether its window gives it the
-most context among the windows holding it (`spans._max_context`), so an answer is decoded
+most context among the windows holding it (`featurizer._max_context`), so an answer is decoded
 from the window that sees the most around its start. Core TF ops only (TF Serving runs them).
 
 Shape legend: B batch, N windows (rows) of the batch, D context tokens of a text,

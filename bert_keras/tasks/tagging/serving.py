@@ -1,5 +1,5 @@
 """The served tagger's graph: texts (or pre-split words) cut into rows as
-`features.tagging_features` cuts a long sentence, a tag per word, and the entities of the tags
+`featurizer.tagging_features` cuts a long sentence, a tag per word, and the entities of the tags
 (seqeval's chunks), in core TF ops.
 
 Shape legend: B batch, T tokens, C tags, W words of a text, N words of the batch, R rows of
@@ -10,10 +10,10 @@ import collections
 
 import tensorflow as tf
 
-from bert_keras.metrics.entities import chunk_tables
 from bert_keras.tasks.base import max_windows
 from bert_keras.tasks.graph_ops import byte_to_char, rows, word_rows
 from bert_keras.tasks.tagging import decoding
+from bert_keras.tasks.tagging.chunks import chunk_tables
 from bert_keras.text.packing import segment_starts
 from bert_keras.text.words import group_words
 

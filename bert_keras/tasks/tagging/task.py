@@ -1,7 +1,7 @@
 """Token tagging (NER, POS): a tag per word, predicted at the word's first piece.
 
 Served, a text of any length is tagged whole: it is cut into rows of seq_length tokens as
-`features.tagging_features` continues a long sentence, in graph ops (`serving`).
+`featurizer.tagging_features` continues a long sentence, in graph ops (`serving`).
 
 Shape legend: B batch, T tokens, C tags, W words of a text, N words of the batch, R rows of
 the batch, P pieces of a word.
@@ -14,13 +14,13 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras import metrics
-from bert_keras.data.finetuning import batching, features, readers
+from bert_keras.data.finetuning import batching
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import WARMUP_WINDOWS, Task, class_labels, listed, max_windows
 from bert_keras.tasks.input_lines import InputLine
+from bert_keras.tasks.tagging import featurizer, reader, tfds_reader
 from bert_keras.tasks.tagging import serving as tagging_serving
-from bert_keras.tasks.tagging import tfds_reader
 from bert_keras.tasks.tagging.crf import check_tag_sequences
 from bert_keras.tasks.tagging.model import BertTokenClassifier
 from bert_keras.tasks.tagging.options import TaggingOptions
@@ -60,7 +60,7 @@ class Tagging(Task):
                        "separated by spaces, each tagged as given")
 
     def read_files(self, paths, file_format, labeled=True, options=None, **reader_options):
-        return readers.read_conll(paths, tag_column=-1 if labeled else None)
+        return reader.read_conll(paths, tag_column=-1 if labeled else None)
 
     def tfds_reader(self, dataset, **fields):
         return tfds_reader.WordTagReader(dataset, **fields)
@@ -85,7 +85,7 @@ class Tagging(Task):
         return config
 
     def featurize(self, examples, tokenizer, label_map, *, max_seq_length, **unused):
-        return features.tagging_features(examples, tokenizer, max_seq_length, label_map)
+        return featurizer.tagging_features(examples, tokenizer, max_seq_length, label_map)
 
     def builds(self, model):
         return isinstance(model, BertTokenClassifier)
@@ -113,7 +113,7 @@ class Tagging(Task):
     def predict(self, model, examples, features_, label_map, options):
         logits = batching.predict(model, features_, options.eval_batch_size, token_outputs=True)
         default = label_map.labels.index("O") if "O" in label_map else 0
-        per_word = features.word_predictions(  # NaN: a word without a token
+        per_word = featurizer.word_predictions(  # NaN: a word without a token
             [np.asarray(row, np.float32) for row in logits], features_["word_index"],
             features_["num_words"], default=np.nan, example_index=features_["example_index"])
         ids = model.word_tags(per_word).to_list()  # the Viterbi path of a CRF tagger

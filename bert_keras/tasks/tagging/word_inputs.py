@@ -2,7 +2,7 @@
 (CoNLL-style data; transformers' `is_split_into_words`).
 
 Each sentence is tokenized as its words joined by spaces, the text a served request holds,
-and each word's tag goes on its first piece (`task_features.tagging_features`: the rows
+and each word's tag goes on its first piece (`featurizer.tagging_features`: the rows
 `tools/finetune.py --task=tagging` trains on); predictions come back one row per word.
 
 Words are a list of sentences, each a list of strings (or a 1-D object array of such lists,
@@ -22,9 +22,10 @@ import numbers
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.data.finetuning import batching, features
+from bert_keras.data.finetuning import batching
 from bert_keras.data.finetuning.examples import TaggingExample
 from bert_keras.data.finetuning.label_map import LabelMap
+from bert_keras.tasks.tagging import featurizer
 from bert_keras.tasks.text_inputs import DEFAULT_BATCH_SIZE
 
 
@@ -95,11 +96,11 @@ def tagged_examples(words, tags, names, owner):
 
 
 def word_features(preprocessor, words, tags, names, owner):
-    """The rows of `features.tagging_features` for words (and tags) of a model's
+    """The rows of `featurizer.tagging_features` for words (and tags) of a model's
     preprocessor (its tokenizer and seq_length)."""
     examples = tagged_examples(sentences(words), tags, names, owner)
     label_map = LabelMap(names) if tags is not None else None
-    return features.tagging_features(examples, preprocessor.tokenizer, preprocessor.seq_length,
+    return featurizer.tagging_features(examples, preprocessor.tokenizer, preprocessor.seq_length,
                                      label_map)
 
 
@@ -132,7 +133,7 @@ def word_logits(model, rows, batch_size=None):
     piece (a long sentence's words from all its rows); NaN for a word without pieces (only
     control characters, say)."""
     logits = batching.predict(model, rows, batch_size or DEFAULT_BATCH_SIZE, token_outputs=True)
-    per_word = features.word_predictions([np.asarray(row, np.float32) for row in logits],
+    per_word = featurizer.word_predictions([np.asarray(row, np.float32) for row in logits],
                                          rows["word_index"], rows["num_words"], default=np.nan,
                                          example_index=rows["example_index"])
     return tf.RaggedTensor.from_row_lengths(

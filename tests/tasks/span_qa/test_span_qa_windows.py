@@ -10,10 +10,10 @@ import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
 import bert_keras as bk
-from bert_keras.data.finetuning import spans
 from bert_keras.errors import InputError
 from bert_keras.serving.export import export_saved_model, read_metadata
 from bert_keras.serving.warmup import WARMUP_FILE
+from bert_keras.tasks.span_qa import featurizer as spans
 from bert_keras.tasks.span_qa import windows as span_windows
 
 from export_harness import _enc, _outputs, run_client

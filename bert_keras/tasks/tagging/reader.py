@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from bert_keras.data.finetuning.examples import TaggingExample
-from bert_keras.data.finetuning.task_files import TaskFileError, _lines, _row_repr
+from bert_keras.data.finetuning.task_files import TaskFileError, file_lines, row_repr
 from bert_keras.files import expand_patterns
 
 
@@ -37,7 +37,7 @@ def read_conll(
             words.clear()
             tags.clear()
 
-        for line_no, line in _lines(path):
+        for line_no, line in file_lines(path):
             fields = line.split(delimiter)
             if not line.strip():
                 flush()
@@ -51,12 +51,12 @@ def read_conll(
                     if c is not None and not -num_columns <= c < num_columns:
                         raise TaskFileError(
                             f"{path}:{line_no}: column {c} is out of range for a row with "
-                            f"{num_columns} columns: {_row_repr(line)}"
+                            f"{num_columns} columns: {row_repr(line)}"
                         )
             if len(fields) != num_columns:
                 raise TaskFileError(
                     f"{path}:{line_no}: expected {num_columns} columns, got {len(fields)}: "
-                    f"{_row_repr(line)}"
+                    f"{row_repr(line)}"
                 )
             if not words:
                 start = line_no
@@ -64,7 +64,7 @@ def read_conll(
             if tag_column is not None:
                 if not fields[tag_column].strip():
                     raise TaskFileError(f"{path}:{line_no}: empty tag (column {tag_column}); every "
-                                        f"token of a labeled file needs one: {_row_repr(line)}")
+                                        f"token of a labeled file needs one: {row_repr(line)}")
                 tags.append(fields[tag_column])
         flush()
         if len(examples) == n_before:

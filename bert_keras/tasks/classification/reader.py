@@ -24,11 +24,12 @@ from bert_keras.data.finetuning import sanity
 from bert_keras.data.finetuning.examples import ClassificationExample
 from bert_keras.data.finetuning.task_files import (
     TaskFileError,
-    _field,
-    _header_names,
-    _json_lines,
-    _row_repr,
-    _rows,
+    delimited_rows,
+    header_names,
+    json_lines,
+    required_field,
+    resolve_column,
+    row_repr,
 )
 from bert_keras.files import expand_patterns
 
@@ -54,23 +55,6 @@ def _parse_label(value: str, label_type: str, label_delimiter: str, where: str, 
 def _check_label_type(label_type: str) -> None:
     if label_type not in LABEL_TYPES:
         raise ValueError(f"label_type must be one of {LABEL_TYPES}, got {label_type!r}")
-
-
-def _resolve_column(column, header: list[str] | None, num_columns: int, what: str, path: str):
-    if column is None:
-        return None
-    if isinstance(column, str):
-        if header is None:
-            raise TaskFileError(
-                f"{what}={column!r} is a column name, but {path} is read without a header")
-        if column not in header:
-            raise TaskFileError(f"{what}={column!r} is not in the header of {path}: {header}")
-        return header.index(column)
-    index = int(column)
-    if not -num_columns <= index < num_columns:
-        raise TaskFileError(
-            f"{what}={column} is out of range for {path}, which has {num_columns} columns")
-    return index % num_columns
 
 
 def read_delimited(
@@ -104,8 +88,8 @@ def read_delimited(
     examples = []
     for path in expand_patterns(pattern):
         blank_lines = []
-        rows = _rows(path, delimiter, blank_lines)
-        names = _header_names(rows, path, header)
+        rows = delimited_rows(path, delimiter, blank_lines)
+        names = header_names(rows, path, header)
         columns = None
         num_columns = len(names) if names is not None else None
         parsed = []  # (where, text_a, text_b, label text or None)
@@ -115,11 +99,11 @@ def read_delimited(
             if len(row) != num_columns:
                 raise TaskFileError(
                     f"{path}:{line_no}: expected {num_columns} columns, got {len(row)}: "
-                    f"{_row_repr(row)}"
+                    f"{row_repr(row)}"
                 )
             if columns is None:
                 columns = [
-                    _resolve_column(c, names, num_columns, what, path)
+                    resolve_column(c, names, num_columns, what, path)
                     for c, what in (
                         (text_a_column, "text_a_column"),
                         (text_b_column, "text_b_column"),
@@ -185,11 +169,11 @@ def read_jsonl(
     examples = []
     for path in expand_patterns(pattern):
         n_before, blank_lines = len(examples), []
-        for line_no, obj in _json_lines(path, blank_lines):
+        for line_no, obj in json_lines(path, blank_lines):
             where = f"{path}:{line_no}"
             label = None
             if label_field is not None:
-                raw = _field(obj, label_field, where)
+                raw = required_field(obj, label_field, where)
                 if raw is None:
                     raise TaskFileError(f"{where}: label field {label_field!r} is null; every "
                                         "row of a labeled file needs a label")
@@ -198,9 +182,9 @@ def read_jsonl(
                 else:
                     label = _parse_label(str(raw), label_type, label_delimiter, where,
                                          f"field {label_field!r}")
-            text_b = None if text_b_field is None else str(_field(obj, text_b_field, where))
+            text_b = None if text_b_field is None else str(required_field(obj, text_b_field, where))
             examples.append(
-                ClassificationExample(str(_field(obj, text_a_field, where)), text_b, label,
+                ClassificationExample(str(required_field(obj, text_a_field, where)), text_b, label,
                                       source=where)
             )
         if len(examples) == n_before:

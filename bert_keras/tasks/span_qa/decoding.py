@@ -162,7 +162,7 @@ def decode_answers(start_logits, end_logits, example_index, token_to_char_start,
 
 
 def decode_feature_answers(logits, features, contexts, **options):
-    """`decode_answers` for the windows of `spans.span_features`: `logits` holds one
+    """`decode_answers` for the windows of `featurizer.span_features`: `logits` holds one
     (unpadded) row per window under "start_logits" and "end_logits" (as
     `batching.predict(..., token_outputs=...)` returns them); `options` go to
     `decode_answers`."""

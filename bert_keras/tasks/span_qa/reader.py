@@ -10,10 +10,10 @@ from typing import Sequence
 from bert_keras.data.finetuning.examples import SpanExample
 from bert_keras.data.finetuning.task_files import (
     TaskFileError,
-    _field,
-    _json_lines,
-    _row_repr,
+    json_lines,
     read_text,
+    required_field,
+    row_repr,
 )
 from bert_keras.files import expand_patterns
 
@@ -27,13 +27,13 @@ def _parse_answers(answers, where: str) -> list[tuple[str, int]]:
                 f"{where}: {len(texts)} answer texts but {len(starts)} answer starts")
         answers = [{"text": t, "answer_start": s} for t, s in zip(texts, starts)]
     if not isinstance(answers, list):
-        raise TaskFileError(f"{where}: answers must be a list, got {_row_repr(answers)}")
+        raise TaskFileError(f"{where}: answers must be a list, got {row_repr(answers)}")
     out = []
     for a in answers:
         if not isinstance(a, dict) or not isinstance(a.get("text"), str) or not isinstance(
             a.get("answer_start"), int
         ):
-            raise TaskFileError(f"{where}: bad answer {_row_repr(a)}: "
+            raise TaskFileError(f"{where}: bad answer {row_repr(a)}: "
                                 "need {'text': str, 'answer_start': int}")
         out.append((a["text"], a["answer_start"]))
     return out
@@ -56,14 +56,14 @@ def read_squad_jsonl(
     for path in expand_patterns(pattern):
         n_before = len(examples)
         base = os.path.basename(path)
-        for line_no, obj in _json_lines(path):
+        for line_no, obj in json_lines(path):
             where = f"{path}:{line_no}"
-            answers = _parse_answers(_field(obj, answers_field, where), where)
+            answers = _parse_answers(required_field(obj, answers_field, where), where)
             examples.append(
                 SpanExample(
                     qid=str(obj.get(id_field, f"{base}-{line_no}")),
-                    question=str(_field(obj, question_field, where)),
-                    context=str(_field(obj, context_field, where)),
+                    question=str(required_field(obj, question_field, where)),
+                    context=str(required_field(obj, context_field, where)),
                     answers=answers,
                     is_impossible=bool(obj.get("is_impossible", not answers)),
                     source=where,
@@ -94,16 +94,16 @@ def read_squad_json(pattern: str | Sequence[str]) -> list[SpanExample]:
         for a, article in enumerate(root["data"]):
             for p, paragraph in enumerate(article.get("paragraphs", [])):
                 where = f"{path}: data[{a}].paragraphs[{p}]"
-                context = _field(paragraph, "context", where)
-                for qa in _field(paragraph, "qas", where):
-                    qid = str(_field(qa, "id", where))
+                context = required_field(paragraph, "context", where)
+                for qa in required_field(paragraph, "qas", where):
+                    qid = str(required_field(qa, "id", where))
                     is_impossible = bool(qa.get("is_impossible", False))
                     answers = [] if is_impossible else _parse_answers(
                         qa.get("answers", []), f"{where} qid {qid}")
                     examples.append(
                         SpanExample(
                             qid=qid,
-                            question=_field(qa, "question", f"{where} qid {qid}"),
+                            question=required_field(qa, "question", f"{where} qid {qid}"),
                             context=context,
                             answers=answers,
                             is_impossible=is_impossible,

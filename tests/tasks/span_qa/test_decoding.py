@@ -4,7 +4,7 @@ offsets."""
 import numpy as np
 import pytest
 
-from bert_keras.data.finetuning.span_decoding import decode_answers, window_candidates
+from bert_keras.tasks.span_qa.decoding import decode_answers, window_candidates
 
 # Window: [CLS] who sat ? [SEP] the  cat  sat  on   the  mat  .    [SEP] [PAD]
 #          0    1   2   3  4    5    6    7    8    9    10   11   12    13
