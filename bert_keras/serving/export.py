@@ -111,7 +111,7 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
         examples (`int8_check.read_calibration_file`) on which the int8 copy is checked
         against float32; the result goes into the metadata ("int8_check") and the log.
       task: its Task object (default: info's task, by name).
-      options: the task type's, None for its default (span QA: max_answer_tokens, the
+      options: the task type's, None for its default (span QA: max_answer_length, the
         longest answer; doc_stride and max_windows, how a long context is cut; default:
         task.json's "decoding", as the run that trained it answered).
 

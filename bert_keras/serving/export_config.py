@@ -56,8 +56,9 @@ class ExportConfig(Config):
                          "a fine-tuned transformers *ForSequenceClassification checkpoint, "
                          "which does not say; a task directory says it in task.json.")
     top_k: int = option(5, "Fill-mask predictions per [MASK] (pretraining models).")
-    max_answer_tokens: int = option(None, "span_qa: longest answer span in tokens; default: "
-                                    "the run's --max_answer_length (task.json), else 30.")
+    max_answer_length: int = option(None, "span_qa: longest answer span in tokens; default: "
+                                    "the run's --max_answer_length (task.json), else 30 "
+                                    "(--max_answer_tokens: its former name).")
     doc_stride: int = option(None, "span_qa: tokens between the starts of two windows of a "
                              "long context; default: the run's --doc_stride (task.json), "
                              "else 128.")
@@ -101,7 +102,7 @@ class ExportConfig(Config):
               f"--version must be a positive integer, got {self.version}.")
         check(self.seq_length is None or self.seq_length >= 3,
               f"--seq_length must be at least 3, got {self.seq_length}.")
-        for name in ("top_k", "max_answer_tokens", "doc_stride", "max_windows", "max_pairs"):
+        for name in ("top_k", "max_answer_length", "doc_stride", "max_windows", "max_pairs"):
             value = getattr(self, name)
             check(value is None or value >= 1, f"--{name} must be positive, got {value}.")
         check(self.dtype in DTYPES, f"--dtype={self.dtype!r} is not one of {DTYPES}.")

@@ -55,6 +55,6 @@ def run_export(config):
         model, source.tokenizer, info, config.export_dir_base, model_name,
         version=config.version, dtype=config.dtype, top_k=config.top_k,
         extra_allowed_ops=config.allow_ops, kernel_layout=config.kernel_layout,
-        calibration_examples=examples, task=task, max_answer_tokens=config.max_answer_tokens,
+        calibration_examples=examples, task=task, max_answer_length=config.max_answer_length,
         doc_stride=config.doc_stride, max_windows=config.max_windows,
         max_pairs=config.max_pairs)

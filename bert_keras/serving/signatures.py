@@ -76,7 +76,7 @@ class ServingFunctions:
       task: its Task object, as the source's description handed it down (default: info's
         task, by name).
       options: the task type's export options ({name: value}, None: the task's default), such
-        as span QA's max_answer_tokens, doc_stride and max_windows.
+        as span QA's max_answer_length, doc_stride and max_windows.
     """
 
     def __init__(self, model, tokenizer, info, top_k=5, task=None, **options):

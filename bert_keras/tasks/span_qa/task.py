@@ -144,7 +144,7 @@ class SpanQA(Task):
             doc_stride=pick("doc_stride", "doc_stride", DOC_STRIDE),
             max_query_length=int(saved.get("max_query_length", min(MAX_QUERY_LENGTH,
                                                                    fns.seq_length // 2))),
-            max_answer_tokens=pick("max_answer_tokens", "max_answer_length",
+            max_answer_tokens=pick("max_answer_length", "max_answer_length",
                                    MAX_ANSWER_LENGTH),
             max_windows=max_windows(fns),
             allow_no_answer=bool(saved.get("allow_no_answer", False)),
