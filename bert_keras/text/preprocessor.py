@@ -25,7 +25,8 @@ class BertPreprocessor(tf.Module):
     """Tokenizes and packs one or two text segments into BERT's three int32 inputs.
 
     Args:
-      tokenizer: a `BertTokenizer` or `SentencePieceTokenizer` (ALBERT).
+      tokenizer: a tokenizer of `bert_keras.text` (`WordPieceTokenizer`,
+        `SentencePieceTokenizer`, `ByteBpeTokenizer`, ...).
       seq_length: the fixed output length, and the cap when `pad_to_longest`. At least 2
         (3 for pairs).
       pad_to_longest: pad only to the longest sequence of the batch (at most seq_length).
@@ -47,8 +48,8 @@ class BertPreprocessor(tf.Module):
         missing = [a for a in ("tokenize", "cls_id", "sep_id", "pad_id")
                    if not hasattr(tokenizer, a)]
         if missing:
-            raise TypeError(f"tokenizer must be a BertTokenizer or SentencePieceTokenizer, got "
-                            f"{type(tokenizer).__name__} (no {missing}).")
+            raise TypeError("tokenizer must be a bert_keras tokenizer (WordPieceTokenizer, ...), "
+                            f"got {type(tokenizer).__name__} (no {missing}).")
         if seq_length < 2:
             raise ValueError(f"seq_length must be >= 2 ([CLS] A [SEP]), got {seq_length}.")
         self.tokenizer = tokenizer

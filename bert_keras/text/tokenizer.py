@@ -84,7 +84,7 @@ def _normalize_unicode(texts, lower_case):
 
 
 def normalize(texts, lower_case=True):
-    """The in-graph text normalization of `BertTokenizer` (steps 1-3 of the module doc).
+    """The in-graph text normalization of `WordPieceTokenizer` (steps 1-3 of the module doc).
 
     Printable-ASCII lines only need lower-casing; the Unicode steps run on the other lines
     alone (on English text most lines are plain: this halves tokenization time).
@@ -326,4 +326,5 @@ def _guess_lower_case(path, vocab_file):
                    if not (t.startswith("[") and t.endswith("]")))
 
 
-BertTokenizer = WordPieceTokenizer  # its name before the other families came
+# Its name before the other families came: public (bk.BertTokenizer), not used inside the package.
+BertTokenizer = WordPieceTokenizer

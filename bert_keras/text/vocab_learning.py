@@ -40,7 +40,7 @@ def learn_vocab(texts_or_files, vocab_size, lower_case=True, reserved_tokens=SPE
                 max_token_length=50, max_unique_chars=1000, min_count=2, batch_size=1024):
     """Learns a WordPiece vocab with tensorflow-text's learner (`bert_vocab_from_dataset`).
 
-    The text goes through the same normalization as `BertTokenizer(lower_case=...)` and the
+    The text goes through the same normalization as `WordPieceTokenizer(lower_case=...)` and the
     same whitespace/punctuation/CJK splitting, so the vocab fits the tokenizer.
 
     Args:

@@ -44,7 +44,7 @@ from bert_keras.data.pretraining import documents, pipeline, records
 from bert_keras.errors import InputError
 from bert_keras.files import expand_patterns, write_json
 from bert_keras.tasks import task_io
-from bert_keras.text.tokenizer import BertTokenizer
+from bert_keras.text.tokenizer import WordPieceTokenizer
 from bert_keras.text.tokenizers import load_tokenizer
 from bert_keras.training import output_dirs, pretraining_eval, pretraining_models
 from bert_keras.training import strategy as strategy_lib
@@ -88,7 +88,7 @@ def _tokenizer(config):
         teacher and (task_io.find_task_directory(teacher, "final") or teacher))
     if data.vocab_file is None and source:
         return load_tokenizer(source)
-    return BertTokenizer(data.vocab_file or pipeline.default_vocab_file(),
+    return WordPieceTokenizer(data.vocab_file or pipeline.default_vocab_file(),
                          lower_case=data.lower_case)
 
 

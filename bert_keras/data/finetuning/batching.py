@@ -23,8 +23,10 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.names import IGNORE_LABEL
+from bert_keras.names import IGNORE_LABEL, INPUT_NAMES
 
+# The one home of these key sets: the model inputs a feature row holds (`pad_batch` adds
+# input_mask, making `names.INPUT_NAMES`), and the keys holding one value per token.
 INPUT_KEYS = ("input_word_ids", "input_type_ids")
 TOKEN_LEVEL_KEYS = ("input_word_ids", "input_type_ids", "labels", "word_index", "token_offsets",
                     "token_is_max_context",
@@ -108,14 +110,14 @@ def make_dataset(features: dict, batch_size: int, label_keys=None, shuffle: bool
     if missing:
         raise ValueError(f"features have no {missing}; they have {sorted(features)}")
     lengths = np.array([len(r) for r in features["input_word_ids"]])
-    keys = ("input_word_ids", "input_type_ids") + label_keys
+    keys = INPUT_KEYS + label_keys
     subset = {k: features[k] for k in keys}
     rng = np.random.default_rng(seed)
 
     def generate():
         for idx in batch_indices(lengths, batch_size, shuffle, rng, bucket_batches):
             batch = pad_batch(subset, idx, pad_id=pad_id, pad_multiple=pad_multiple)
-            inputs = {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+            inputs = {k: batch[k] for k in INPUT_NAMES}
             if not label_keys:
                 yield inputs
             elif single:
@@ -124,7 +126,7 @@ def make_dataset(features: dict, batch_size: int, label_keys=None, shuffle: bool
                 yield inputs, {k: batch[k] for k in label_keys}
 
     int_spec = tf.TensorSpec((None, None), tf.int32)
-    input_spec = {k: int_spec for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    input_spec = {k: int_spec for k in INPUT_NAMES}
 
     def spec(key):
         value = features[key]
@@ -167,7 +169,7 @@ def predict(model, features: dict, batch_size: int = 64, token_outputs=(), pad_i
     results = [None] * len(lengths)
     for idx in batch_indices(lengths, batch_size):
         batch = pad_batch(subset, idx, pad_id=pad_id, pad_multiple=pad_multiple)
-        inputs = {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+        inputs = {k: batch[k] for k in INPUT_NAMES}
         out = model.predict_on_batch(inputs)
         if isinstance(out, dict):
             out = {k: np.asarray(v) for k, v in out.items()}

@@ -102,7 +102,7 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
     (more than 5%: one warning; `unknown_tokens`).
 
     Example:
-      tok = BertTokenizer(default_vocab_file())
+      tok = WordPieceTokenizer(default_vocab_file())
       ds = dynamic_pretraining_dataset("bert_keras/assets/web_bible_corpus.txt.gz", tok, 32)
     """
     if pair_mode not in documents.PAIR_MODES:

@@ -25,7 +25,7 @@ from bert_keras.data.pretraining.stages import (
     make_masker,
 )
 from bert_keras.files import exists, expand_patterns, is_local, makedirs, remove_tree, writing
-from bert_keras.text.tokenizer import BertTokenizer
+from bert_keras.text.tokenizer import WordPieceTokenizer
 from bert_keras.text_files import TextFileError, describe_files
 
 
@@ -105,7 +105,7 @@ def _write_shard(job):
     """
     shard, num_shards, c = job["shard"], job["num_shards"], job["config"]
     logging.set_verbosity(c["verbosity"])  # spawned workers start at absl's default
-    tokenizer = BertTokenizer(c["vocab_file"], lower_case=c["lower_case"])
+    tokenizer = WordPieceTokenizer(c["vocab_file"], lower_case=c["lower_case"])
     tokenize, records = _static_functions(tokenizer, c)
     stats, read_stats = documents.DocumentStats(), documents.DocumentStats()
 
@@ -270,7 +270,7 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
     # So does a vocab that maps the text to [UNK] (a sample of it is tokenized here).
     unknown_tokens.check_unknown_share(tfds_name or describe_files(config["input_files"]),
                                        _documents(config, documents.DocumentStats()),
-                                       BertTokenizer(vocab_file, lower_case=lower_case))
+                                       WordPieceTokenizer(vocab_file, lower_case=lower_case))
     paths = shard_file_names(output_file, num_output_shards)
     makedirs(os.path.dirname(os.path.abspath(output_file) if is_local(output_file)
                              else output_file))

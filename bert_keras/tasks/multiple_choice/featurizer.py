@@ -15,9 +15,9 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras.data.finetuning import batching
+from bert_keras.names import INPUT_NAMES
 from bert_keras.text.preprocessor import BertPreprocessor
 
-INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 EXAMPLES_PER_CALL = 256  # examples packed per eager call of the packer
 
 
@@ -52,7 +52,7 @@ def choice_features(examples, tokenizer, seq_length):
     k = num_choices(examples)
     labels = choice_labels(examples)
     packer = BertPreprocessor(tokenizer, seq_length=seq_length, pad_to_longest=True)
-    features = {key: [] for key in INPUT_KEYS}
+    features = {key: [] for key in INPUT_NAMES}
     for i in range(0, len(examples), EXAMPLES_PER_CALL):
         chunk = examples[i:i + EXAMPLES_PER_CALL]
         contexts = tf.constant([ex.context for ex in chunk for _ in range(k)], tf.string)
@@ -61,7 +61,7 @@ def choice_features(examples, tokenizer, seq_length):
                   for key, value in packer(contexts, endings).items()}
         for n in range(len(chunk)):
             length = int(packed["input_mask"][n].sum(axis=1).max())
-            for key in INPUT_KEYS:
+            for key in INPUT_NAMES:
                 features[key].append(packed[key][n, :, :length])
     if labels is not None:
         features["labels"] = labels
@@ -71,7 +71,7 @@ def choice_features(examples, tokenizer, seq_length):
 def pad_choices(features, indices, pad_id=0, pad_multiple=8):
     """Examples `indices` as dense (B, K, T) inputs, T the longest row rounded up to
     `pad_multiple`."""
-    rows = {key: [features[key][i] for i in indices] for key in INPUT_KEYS}
+    rows = {key: [features[key][i] for i in indices] for key in INPUT_NAMES}
     k = rows["input_word_ids"][0].shape[0]
     t = batching.round_up(max(r.shape[1] for r in rows["input_word_ids"]), pad_multiple)
     batch = {}
@@ -99,7 +99,7 @@ def choice_dataset(features, batch_size, shuffle=False, seed=None, pad_id=0):
             inputs = pad_choices(features, indices, pad_id)
             yield inputs if labels is None else (inputs, labels[indices])
 
-    spec = {key: tf.TensorSpec((None, None, None), tf.int32) for key in INPUT_KEYS}
+    spec = {key: tf.TensorSpec((None, None, None), tf.int32) for key in INPUT_NAMES}
     if labels is not None:
         spec = (spec, tf.TensorSpec((None,), tf.int32))
     count = len(batching.batch_indices(lengths, batch_size, shuffle, np.random.default_rng(0)))

@@ -11,7 +11,7 @@ T tokens each, aligned with the model input):
   context string of the text each token covers: `context[start:end]` (end exclusive). -1
   for every token that is not context: [CLS], question tokens, [SEP], padding. Offsets are
   characters by default; pass `offsets="byte"` for UTF-8 byte offsets (as
-  `BertTokenizer.tokenize_with_offsets` returns).
+  `WordPieceTokenizer.tokenize_with_offsets` returns).
 * optional `token_is_max_context` bool (N, T): True where this window gives the token its
   most context among the windows that hold it (Google's `_check_is_max_context`). A span
   may only *start* at such a token, so an answer is not scored twice from a poor window.
