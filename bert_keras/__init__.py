@@ -13,7 +13,6 @@ from bert_keras import metrics
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.checkpoints.transformers_writer import save_transformers
 from bert_keras.configs import ConfigError
-from bert_keras.data.finetuning.examples import ClassificationExample, SpanExample, TaggingExample
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.data.finetuning.tfds import load_tfds_task
 from bert_keras.data.pretraining.pipeline import (
@@ -54,6 +53,7 @@ from bert_keras.tasks.embedding import (
     MultipleNegativesRankingLoss,
     SentencePooling,
 )
+from bert_keras.tasks.finetuning_data import ClassificationExample, SpanExample, TaggingExample
 from bert_keras.tasks.multiple_choice import BertMultipleChoice
 from bert_keras.tasks.pretraining import (
     BertPretrainer,

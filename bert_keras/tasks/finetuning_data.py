@@ -1,12 +1,12 @@
 """Fine-tuning task readers: files -> Python lists of examples (labels to ids: `label_map`).
 
 Readers only parse; tokenization and featurization live elsewhere. This module is the public
-face `bk.finetuning_data`, nothing but names re-exported: the example types
-(`data/finetuning/examples.py`), the readers of each format, which live in their task type's
-package (`tasks/classification/reader.py`, `tasks/span_qa/reader.py`,
-`tasks/tagging/reader.py`, over the file helpers of `data/finetuning/task_files.py`), and the
-bundled tasks (`data/finetuning/bundled.py`). Like `registry.py` it imports task packages,
-so no package imports it. Three example types cover these readers:
+face `bk.finetuning_data`, nothing but names re-exported: the example types and the readers
+of each format, which live in their task type's package (`tasks/classification/reader.py`,
+`tasks/span_qa/reader.py`, `tasks/tagging/reader.py`, over the file helpers of
+`data/finetuning/task_files.py`), and the bundled tasks (`data/finetuning/bundled.py`). Like
+`registry.py` it imports task packages, so no package imports it. Three example types cover
+these readers:
 
 * `ClassificationExample(text_a, text_b, label)`: single sentences and pairs,
   single-label (str), multi-label (list of str) or regression (float) labels;
@@ -38,12 +38,17 @@ Example:
 """
 
 from bert_keras.data.finetuning.bundled import BUNDLED_TASKS, bundled_task_path, load_bundled_task
-from bert_keras.data.finetuning.examples import ClassificationExample, SpanExample, TaggingExample
 from bert_keras.data.finetuning.task_files import read_text
 from bert_keras.files import expand_patterns
-from bert_keras.tasks.classification.reader import read_csv, read_delimited, read_jsonl, read_tsv
-from bert_keras.tasks.span_qa.reader import read_squad_json, read_squad_jsonl
-from bert_keras.tasks.tagging.reader import read_conll
+from bert_keras.tasks.classification.reader import (
+    ClassificationExample,
+    read_csv,
+    read_delimited,
+    read_jsonl,
+    read_tsv,
+)
+from bert_keras.tasks.span_qa.reader import SpanExample, read_squad_json, read_squad_jsonl
+from bert_keras.tasks.tagging.reader import TaggingExample, read_conll
 
 __all__ = [
     "ClassificationExample",

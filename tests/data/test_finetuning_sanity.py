@@ -8,8 +8,8 @@ import pytest
 
 from bert_keras import finetuning_data as fd
 from bert_keras.data.finetuning import sanity
-from bert_keras.data.finetuning.examples import ClassificationExample, TaggingExample
 from bert_keras.errors import InputError
+from bert_keras.tasks.finetuning_data import ClassificationExample, TaggingExample
 
 WORDS = "good bad movie plot actor great boring long fun awful".split()
 

@@ -14,9 +14,9 @@ import tensorflow_datasets as tfds
 
 from bert_keras.data import tfds_datasets
 from bert_keras.data.finetuning import tfds as tt
-from bert_keras.data.finetuning.examples import ClassificationExample
 from bert_keras.data.pretraining import documents
 from bert_keras.errors import InputError
+from bert_keras.tasks.classification.reader import ClassificationExample
 from bert_keras.text_files import TextFileError
 
 import tool_runner  # tests/support: scripts forked without their imports

@@ -6,11 +6,12 @@ import tensorflow as tf
 
 from bert_keras import task_features as features
 from bert_keras.data.finetuning import batching
-from bert_keras.data.finetuning.examples import SpanExample, TaggingExample
 from bert_keras.serving import export
 from bert_keras.tasks.registry import get_task
 from bert_keras.tasks.span_qa import answer_inputs
 from bert_keras.tasks.span_qa import featurizer as spans
+from bert_keras.tasks.span_qa.reader import SpanExample
+from bert_keras.tasks.tagging.reader import TaggingExample
 from bert_keras.text.preprocessor import BertPreprocessor
 
 from export_harness import (

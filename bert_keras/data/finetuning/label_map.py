@@ -10,7 +10,6 @@ from typing import Iterable, Sequence
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.data.finetuning.examples import ClassificationExample, TaggingExample
 from bert_keras.errors import InputError
 from bert_keras.files import read_json
 
@@ -65,17 +64,18 @@ class LabelMap:
 
     @classmethod
     def from_examples(cls, examples: Sequence) -> "LabelMap":
-        """From ClassificationExamples (single- or multi-label) or TaggingExamples (tags)."""
+        """From examples with `tags` (TaggingExample: a list per example) or a `label`
+        (ClassificationExample: single- or multi-label)."""
         if not examples:
             raise ValueError("no examples to build a LabelMap from")
         first = examples[0]
-        if isinstance(first, TaggingExample):
+        if hasattr(first, "tags"):
             if any(ex.tags is None for ex in examples):
                 raise ValueError("cannot build a LabelMap from untagged TaggingExamples")
             return cls.infer(t for ex in examples for t in ex.tags)
-        if not isinstance(first, ClassificationExample):
-            raise ValueError("expected ClassificationExample or TaggingExample, got "
-                             f"{type(first).__name__}")
+        if not hasattr(first, "label"):
+            raise ValueError("expected examples with a label (ClassificationExample) or tags "
+                             f"(TaggingExample), got {type(first).__name__}")
         for ex in examples:
             if ex.label is None or isinstance(ex.label, float):
                 raise ValueError(

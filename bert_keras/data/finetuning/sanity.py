@@ -36,8 +36,9 @@ print it as one line and exit 1) that names the file and the flag that fixes it.
 Tagging (CoNLL) and span-QA data have no label column: checks 1 and 2 do not apply to them.
 
 Example:
-    >>> from bert_keras.data.finetuning.examples import ClassificationExample as Ex
-    >>> rows = [Ex(f"text {i}", None, f"text {i}", source=f"t.csv:{i}") for i in range(1, 31)]
+    >>> import bert_keras as bk
+    >>> rows = [bk.ClassificationExample(f"text {i}", None, f"text {i}", source=f"t.csv:{i}")
+    ...         for i in range(1, 31)]
     >>> check_labels(rows, "csv")
     Traceback (most recent call last):
     ...
@@ -54,7 +55,6 @@ import re
 
 from absl import logging
 
-from bert_keras.data.finetuning.examples import ClassificationExample, SpanExample
 from bert_keras.data.finetuning.task_files import TaskFileError, row_repr
 
 HEADER_MIN_OTHER_ROWS = 10
@@ -167,7 +167,7 @@ def check_labels(examples, file_format: str, label_option: str | None = None) ->
     distinct values (the module docstring's rule 2); other examples pass. label_option: the
     flag that picked the label column, e.g. "--label_column=0", for the message."""
     labels = [ex.label for ex in examples
-              if isinstance(ex, ClassificationExample) and isinstance(ex.label, str)]
+              if isinstance(getattr(ex, "label", None), str)]
     if len(labels) != len(examples) or not labels:
         return  # regression, multi-label, unlabeled, tagging, span QA
     counts = collections.Counter(labels)
@@ -185,13 +185,9 @@ def check_labels(examples, file_format: str, label_option: str | None = None) ->
 # -- 3. empty texts ---------------------------------------------------------------------------
 
 def _has_empty_text(example) -> bool:
-    if isinstance(example, ClassificationExample):
-        texts = [example.text_a] if example.text_b is None else [example.text_a, example.text_b]
-    elif isinstance(example, SpanExample):
-        texts = [example.question, example.context]
-    else:  # tagging: a CoNLL sentence has at least one word
-        return False
-    return any(not (text or "").strip() for text in texts)
+    # The example types name their texts (`texts`); the others (a CoNLL sentence has at least
+    # one word; multiple choice and reranking refuse empty texts as they read) take no part.
+    return any(not (text or "").strip() for text in getattr(example, "texts", ()))
 
 
 def _empty_text_rows(examples) -> list:

@@ -24,10 +24,9 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.data.finetuning.examples import ClassificationExample
 from bert_keras.data.finetuning.features import TOKENIZE_CHUNK
 from bert_keras.data.finetuning.label_map import LabelMap
-from bert_keras.tasks.classification.reader import LABEL_TYPES
+from bert_keras.tasks.classification.reader import LABEL_TYPES, ClassificationExample
 from bert_keras.text.preprocessor import BertPreprocessor
 
 

@@ -18,10 +18,10 @@ Blank lines are skipped, and counted in a warning (`sanity.report_blank_lines`).
 
 from __future__ import annotations
 
-from typing import Sequence
+import dataclasses
+from typing import Any, Sequence
 
 from bert_keras.data.finetuning import sanity
-from bert_keras.data.finetuning.examples import ClassificationExample
 from bert_keras.data.finetuning.task_files import (
     TaskFileError,
     delimited_rows,
@@ -34,6 +34,26 @@ from bert_keras.data.finetuning.task_files import (
 from bert_keras.files import expand_patterns
 
 LABEL_TYPES = ("single", "multi", "regression")
+
+
+@dataclasses.dataclass
+class ClassificationExample:
+    """One classification / regression example.
+
+    label: str (single-label), list[str] (multi-label), float (regression), or
+    None (unlabeled, e.g. a test set). source: "file:line" it came from.
+    """
+
+    text_a: str
+    text_b: str | None = None
+    label: Any = None
+    source: str | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def texts(self):
+        """The texts that must not be empty (`sanity.drop_empty_texts`): text_a (and text_b)."""
+        return [self.text_a] if self.text_b is None else [self.text_a, self.text_b]
+
 
 
 def _parse_label(value: str, label_type: str, label_delimiter: str, where: str, column: str):
@@ -196,6 +216,7 @@ def read_jsonl(
 LABEL_COLUMN_NAMES = sanity.LABEL_COLUMN_NAMES  # where it was defined before
 
 __all__ = [
+    "ClassificationExample",
     "LABEL_TYPES",
     "read_delimited",
     "read_tsv",

@@ -8,7 +8,6 @@ of them (sentence1 + sentence2, question1 + question2, premise + hypothesis, que
 sentence), or the features named by --text_a_field / --text_b_field and --label_field.
 """
 
-from bert_keras.data.finetuning.examples import ClassificationExample
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.data.finetuning.tfds import (
     DEFAULT_LABEL_FIELD,
@@ -16,6 +15,7 @@ from bert_keras.data.finetuning.tfds import (
     GLUE_TEXT_FEATURES,
     decoded,
 )
+from bert_keras.tasks.classification.reader import ClassificationExample
 
 # The label feature kinds that make a task of each label_type when --task is not given.
 LABEL_KINDS = {"single": ("class", "text", "int"), "multi": ("seq:class", "seq:text"),

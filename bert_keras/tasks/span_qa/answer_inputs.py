@@ -24,9 +24,9 @@ import numbers
 import numpy as np
 
 from bert_keras.data.finetuning import batching
-from bert_keras.data.finetuning.examples import SpanExample
 from bert_keras.tasks.span_qa.decoding import decode_feature_answers
 from bert_keras.tasks.span_qa.featurizer import span_features
+from bert_keras.tasks.span_qa.reader import SpanExample
 from bert_keras.tasks.text_inputs import DEFAULT_BATCH_SIZE, text_column
 
 # How a context is cut and answered here (`BertSpanQA.answer()`), and by an export of a model

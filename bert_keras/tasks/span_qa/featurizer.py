@@ -17,9 +17,9 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.data.finetuning.examples import SpanExample
 from bert_keras.data.finetuning.features import TOKENIZE_CHUNK, ragged_rows, tokenize_texts
 from bert_keras.errors import InputError
+from bert_keras.tasks.span_qa.reader import SpanExample
 from bert_keras.text.packing import pack_with, segment_starts
 
 

@@ -3,11 +3,11 @@ lists."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from typing import Sequence
 
-from bert_keras.data.finetuning.examples import SpanExample
 from bert_keras.data.finetuning.task_files import (
     TaskFileError,
     json_lines,
@@ -16,6 +16,28 @@ from bert_keras.data.finetuning.task_files import (
     row_repr,
 )
 from bert_keras.files import expand_patterns
+
+
+@dataclasses.dataclass
+class SpanExample:
+    """One extractive-QA question.
+
+    answers: list of (text, char_start), character offsets into `context`;
+    empty with is_impossible=True for SQuAD v2.0 unanswerable questions.
+    """
+
+    qid: str
+    question: str
+    context: str
+    answers: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    is_impossible: bool = False
+    source: str | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def texts(self):
+        """The texts that must not be empty (`sanity.drop_empty_texts`)."""
+        return [self.question, self.context]
+
 
 
 def _parse_answers(answers, where: str) -> list[tuple[str, int]]:
@@ -116,6 +138,7 @@ def read_squad_json(pattern: str | Sequence[str]) -> list[SpanExample]:
 
 
 __all__ = [
+    "SpanExample",
     "read_squad_jsonl",
     "read_squad_json",
 ]

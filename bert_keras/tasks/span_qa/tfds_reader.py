@@ -1,8 +1,8 @@
 """How span QA reads a TFDS dataset's rows (`data.finetuning.tfds`): SQuAD's features `id`,
 `question`, `context`, `answers` {`text`, `answer_start`} and (v2.0) `is_impossible`."""
 
-from bert_keras.data.finetuning.examples import SpanExample
 from bert_keras.data.finetuning.tfds import decoded
+from bert_keras.tasks.span_qa.reader import SpanExample
 
 SPAN_FEATURES = ("id", "question", "context", "answers")
 

@@ -26,10 +26,10 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.data.finetuning.examples import TaggingExample
 from bert_keras.data.finetuning.features import TOKENIZE_CHUNK, ragged_rows
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.names import IGNORE_LABEL
+from bert_keras.tasks.tagging.reader import TaggingExample
 from bert_keras.text.packing import pack_with, segment_starts
 
 

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
-from bert_keras.data.finetuning.examples import TaggingExample
 from bert_keras.data.finetuning.task_files import TaskFileError, file_lines, row_repr
 from bert_keras.files import expand_patterns
+
+
+@dataclasses.dataclass
+class TaggingExample:
+    """One sentence for token classification: words and one tag per word (or None)."""
+
+    words: list[str]
+    tags: list[str] | None = None
+    source: str | None = dataclasses.field(default=None, compare=False, repr=False)
+
 
 
 def read_conll(
@@ -73,5 +83,6 @@ def read_conll(
 
 
 __all__ = [
+    "TaggingExample",
     "read_conll",
 ]

@@ -2,10 +2,10 @@
 Sequence of strings (conll2003's `tokens`), the tags from a Sequence of ClassLabel or strings
 (its `ner`); other features by --text_a_field (the words) and --label_field (the tags)."""
 
-from bert_keras.data.finetuning.examples import TaggingExample
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.data.finetuning.tfds import DEFAULT_LABEL_FIELD, DEFAULT_TEXT_FIELD, decoded
 from bert_keras.errors import InputError
+from bert_keras.tasks.tagging.reader import TaggingExample
 
 # The feature names that make a dataset a tagging one when --task is not given.
 WORD_FEATURES = ("tokens", "words")

@@ -23,9 +23,9 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras.data.finetuning import batching
-from bert_keras.data.finetuning.examples import TaggingExample
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.tasks.tagging import featurizer
+from bert_keras.tasks.tagging.reader import TaggingExample
 from bert_keras.tasks.text_inputs import DEFAULT_BATCH_SIZE
 
 
