@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from bert_keras.models.layers import disentangled, dropout_mask
+from bert_keras.models.layers import disentangled, dropout_mask, local_attention, query_chunks
 from bert_keras.models.layers.activations import get_activation, training_activation
 from bert_keras.models.layers.residual_norm import normalize, residual_dropout_norm
 from bert_keras.models.layers.transposed_dense import dense
@@ -107,6 +107,14 @@ def _window_bias(query_rows, length, half_window, dtype):
     return ops.cast(outside, dtype)[:, None] * ops.cast(large_negative, dtype)
 
 
+def _either(condition, true_fn, false_fn):
+    """true_fn() or false_fn() by `condition`: a Python bool where the shapes are known when
+    tracing, else a tf.cond in the graph (one branch runs)."""
+    if isinstance(condition, (bool, np.bool_)):
+        return true_fn() if condition else false_fn()
+    return tf.cond(condition, true_fn, false_fn)
+
+
 def rotary(x, theta):
     """Rotary position embedding of (B, N, T, D) queries or keys, position t = row t, computed
     in float32 with the halves layout of transformers' `rotate_half` (GPT-NeoX's, ModernBERT's):
@@ -183,14 +191,17 @@ class SelfAttention(keras.layers.Layer):
     def __init__(self, num_heads, dropout=0.0, initializer_range=0.02, transposed_kernels=False,
                  use_bias=True, rotary_theta=None, half_window=None, disentangled_attention=None,
                  relative_span=None, position_buckets=False, max_relative_positions=None,
-                 **kwargs):
+                 max_length=None, **kwargs):
         """`use_bias`: biases in the projections; `rotary_theta`: rotary position embeddings
         of queries and keys with this base (None: none); `half_window`: a row attends only to
         keys at most this far (None: to all). `disentangled_attention`: DeBERTa's relative
         terms ("c2p", "p2c", "c2p|p2c"; `disentangled.py`) over a relative table of
         2 * `relative_span` rows given to `call`, log-bucketed (`position_buckets`) up to
-        `max_relative_positions`; None: none."""
+        `max_relative_positions`; None: none. `max_length`: the longest input it takes
+        (None: any); the paths for longer inputs than that (blocked windows, chunked rows)
+        then stay out of graphs traced with the length unknown."""
         super().__init__(**kwargs)
+        self.max_length = max_length
         self.disentangled_attention = disentangled_attention
         self.relative_span = relative_span
         self.position_buckets = position_buckets
@@ -248,28 +259,93 @@ class SelfAttention(keras.layers.Layer):
         if query_positions is not None:
             query = tf.gather(query, query_positions, axis=2, batch_dims=1)  # (B, N, Q, D)
             length = ops.shape(query_positions)[1]
-        # Scores and softmax stay in the compute dtype except float16: bfloat16 has
-        # float32's range, and oneDNN's bfloat16 softmax accumulates in float32 (same
-        # outputs as a float32 softmax, measured; the casts cost ~10% of the encoder).
-        softmax_dtype = "float32" if self.compute_dtype == "float16" else self.compute_dtype
-        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (B, N, Q, T)
-        if self.disentangled_attention:
-            scores = scores + disentangled.position_scores(
-                self.disentangled_attention, query, key,
-                *self._relative_qk(relative_embeddings), relative_index)
-        terms = disentangled.scale_factor(self.disentangled_attention)
-        scores = ops.cast(scores, softmax_dtype) * ops.cast(
-            1.0 / math.sqrt(self.head_size * terms), softmax_dtype)
-        scores = scores + _mask_bias(input_mask, softmax_dtype)  # Padded keys -> -1e9.
-        if self.half_window is not None:  # keys outside the window -> -1e9
-            scores = scores + _window_bias(query_positions, ops.shape(key)[2], self.half_window,
-                                           softmax_dtype)
-        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
-        probs = self.attention_dropout(probs, training=training)
-        context = ops.matmul(probs, value)  # (B, N, Q, D)
+        if self.disentangled_attention or query_positions is not None:
+            position_scores = None
+            if self.disentangled_attention:
+                position_scores = disentangled.position_scores(
+                    self.disentangled_attention, query, key,
+                    *self._relative_qk(relative_embeddings), relative_index)
+            context = self._attend(query, key, value,
+                                   self._full_bias(input_mask, query_positions, key),
+                                   training, position_scores)  # (B, N, Q, D)
+        else:
+            context = self._self_attend(query, key, value, input_mask, training)  # (B, N, T, D)
         context = ops.transpose(context, (0, 2, 1, 3))  # (B, Q, N, D)
         context = ops.reshape(context, (-1, hidden_size))  # (B*Q, H)
         return ops.reshape(self.output_dense(context), (batch, length, hidden_size))
+
+    def _self_attend(self, query, key, value, input_mask, training):
+        """Every row attends: (B, N, T, D) context by the cheapest exact path for this
+        length (chosen at run time where the length is unknown at trace time): the full
+        scores, the blocked sliding window (`local_attention`), or in inference global
+        attention a chunk of rows at a time (`query_chunks`), whose peak memory is bounded."""
+        length = ops.shape(query)[2]
+
+        def full():
+            return self._attend(query, key, value, self._full_bias(input_mask, None, key),
+                                training)
+
+        if self.half_window is not None:
+            block = self.half_window
+
+            def blocked():
+                bias = local_attention.local_attention_bias(
+                    input_mask, length, self.half_window, self._softmax_dtype)
+                context = self._attend(local_attention.to_query_blocks(query, block),
+                                       local_attention.to_key_blocks(key, block),
+                                       local_attention.to_key_blocks(value, block), bias,
+                                       training)  # (B, N, K, b, D)
+                return local_attention.from_query_blocks(context, length)
+
+            return _either(self._may(local_attention.use_blocks, length, self.half_window),
+                           blocked, full)
+        if training:  # the gradient keeps every chunk's probabilities anyway
+            return full()
+
+        def chunked():
+            bias = self._full_bias(input_mask, None, key)
+            return query_chunks.attend_in_chunks(
+                lambda rows: self._attend(rows, key, value, bias, training), query,
+                query_chunks.rows_per_chunk(length, self.num_heads))
+
+        return _either(self._may(query_chunks.needs_chunks, length, self.num_heads), chunked, full)
+
+    def _may(self, condition, length, argument):
+        """`condition(length, argument)` of the inputs' length T: a bool where T is known when
+        tracing or `max_length` rules the path out, else a scalar tensor (a tf.cond)."""
+        if isinstance(length, int) or self.max_length is None:
+            return condition(length, argument)
+        return condition(length, argument) if condition(self.max_length, argument) else False
+
+    @property
+    def _softmax_dtype(self):
+        # Scores and softmax stay in the compute dtype except float16: bfloat16 has
+        # float32's range, and oneDNN's bfloat16 softmax accumulates in float32 (same
+        # outputs as a float32 softmax, measured; the casts cost ~10% of the encoder).
+        return "float32" if self.compute_dtype == "float16" else self.compute_dtype
+
+    def _full_bias(self, input_mask, query_positions, key):
+        """The additive bias of (B, N, Q|T, T) scores: padded keys, and keys outside the
+        window of a local layer, -1e9."""
+        bias = _mask_bias(input_mask, self._softmax_dtype)  # (B, 1, 1, T)
+        if self.half_window is not None:
+            bias = bias + _window_bias(query_positions, ops.shape(key)[2], self.half_window,
+                                       self._softmax_dtype)
+        return bias
+
+    def _attend(self, query, key, value, bias, training, position_scores=None):
+        """softmax(q k^T / sqrt(D) + bias) v over the last two axes of (..., Q, D) queries
+        and (..., K, D) keys and values: (..., Q, D). `position_scores`: disentangled
+        attention's relative terms, added before the scaling."""
+        scores = ops.matmul(query, ops.swapaxes(key, -1, -2))  # (..., Q, K)
+        if position_scores is not None:
+            scores = scores + position_scores
+        terms = disentangled.scale_factor(self.disentangled_attention)
+        scores = ops.cast(scores, self._softmax_dtype) * ops.cast(
+            1.0 / math.sqrt(self.head_size * terms), self._softmax_dtype)
+        probs = ops.cast(ops.softmax(scores + bias, axis=-1), self.compute_dtype)
+        probs = self.attention_dropout(probs, training=training)
+        return ops.matmul(probs, value)  # (..., Q, D)
 
     def _relative_qk(self, table):
         """The relative table (2S, H) through this layer's query and key projections
@@ -292,6 +368,7 @@ class SelfAttention(keras.layers.Layer):
             relative_span=self.relative_span,
             position_buckets=self.position_buckets,
             max_relative_positions=self.max_relative_positions,
+            max_length=self.max_length,
         )
         return config
 
@@ -308,7 +385,8 @@ class TransformerBlock(keras.layers.Layer):
     dense of 2 x intermediate_size giving the input half then the gate half (ModernBERT's Wi).
     `use_bias` / `norm_bias`: biases in the dense layers / the layer norms.
     `rotary_theta`, `half_window`, `disentangled_attention`, `relative_span`,
-    `position_buckets`, `max_relative_positions`: of the attention (`SelfAttention`).
+    `position_buckets`, `max_relative_positions`, `max_length`: of the attention
+    (`SelfAttention`).
 
     Example:
     >>> import numpy as np
@@ -343,6 +421,7 @@ class TransformerBlock(keras.layers.Layer):
         relative_span=None,
         position_buckets=False,
         max_relative_positions=None,
+        max_length=None,
         **kwargs,
     ):
         """`transposed_kernels`: the four dense kernels in the inference layout
@@ -368,6 +447,7 @@ class TransformerBlock(keras.layers.Layer):
         self.relative_span = relative_span
         self.position_buckets = position_buckets
         self.max_relative_positions = max_relative_positions
+        self.max_length = max_length
 
     def build(self, input_shape):
         hidden_size = input_shape[-1]
@@ -385,6 +465,7 @@ class TransformerBlock(keras.layers.Layer):
             relative_span=self.relative_span,
             position_buckets=self.position_buckets,
             max_relative_positions=self.max_relative_positions,
+            max_length=self.max_length,
             dtype=policy,
             name="attention",
         )
@@ -500,5 +581,6 @@ class TransformerBlock(keras.layers.Layer):
             relative_span=self.relative_span,
             position_buckets=self.position_buckets,
             max_relative_positions=self.max_relative_positions,
+            max_length=self.max_length,
         )
         return config
