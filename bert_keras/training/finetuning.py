@@ -53,7 +53,6 @@ from bert_keras.errors import InputError
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.encoder.inference import cast_for_inference
 from bert_keras.tasks import task_io
-from bert_keras.tasks.registry import get_task
 from bert_keras.text.tokenizers import load_tokenizer
 from bert_keras.training import finetuning_state as state_lib
 from bert_keras.training import output_dirs
@@ -75,7 +74,7 @@ def load_tfds_data(config):
     no such split."""
     data = config.data
     name = data.tfds.tfds_name
-    task = tfds.TfdsTask(name, data.tfds.tfds_data_dir, task=get_task(config.task),
+    task = tfds.TfdsTask(name, data.tfds.tfds_data_dir, task=config.task_type,
                          download=data.tfds.tfds_download, text_a_field=data.text_a_field,
                          text_b_field=data.text_b_field, label_field=data.label_field)
     eval_split = data.tfds_eval_split or (
@@ -98,9 +97,9 @@ def read_files(config, name, labeled=True):
     if not paths:
         return None
     file_format = config.file_format(paths[0])
-    examples = get_task(config.task).read_files(paths, file_format, labeled,
-                                                options=config.task_options,
-                                                **config.data.reader_options())
+    examples = config.task_type.read_files(paths, file_format, labeled,
+                                           options=config.task_options,
+                                           **config.data.reader_options())
     if name != "train_file":
         sanity.count_empty_texts(examples, name.removesuffix("_file"))
         return examples
@@ -115,7 +114,7 @@ class _Run:
 
     def __init__(self, config, train, evaluation, test, label_map, teacher=None):
         self.config, self.started, self.teacher = config, time.time(), teacher
-        self.task = get_task(config.task)
+        self.task = config.task_type
         data = config.data
         if data.tfds.tfds_name:
             train, evaluation, test, label_map = load_tfds_data(config)
@@ -284,7 +283,7 @@ def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test
     strategy = strategy or strategy_lib.create_strategy(runtime.distribution_strategy,
                                                         tpu=runtime.tpu)
     replicas = strategy.num_replicas_in_sync
-    if replicas > 1 and not get_task(config.task).splits_over_replicas:
+    if replicas > 1 and not config.task_type.splits_over_replicas:
         raise InputError(f"--task={config.task} trains on one replica only: its batches are "
                          f"groups that {replicas} replicas of --distribution_strategy="
                          f"{runtime.distribution_strategy} would split apart.")

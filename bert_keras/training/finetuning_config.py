@@ -76,6 +76,11 @@ class FinetuneConfig(Config):
     distillation: TaskDistillationConfig = section(TaskDistillationConfig)
     task_options: Config = chosen_section("task", _task_options)
 
+    @property
+    def task_type(self):
+        """The Task object of --task: what the run hands down, rather than the name."""
+        return get_task(self.task)
+
     def validate(self):
         check(self.task is not None, f"--task is required: one of {FINETUNING_TASKS}.")
         check(self.task in FINETUNING_TASKS,
@@ -100,7 +105,7 @@ class FinetuneConfig(Config):
               f"--warmup_proportion must be in [0, 1], got {self.warmup_proportion}.")
         check(self.early_stopping_patience >= 0, "--early_stopping_patience must be >= 0, got "
               f"{self.early_stopping_patience}.")
-        task = get_task(self.task)
+        task = self.task_type
         if self.distillation.teacher_dir:
             check(task.soft_targets is not None,
                   f"--task={self.task} cannot be distilled (--teacher_dir): only "
@@ -132,10 +137,10 @@ class FinetuneConfig(Config):
 
     def file_format(self, path):
         """--format, or the --task's format of the file's extension."""
-        return self.data.format if self.data.format != "auto" else get_task(
-            self.task).file_format_of(path)
+        return (self.data.format if self.data.format != "auto"
+                else self.task_type.file_format_of(path))
 
     def main_metric_for(self, glue_task):
         if self.main_metric:
             return self.main_metric
-        return GLUE_MAIN_METRICS.get((glue_task or "")[5:], get_task(self.task).main_metric)
+        return GLUE_MAIN_METRICS.get((glue_task or "")[5:], self.task_type.main_metric)
