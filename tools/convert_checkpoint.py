@@ -42,8 +42,7 @@ from bert_keras.checkpoints.google import save_google_checkpoint
 from bert_keras.errors import InputError
 from bert_keras.families import FAMILIES
 from bert_keras.files import read_json
-from bert_keras.text.tokenizers import load_tokenizer
-from bert_keras_tools.checkpoint_models import load_model
+from bert_keras.tasks import registry, sources
 
 flags.DEFINE_string("input_dir", None, "Checkpoint directory to read (HF, Google TF1 or "
                     "bert_keras; for transformers output also a task directory).")
@@ -70,9 +69,9 @@ def main(argv):
     if FLAGS.output_format == "transformers":
         return write_transformers(FLAGS.input_dir, FLAGS.output_dir, FLAGS.model_type)
 
-    encoder = bk.BertEncoder.from_pretrained(FLAGS.input_dir)
-    tokenizer = load_tokenizer(FLAGS.input_dir)
-    encoder.check_tokenizer(tokenizer, FLAGS.input_dir)
+    source = registry.describe_encoder(FLAGS.input_dir)  # its files read once
+    encoder, _ = sources.load(source)
+    tokenizer = source.tokenizer
     if FLAGS.output_format == "google":
         save_google_checkpoint(encoder, FLAGS.output_dir, tokenizer)
     else:
@@ -84,9 +83,9 @@ def main(argv):
 
 
 def write_transformers(input_dir, output_dir, model_type=None):
-    """The model of `input_dir` (`checkpoint_models.load_model`) written to `output_dir` as
+    """The model of `input_dir` (`registry.load_model`) written to `output_dir` as
     transformers' class of it."""
-    model, tokenizer, labels, own_type = load_model(input_dir)
+    model, tokenizer, labels, own_type = registry.load_model(input_dir)
     try:
         written = bk.save_transformers(model, output_dir, tokenizer=tokenizer,
                                        model_type=model_type or own_type, labels=labels)

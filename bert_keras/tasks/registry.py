@@ -11,14 +11,16 @@ its class to TASK_TYPES below (see docs/architecture.md).
 ('start_positions', 'end_positions')
 """
 
+from bert_keras import files
 from bert_keras.data.finetuning import task_types, tfds
 from bert_keras.errors import InputError
-from bert_keras.tasks import sources
+from bert_keras.tasks import sources, task_io
 from bert_keras.tasks.classification import Classification, MultiLabel, Regression
 from bert_keras.tasks.embedding import Embedding
 from bert_keras.tasks.encoder import Encoder
 from bert_keras.tasks.multiple_choice import MultipleChoice
 from bert_keras.tasks.pretraining import Pretraining
+from bert_keras.tasks.pretraining.checkpoint_heads import with_checkpoint_heads
 from bert_keras.tasks.reranking import Reranking
 from bert_keras.tasks.span_qa import SpanQA
 from bert_keras.tasks.tagging import Tagging
@@ -29,6 +31,7 @@ TASK_TYPES = {cls.name: cls for cls in (
     Reranking, Classification, MultiLabel, Regression, Tagging, SpanQA, MultipleChoice,
     Pretraining, Encoder, Embedding)}
 TASKS = tuple(TASK_TYPES)
+RUN_OUTPUTS = ("best", "final")  # the task directories of a fine-tuning / pretraining run
 FINETUNING_TASKS = tuple(name for name, cls in TASK_TYPES.items() if cls.finetunable)
 # The task types a TFDS dataset's features can make without --task, asked in this order: those
 # whose features say it alone (SQuAD's; words + tags) before those a label feature's kind tells.
@@ -83,6 +86,28 @@ def load_task(directory):
     source = describe(directory)
     model, info = sources.load(source)
     return model, source.tokenizer, info
+
+
+def load_model(path):
+    """(model, tokenizer, labels or None, model_type or None): the model directory `path`
+    holds, with its heads, as bert_keras objects (what tools/convert_checkpoint.py
+    --output_format=transformers writes, `bk.save_transformers`): a task directory (or a
+    run's best/ or final/) its task model and labels; a fine-tuned transformers checkpoint its
+    task model (`load_task`); any other checkpoint its encoder with the pretraining heads its
+    files hold (`pretraining.checkpoint_heads`). model_type: a transformers directory's own.
+
+    >>> model, tokenizer, labels, model_type = load_model("runs/paraphrase")  # doctest: +SKIP
+    """
+    for candidate in (path, *(files.join(path, name) for name in RUN_OUTPUTS)):
+        if task_io.is_task_directory(candidate):
+            model, tokenizer, info = load_task(candidate)
+            return model, tokenizer, info.get("labels"), None
+    source = sources.describe(path, TASK_TYPES.values(), checkpoint_task=Encoder())
+    model, info = sources.load(source)
+    if source.kind == sources.CHECKPOINT:
+        model = with_checkpoint_heads(model, source.path, source.family)
+    return (model, source.tokenizer, info.get("labels"),
+            source.family.MODEL_TYPE if source.family else None)
 
 
 def load_transformers_task(directory, seq_length=128):

@@ -25,7 +25,7 @@ import dataclasses
 import os
 import types
 
-from bert_keras import files
+from bert_keras import checkpoints, files
 from bert_keras.checkpoints import huggingface
 from bert_keras.errors import InputError
 from bert_keras.models.encoder import BertEncoder
@@ -69,12 +69,14 @@ def is_transformers_directory(path):
     return huggingface.is_layout(files.listdir(path) if files.isdir(path) else ())
 
 
-def describe(path, task_types):
+def describe(path, task_types, checkpoint_task=None):
     """The Source of a task directory or a fine-tuned transformers checkpoint; `task_types`:
     the registry's Task classes. FileNotFoundError for a directory that is neither (as
-    `task_io.read_task_info` says it); InputError for a transformers head no task type reads."""
+    `task_io.read_task_info` says it); InputError for a transformers head no task type reads.
+    With `checkpoint_task` (a Task), any other directory is a CHECKPOINT served as it."""
     path = os.fspath(path)
-    if task_io.is_task_directory(path) or not is_transformers_directory(path):
+    if task_io.is_task_directory(path) or (checkpoint_task is None
+                                           and not is_transformers_directory(path)):
         info = task_io.read_task_info(path)
         by_name = {cls.name: cls for cls in task_types}
         if info["task"] not in by_name:
@@ -82,10 +84,14 @@ def describe(path, task_types):
                              f"{info['task']!r}; expected one of {tuple(by_name)}.")
         return Source(path, TASK_DIRECTORY, by_name[info["task"]](),
                       load_tokenizer(path, lower_case=info["lower_case"]), info)
+    if not is_transformers_directory(path):
+        return describe_checkpoint(path, checkpoint_task)
     path, family, config = _transformers(path)
     architecture = (config.get("architectures") or [None])[0]
     tasks = [cls() for cls in task_types]
     task = next((t for t in tasks if t.reads_transformers(architecture, config)), None)
+    if task is None and checkpoint_task is not None:
+        return _checkpoint(path, checkpoint_task, family, architecture)
     if task is None:
         head_names = sorted({t.transformers_head for t in tasks if t.transformers_head})
         raise InputError(f"{path}: config.json's architectures {architecture!r} (problem_type "
@@ -102,14 +108,19 @@ def describe(path, task_types):
 def describe_checkpoint(path, task):
     """The Source of a pretrained checkpoint directory (any layout) served as `task` (the
     registry's bare encoder)."""
-    path, family, config = os.fspath(path), None, {}
-    if is_transformers_directory(path):
-        path, family, config = _transformers(path)
+    path = os.fspath(path)
+    if not is_transformers_directory(path):
+        return _checkpoint(path, task)
+    path, family, config = _transformers(path)
+    return _checkpoint(path, task, family, (config.get("architectures") or [None])[0])
+
+
+def _checkpoint(path, task, family=None, architecture=None):
+    checkpoints.detect_format(path)  # a directory that is no checkpoint: said as such first
     tokenizer = load_tokenizer(path)
     info = dict(task=task.name, labels=None, seq_length=None, lower_case=tokenizer.lower_case,
                 text_fields=["text"])
-    return Source(path, CHECKPOINT, task, tokenizer, info, family,
-                  (config.get("architectures") or [None])[0])
+    return Source(path, CHECKPOINT, task, tokenizer, info, family, architecture)
 
 
 def load(source, seq_length=SEQ_LENGTH):

@@ -259,8 +259,8 @@ def test_classifiers_write_their_problem_type_and_labels():
                                   "albert_pretraining"])
 def test_written_heads_read_back_into_the_same_model(name, written):
     """Our readers take the written directories back: task type, labels and head weights
-    (`bk.load_task`), pretraining heads (NSP / SOP) (tools/checkpoint_models.py)."""
-    from bert_keras_tools.checkpoint_models import load_model
+    (`bk.load_task`), pretraining heads (NSP / SOP) (`registry.load_model`)."""
+    from bert_keras.tasks.registry import load_model
 
     model, _, directory = written(name)
     again, _, labels, model_type = load_model(str(directory))
@@ -277,8 +277,8 @@ def test_written_heads_read_back_into_the_same_model(name, written):
 
 def test_a_pretraining_task_directory_is_written_as_its_model(written, tmp_path):
     """tools/pretrain.py's final/ (a task directory holding a BertPretrainer): the tool reads
-    it (`checkpoint_models.load_model`) and writes what the model itself writes."""
-    from bert_keras_tools.checkpoint_models import load_model
+    it (`registry.load_model`) and writes what the model itself writes."""
+    from bert_keras.tasks.registry import load_model
 
     model, tokenizer, directory = written("bert_pretraining")
     bk.save_task(str(tmp_path / "run" / "final"), model, tokenizer, task="pretraining",
@@ -294,7 +294,7 @@ def test_an_electra_pretrainer_writes_its_discriminator_or_its_generator(tmp_pat
     """ElectraForPreTraining: the discriminator, its shared embeddings plus the disentangled
     deltas it reads (GDES); ElectraForMaskedLM (generator=True): the generator, reading the
     shared embeddings as they are; each reads back into the same weights."""
-    from bert_keras_tools.checkpoint_models import load_model
+    from bert_keras.tasks.registry import load_model
 
     source = FIXTURES / "electra_discriminator"
     tokenizer = load_tokenizer(str(source))
