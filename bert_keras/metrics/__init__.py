@@ -4,7 +4,8 @@ Plain Python functions over Python lists or numpy arrays, so they run anywhere
 (no TensorFlow needed) and give the numbers papers and leaderboards report:
 
 * classification (`classification.py`): `accuracy`, `f1` (binary / macro / micro,
-  as scikit-learn), `matthews_corrcoef` (multi-class generalisation, as scikit-learn);
+  as scikit-learn, over `precision_recall_f1` of counts, which entity F1 shares),
+  `matthews_corrcoef` (multi-class generalisation, as scikit-learn);
 * regression (`classification.py`): `pearson`, `spearman` (average ranks for ties, as scipy);
 * GLUE (`classification.py`): `glue_metrics(task, y_true, y_pred)` picks each task's
   official metrics;
@@ -33,6 +34,7 @@ from bert_keras.metrics.classification import (
     macro_f1,
     matthews_corrcoef,
     pearson,
+    precision_recall_f1,
     rankdata,
     spearman,
 )

@@ -39,7 +39,7 @@ def accuracy(y_true, y_pred) -> float:
     return float(np.mean(y_true == y_pred))
 
 
-def _prf(tp: float, fp: float, fn: float) -> tuple[float, float, float]:
+def precision_recall_f1(tp: float, fp: float, fn: float) -> tuple[float, float, float]:
     """Precision, recall, F1; 0.0 where a denominator is 0 (scikit-learn's default)."""
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
@@ -62,15 +62,15 @@ def f1(y_true, y_pred, average: str = "binary", pos_label=1) -> float:
         tp = np.sum((y_true == pos_label) & (y_pred == pos_label))
         fp = np.sum((y_true != pos_label) & (y_pred == pos_label))
         fn = np.sum((y_true == pos_label) & (y_pred != pos_label))
-        return _prf(tp, fp, fn)[2]
+        return precision_recall_f1(tp, fp, fn)[2]
     labels = np.unique(np.concatenate([y_true, y_pred]))
     tps = np.array([np.sum((y_true == c) & (y_pred == c)) for c in labels])
     fps = np.array([np.sum((y_true != c) & (y_pred == c)) for c in labels])
     fns = np.array([np.sum((y_true == c) & (y_pred != c)) for c in labels])
     if average == "macro":
-        return float(np.mean([_prf(*c)[2] for c in zip(tps, fps, fns)]))
+        return float(np.mean([precision_recall_f1(*c)[2] for c in zip(tps, fps, fns)]))
     if average == "micro":
-        return _prf(tps.sum(), fps.sum(), fns.sum())[2]
+        return precision_recall_f1(tps.sum(), fps.sum(), fns.sum())[2]
     raise ValueError(f"average must be 'binary', 'macro' or 'micro', got {average!r}")
 
 
@@ -195,6 +195,7 @@ def glue_metrics(task: str, y_true, y_pred) -> dict[str, float]:
 
 
 __all__ = [
+    "precision_recall_f1",
     "accuracy",
     "f1",
     "binary_f1",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from bert_keras.metrics.classification import _prf
+from bert_keras.metrics.classification import precision_recall_f1
 
 
 def split_tag(tag: str) -> tuple[str, str]:
@@ -94,14 +94,14 @@ def entity_scores(y_true: Sequence[Sequence[str]], y_pred: Sequence[Sequence[str
     true_entities = set(get_entities(y_true))
     pred_entities = set(get_entities(y_pred))
     correct = true_entities & pred_entities
-    precision, recall, f = _prf(len(correct), len(pred_entities - correct),
+    precision, recall, f = precision_recall_f1(len(correct), len(pred_entities - correct),
                                 len(true_entities - correct))
     per_type = {}
     for type_ in sorted({e[0] for e in true_entities | pred_entities}):
         t = {e for e in true_entities if e[0] == type_}
         p = {e for e in pred_entities if e[0] == type_}
         c = len(t & p)
-        tp, tr, tf = _prf(c, len(p) - c, len(t) - c)
+        tp, tr, tf = precision_recall_f1(c, len(p) - c, len(t) - c)
         per_type[type_] = {"precision": tp, "recall": tr, "f1": tf, "support": len(t)}
     return {
         "precision": precision,
@@ -119,10 +119,9 @@ def entity_f1(y_true: Sequence[Sequence[str]], y_pred: Sequence[Sequence[str]]) 
     return entity_scores(y_true, y_pred)["f1"]
 
 
+# split_tag, ends_chunk and starts_chunk are public for the served tagger's chunk tables
+# (tasks/tagging/chunks.py), not names of bk.metrics.
 __all__ = [
-    "split_tag",
-    "ends_chunk",
-    "starts_chunk",
     "get_entities",
     "entity_scores",
     "entity_f1",
