@@ -9,7 +9,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.data.pretraining.example_proto import varint
+from bert_keras.protobuf_wire import length_delimited
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 
@@ -28,11 +28,6 @@ EXAMPLES = {
 
 
 
-def _field(number, payload):
-    """A length-delimited protobuf field (wire type 2)."""
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
 def prediction_log_bytes(model_name, signature_name, inputs):
     """A serialized tensorflow.serving.PredictionLog holding one PredictRequest.
 
@@ -41,12 +36,13 @@ def prediction_log_bytes(model_name, signature_name, inputs):
       inputs (2): map<string, TensorProto> (entries: key (1), value (2))}}}
     Built by hand so that exporting does not need tensorflow-serving-api.
     """
-    spec = _field(1, model_name.encode()) + _field(3, signature_name.encode())
-    request = _field(1, spec)
+    spec = length_delimited(1, model_name.encode()) + length_delimited(3, signature_name.encode())
+    request = length_delimited(1, spec)
     for key in sorted(inputs):
         tensor = tf.make_tensor_proto(inputs[key]).SerializeToString()
-        request += _field(2, _field(1, key.encode()) + _field(2, tensor))
-    return _field(6, _field(1, request))
+        entry = length_delimited(1, key.encode()) + length_delimited(2, tensor)
+        request += length_delimited(2, entry)
+    return length_delimited(6, length_delimited(1, request))
 
 
 def warmup_requests(functions, examples=None):

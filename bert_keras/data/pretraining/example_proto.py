@@ -15,27 +15,14 @@ import sys
 
 import tensorflow as tf
 
+from bert_keras.protobuf_wire import varint
+
 _LENGTH_DELIMITED = {  # field tag bytes (field number << 3 | wire type 2)
     "Example.features": b"\x0a", "Features.feature": b"\x0a", "FeatureEntry.key": b"\x0a",
     "FeatureEntry.value": b"\x12", "Feature.float_list": b"\x12", "Feature.int64_list": b"\x1a",
     "List.value": b"\x0a",  # Int64List / FloatList values, packed
 }
 _MAX_INT64_VARINT_BYTES = 10
-
-
-def varint(n):
-    """Protobuf's base-128 varint of a non-negative int.
-
-    >>> varint(300)
-    b'\\xac\\x02'
-    """
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        if not n:
-            out.append(byte)
-            return bytes(out)
-        out.append(byte | 0x80)
 
 
 def _encode_list(value, is_float):
