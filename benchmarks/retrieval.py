@@ -13,7 +13,8 @@ by `tools/finetune.py --flagfile=flags/finetune_bible_retrieval.flags` with --fi
 exported as `tools/export.py --task_dir=...` exports it. Both float32, at --seq_length.
 
 Search (benchmarks/retrieval_task.py): the split's queries over its corpus, every candidate of
-the split (about 8 x queries documents). The corpus is embedded once through the embedder's
+the split once (the test split: 200 queries, 579 documents; --file: a reranking JSON lines file
+of one's own instead). The corpus is embedded once through the embedder's
 export (the index); then each query, one request at a time, is embedded (served), scored
 against the index (dot products of unit vectors, numpy) and its top K sent to the reranker's
 serving_default(query [1], documents [1, K]), whose `order` puts them best first. Latency per
@@ -47,6 +48,8 @@ def define_flags():
                         "run).")
     flags.DEFINE_list("rerank_k", ["10", "30"], "Documents the reranker reranks per query.")
     flags.DEFINE_string("split", "test", "Split of bible_retrieval: dev or test.")
+    flags.DEFINE_string("file", None, "Or a reranking JSON lines file of your own ({\"query\", "
+                        "\"positives\", \"negatives\"} a line): its queries over its documents.")
     flags.DEFINE_integer("max_queries", None, "Only the split's first queries (default: all).")
     flags.DEFINE_integer("seq_length", 128, "Tokens per row of both exports.")
     flags.DEFINE_string("work_dir", None, "Where the run and exports go (default: a temporary "
@@ -161,7 +164,7 @@ def table(rows, ks):
 
 
 def run(embedder_dir, reranker_dir, work_dir, rerank_ks=(10, 30), split="test",
-        max_queries=None, seq_length=128, finetune_args=""):
+        max_queries=None, seq_length=128, finetune_args="", path=None):
     """Fine-tunes a reranker if `reranker_dir` is None, exports both models, measures; returns
     (the rows, the Search)."""
     from benchmarks.retrieval_task import read_search
@@ -175,7 +178,7 @@ def run(embedder_dir, reranker_dir, work_dir, rerank_ks=(10, 30), split="test",
     embedder_path, reranker_path = export_both(embedder_dir, reranker_dir,
                                                os.path.join(work_dir, "exports"), seq_length,
                                                max(rerank_ks))
-    search = read_search(split, max_queries)
+    search = read_search(split, max_queries, path)
     return measure(embedder_path, reranker_path, search, list(rerank_ks)), search
 
 
@@ -188,12 +191,13 @@ def main(argv):
     work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="retrieval_")
     embedder_dir = FLAGS.embedder_dir or retrieval_task.default_encoder_dir()
     rows, search = run(embedder_dir, FLAGS.reranker_dir, work_dir, rerank_ks, FLAGS.split,
-                       FLAGS.max_queries, FLAGS.seq_length, FLAGS.finetune_args)
+                       FLAGS.max_queries, FLAGS.seq_length, FLAGS.finetune_args, FLAGS.file)
     print(f"{machine.machine_line(machine.cpu_kind())}; {machine.versions_line()}; "
           f"load average {os.getloadavg()[0]:.1f}")
-    print(f"{FLAGS.split}: {len(search.queries)} queries, corpus {len(search.corpus)} "
-          f"documents (index built in {rows[0]['index_s']:.1f} s); embedder {embedder_dir}; "
-          f"exports float32, seq_length {FLAGS.seq_length}; one query a request")
+    print(f"{FLAGS.file or FLAGS.split}: {len(search.queries)} queries, corpus "
+          f"{len(search.corpus)} documents (index built in {rows[0]['index_s']:.1f} s); "
+          f"embedder {embedder_dir}; exports float32, seq_length {FLAGS.seq_length}; "
+          "one query a request")
     print(table(rows, rerank_ks))
     print(json.dumps([{k: v for k, v in row.items() if not k.endswith("_ms")} for row in rows]))
 

@@ -40,11 +40,12 @@ class Search:
     relevant: list
 
 
-def read_search(split="test", max_queries=None):
+def read_search(split="test", max_queries=None, path=None):
     """The Search of a split's first `max_queries` queries (all by default), read as
-    tools/finetune.py --task=reranking reads the file."""
-    examples = bk.get_task("reranking").read_files(
-        [assets.path(f"bible_retrieval.{split}.jsonl.gz")], "jsonl")[:max_queries]
+    tools/finetune.py --task=reranking reads the file; `path`: a reranking JSON lines file of
+    one's own instead of the bundled split."""
+    path = path or assets.path(f"bible_retrieval.{split}.jsonl.gz")
+    examples = bk.get_task("reranking").read_files([str(path)], "jsonl")[:max_queries]
     corpus = list(dict.fromkeys(d for ex in examples for d in ex.candidates))
     row = {text: i for i, text in enumerate(corpus)}
     return Search([ex.query for ex in examples], corpus,
