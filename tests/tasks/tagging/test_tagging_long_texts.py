@@ -1,5 +1,5 @@
 """Served tagging reads a whole text: the export cuts a long text into rows in the graph as
-`features.tagging_features` continues a long sentence, so every word is tagged as
+`featurizer.tagging_features` continues a long sentence, so every word is tagged as
 `BertTokenClassifier.predict(words)` tags it; checked for families with different
 tokenizers, served in a process without the project."""
 
