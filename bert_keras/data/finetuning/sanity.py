@@ -61,6 +61,7 @@ HEADER_MIN_OTHER_ROWS = 10
 MAX_SINGLETON_LABELS = 20
 MAX_SINGLETON_SHARE = 0.5
 MAX_EMPTY_TEXT_SHARE = 0.01
+COLUMN_FORMATS = ("tsv", "csv", "jsonl")  # whose text columns or fields flags name
 
 # Names that label columns go by in public datasets (GLUE, SuperGLUE, Kaggle, HF datasets).
 LABEL_COLUMN_NAMES = frozenset({
@@ -207,8 +208,8 @@ def drop_empty_texts(examples, file_format: str) -> list:
         return examples
     share = len(empty) / len(examples)
     if share > MAX_EMPTY_TEXT_SHARE:
-        if file_format in ("squad_json", "squad_jsonl"):
-            fix = "fill or remove those questions"
+        if file_format not in COLUMN_FORMATS:  # texts not chosen by flags (SQuAD's)
+            fix = "fill or remove those rows"
         else:
             _, text_flag, _ = _flags(file_format)
             text_b = text_flag.replace("text_a", "text_b")
