@@ -146,19 +146,57 @@ def tiny_pairs_model(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def task_type_export(tmp_path_factory):
-    """`task_type_export(name)` -> (model, tokenizer, info, version dir): a 1-layer H=16 model
-    of the registry's task type `name` over the bundled vocab (export_harness.SEQ tokens a row),
-    exported by `export.export_saved_model` once per test process. Shared by the tests that
-    serve every task type (tests/serving/test_export_tasks.py) and run predict.py on it
-    (tests/tools/test_predict_contract.py); `task_type_export.base` is their export base."""
+def task_type_model(tiny_encoder_dir):
+    """`task_type_model(name)` -> (model, examples, weights before fit, fit history), once per
+    test process: the registry's task type `name`'s Keras model as a user makes it from its
+    own raw examples (`Task.raw_examples()`): `from_pretrained` of conftest's tiny encoder
+    directory at export_harness.SEQ tokens a row, then `fit` on the raw inputs for two
+    steps. None for a type without raw examples. Shared by the task-type contract
+    (tests/tasks/test_task_type_contract.py) and task_type_export."""
     import keras
 
-    from bert_keras.data.finetuning.label_map import LabelMap
+    from bert_keras.tasks.registry import get_task
+
+    from export_harness import SEQ
+
+    made = {}
+
+    def build(name):
+        examples = get_task(name).raw_examples()
+        if examples is None:
+            return None
+        keras.utils.set_random_seed(0)
+        model = examples.model_class.from_pretrained(str(tiny_encoder_dir), seq_length=SEQ,
+                                                     **examples.arguments)
+        before = [w.numpy().copy() for w in model.trainable_weights]
+        x, y = examples.fit
+        history = model.fit(x, y, epochs=2, verbose=0).history
+        return model, examples, before, history
+
+    def get(name):
+        if name not in made:
+            made[name] = build(name)
+        return made[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def task_type_export(tmp_path_factory, task_type_model):
+    """`task_type_export(name)` -> (model, tokenizer, info, version dir): an export of the
+    registry's task type `name`, once per test process: `bk.export_model` of its
+    task_type_model, or, for the types without raw examples (a bare encoder, a pretrainer),
+    a 1-layer H=16 model over the bundled vocab (export_harness.SEQ tokens a row) exported by
+    `export.export_saved_model`. `info` is the export's metadata (task, labels, seq_length,
+    text_fields). Shared by the tests that serve every task type (served_task_type_exports,
+    tests/serving/test_export_tasks.py, the task-type contract) and run predict.py on it;
+    `task_type_export.base` is their export base."""
+    import keras
+
+    import bert_keras as bk
     from bert_keras.data.pretraining.stages import default_vocab_file
     from bert_keras.models.encoder import BertEncoder
     from bert_keras.serving import export
-    from bert_keras.tasks.embedding import BertEmbedder
     from bert_keras.tasks.pretraining import BertPretrainer
     from bert_keras.tasks.registry import get_task
     from bert_keras.text.tokenizer import BertTokenizer
@@ -170,21 +208,18 @@ def task_type_export(tmp_path_factory):
     made = {}
 
     def build(name):
+        trained = task_type_model(name)
+        if trained is not None:
+            model = trained[0]
+            path = bk.export_model(model, base, name)
+            return model, model.preprocessor.tokenizer, export.read_metadata(path), path
         keras.utils.set_random_seed(0)
         encoder = BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1, hidden_size=16,
                               num_heads=2, intermediate_size=32, max_positions=64)
-        task = get_task(name)
-        labels = ["O", "B-X", "I-X"] if task.needs_label_map else None
-        if name == "encoder":  # the three types whose models fine-tuning does not build
-            model = encoder
-        elif name == "pretraining":
-            model = BertPretrainer(encoder)
-        elif name == "embedding":
-            model = BertEmbedder(encoder, pooling="mean")
-        else:
-            model = task.build_model(encoder, LabelMap(labels) if labels else None, dropout=0.0)
-        info = dict(task=name, seq_length=SEQ, lower_case=True, labels=labels,
-                    text_fields=task.text_fields([]))
+        # The two types with no task model fed raw text: a pretrainer, or the encoder itself.
+        model = BertPretrainer(encoder) if name == "pretraining" else encoder
+        info = dict(task=name, seq_length=SEQ, lower_case=True, labels=None,
+                    text_fields=get_task(name).text_fields([]))
         return model, tokenizer, info, export.export_saved_model(model, tokenizer, info, base,
                                                                  name)
 
@@ -195,6 +230,33 @@ def task_type_export(tmp_path_factory):
 
     get.base = base
     return get
+
+
+@pytest.fixture(scope="session")
+def served_task_type_exports(tmp_path_factory, task_type_export):
+    """{task name: [request result]}: every registry task type's task_type_export served once
+    per test process in an interpreter without this project (export_harness.run_client: TF1
+    SavedModelBundle and tf.saved_model.load), on its warmup requests and the long, empty
+    and malformed texts below. Each result: {"signature", "inputs", "tf1", "tf2"} (encoded
+    as export_harness._dec reads them)."""
+    import numpy as np
+
+    from bert_keras.tasks.registry import TASKS
+
+    from export_harness import LONG_TEXT, _enc, run_client
+
+    paths = {name: task_type_export(name)[3] for name in TASKS}
+    extra = {
+        paths["tagging"]: [["serving_default", {
+            "text": _enc(np.array(["", "word " * 300, b"caf\xe9 x"], object))}]],
+        paths["span_qa"]: [["serving_default", {
+            "question": _enc(np.array(["who?", ""], object)),
+            "context": _enc(np.array([LONG_TEXT[:2000], ""], object))}]],
+        paths["pretraining"]: [["serving_default", {
+            "text": _enc(np.array(["[MASK]" * 200, ""], object))}]],
+    }
+    report = run_client(tmp_path_factory.mktemp("served"), list(paths.values()), extra)
+    return {name: report["exports"][path] for name, path in paths.items()}
 
 
 @pytest.fixture(scope="session")

@@ -141,6 +141,12 @@ class Task:
         """Whether `model` is a model of this task type (`registry.task_of_model`)."""
         return False
 
+    def raw_examples(self):
+        """A few raw inputs of this type's Keras model as a user gives them (a
+        `raw_examples.RawExamples`: model class, arguments, fit and predict inputs); None
+        where it has no task model of its own. Every task type's contract test runs on them."""
+        return None
+
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None, options=None):
         """The task model over `encoder`; `checkpoint`: the directory the encoder came from
         (a family's own head, or a fine-tuned head, may come with it); `options`: the run's

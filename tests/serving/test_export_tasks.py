@@ -14,21 +14,16 @@ from bert_keras.tasks.span_qa.reader import SpanExample
 from bert_keras.tasks.tagging.reader import TaggingExample
 from bert_keras.text.preprocessor import BertPreprocessor
 
-from export_harness import (
-    LONG_TEXT,
-    SEQ,
-    _enc,
-    _keras_inputs,
-    _outputs,
-    _texts,
-    run_client,
-)
+from export_harness import SEQ, _keras_inputs, _outputs, _texts
 
 
 @pytest.mark.slow
-def test_every_model_type_served_without_project(tmp_path, task_type_export):
+def test_every_model_type_served_without_project(task_type_export, served_task_type_exports):
+    """What each task type serves means what its Keras model predicts (the long, empty and
+    malformed requests of conftest's served_task_type_exports included); that every answer
+    equals the model's serving function is the task-type contract's
+    (tests/tasks/test_task_type_contract.py)."""
     exported = {task: task_type_export(task) for task in CHECKS}
-    paths = {task: path for task, (_, _, _, path) in exported.items()}
     tokenizer = exported["encoder"][1]
     # Versions: the next free integer; a taken version is refused.
     assert export.next_version(task_type_export.base / "encoder") == 2
@@ -36,19 +31,8 @@ def test_every_model_type_served_without_project(tmp_path, task_type_export):
         model, _, info, _ = exported["encoder"]
         export.export_saved_model(model, tokenizer, info, task_type_export.base, "encoder",
                                   version=1)
-    extra = {
-        paths["tagging"]: [["serving_default", {
-            "text": _enc(np.array(["", "word " * 300, b"caf\xe9 x"], object))}]],
-        paths["span_qa"]: [["serving_default", {
-            "question": _enc(np.array(["who?", ""], object)),
-            "context": _enc(np.array([LONG_TEXT[:2000], ""], object))}]],
-        paths["pretraining"]: [["serving_default", {
-            "text": _enc(np.array(["[MASK]" * 200, ""], object))}]],
-    }
-    report = run_client(tmp_path, list(paths.values()), extra)
-    for task, path in paths.items():
-        model, _, info, _ = exported[task]
-        for r in report["exports"][path]:
+    for task, (model, tokenizer, info, _) in exported.items():
+        for r in served_task_type_exports[task]:
             if r["signature"] != "serving_default":
                 _outputs(r)
                 continue

@@ -23,6 +23,7 @@ from bert_keras.tasks.base import Task, class_labels
 from bert_keras.tasks.classification import featurizer, problem_types, reader, tfds_reader
 from bert_keras.tasks.classification.model import BertClassifier
 from bert_keras.tasks.classification.options import ClassificationOptions, MultiLabelOptions
+from bert_keras.tasks.raw_examples import PAIRED, TEXTS, RawExamples
 
 
 class SequenceClassificationTask(Task):
@@ -117,6 +118,10 @@ class Classification(SequenceClassificationTask):
                    "label_ids": "index of the predicted class",
                    "labels": "name of the predicted class"}
 
+    def raw_examples(self):
+        return RawExamples(BertClassifier, dict(num_classes=2, labels=["other", "same"]),
+                           fit=((TEXTS, PAIRED), [1, 0]), predict=(TEXTS, PAIRED))
+
     def predict(self, model, examples, features, label_map, options):
         probs = _softmax(self.logits(model, features, options))
         ids = probs.argmax(-1)
@@ -161,6 +166,11 @@ class MultiLabel(SequenceClassificationTask):
     output_docs = {"probabilities": "class probabilities (sigmoid)",
                    "label_ids": "1 where a class's probability >= 0.5, else 0",
                    "labels": "names of the chosen classes joined with ','"}
+
+    def raw_examples(self):
+        return RawExamples(BertClassifier, dict(num_classes=3, problem_type=self.problem_type.name,
+                                                labels=["home", "rain", "sun"]),
+                           fit=(TEXTS, [[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]]), predict=TEXTS)
 
     def transformers_label_map(self, labels):
         return LabelMap(labels, multi_label=True)
@@ -207,6 +217,10 @@ class Regression(SequenceClassificationTask):
     output_docs = {"scores": "regression outputs"}
     needs_label_map = False
     soft_targets = "mse"
+
+    def raw_examples(self):
+        return RawExamples(BertClassifier, dict(num_classes=1, problem_type=self.problem_type.name),
+                           fit=(TEXTS, [0.5, 2.0]), predict=TEXTS)
 
     def num_outputs(self, label_map):
         return 1

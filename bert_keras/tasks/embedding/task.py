@@ -4,6 +4,7 @@ import tensorflow as tf
 
 from bert_keras.tasks.base import Task
 from bert_keras.tasks.embedding.model import BertEmbedder
+from bert_keras.tasks.raw_examples import PAIRED, TEXTS, RawExamples
 
 
 class Embedding(Task):
@@ -26,6 +27,10 @@ class Embedding(Task):
 
     def builds(self, model):
         return isinstance(model, BertEmbedder)
+
+    def raw_examples(self):  # trained on (anchor, positive) pairs, without labels
+        return RawExamples(BertEmbedder, dict(pooling="mean"), fit=((TEXTS, PAIRED), None),
+                           predict=TEXTS)
 
     def export_metadata(self, fns):
         return {"pooling": fns.model.pooling, "normalize": fns.model.normalize,

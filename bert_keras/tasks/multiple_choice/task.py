@@ -18,6 +18,7 @@ from bert_keras.tasks.input_lines import InputLine
 from bert_keras.tasks.multiple_choice import featurizer, head_checkpoint, reader
 from bert_keras.tasks.multiple_choice.model import BertMultipleChoice
 from bert_keras.tasks.multiple_choice.options import MultipleChoiceOptions
+from bert_keras.tasks.raw_examples import PAIRED, TEXTS, RawExamples
 
 
 class MultipleChoice(Task):
@@ -88,6 +89,11 @@ class MultipleChoice(Task):
 
     def builds(self, model):
         return isinstance(model, BertMultipleChoice)
+
+    def raw_examples(self):  # y: the index of the right choice
+        choices = [[PAIRED[0], PAIRED[1], "Amen."], [PAIRED[1], "Rome.", PAIRED[0]]]
+        return RawExamples(BertMultipleChoice, {}, fit=((TEXTS, choices), [0, 2]),
+                           predict=(TEXTS, choices))
 
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None, options=None):
         """BertMultipleChoice with the head of the checkpoint's family, and its weights when

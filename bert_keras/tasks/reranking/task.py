@@ -15,6 +15,7 @@ from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import Task, listed
 from bert_keras.tasks.classification import problem_types
 from bert_keras.tasks.input_lines import InputLine
+from bert_keras.tasks.raw_examples import PAIRED, TEXTS, RawExamples
 from bert_keras.tasks.reranking import activations, featurizer, ranking_metrics, reader
 from bert_keras.tasks.reranking.model import BertReranker
 from bert_keras.tasks.reranking.options import RerankingOptions
@@ -112,6 +113,10 @@ class Reranking(Task):
 
     def builds(self, model):
         return isinstance(model, BertReranker)
+
+    def raw_examples(self):  # fit: (queries, positives, negatives); predict: (queries, documents)
+        return RawExamples(BertReranker, {}, fit=((TEXTS, PAIRED, [PAIRED[::-1], ["Amen."]]), None),
+                           predict=(TEXTS * 2, PAIRED + PAIRED[::-1]))
 
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None, options=None):
         """BertReranker with the classification head of the checkpoint's family (its weights

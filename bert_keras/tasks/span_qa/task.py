@@ -13,6 +13,7 @@ from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import WARMUP_WINDOWS, Task, max_windows
 from bert_keras.tasks.graph_ops import byte_to_char
+from bert_keras.tasks.raw_examples import RawExamples
 from bert_keras.tasks.span_qa import featurizer, reader, tfds_reader
 from bert_keras.tasks.span_qa import windows as span_windows
 from bert_keras.tasks.span_qa.answer_inputs import DOC_STRIDE, MAX_ANSWER_LENGTH, MAX_QUERY_LENGTH
@@ -78,6 +79,13 @@ class SpanQA(Task):
 
     def builds(self, model):
         return isinstance(model, BertSpanQA)
+
+    def raw_examples(self):  # SQuAD's answers: text and character offset; [] for none
+        questions = ["Who went home?", "Where did it rain?"]
+        contexts = ["He went home.", "It rained all day."]
+        answers = [{"text": "He", "answer_start": 0}, {"text": [], "answer_start": []}]
+        return RawExamples(BertSpanQA, {}, fit=((questions, contexts), answers),
+                           predict=(questions, contexts))
 
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None, options=None):
         """BertSpanQA, with the head of a fine-tuned `*ForQuestionAnswering` checkpoint."""

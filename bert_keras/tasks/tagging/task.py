@@ -19,6 +19,7 @@ from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import WARMUP_WINDOWS, Task, class_labels, listed, max_windows
 from bert_keras.tasks.input_lines import InputLine
+from bert_keras.tasks.raw_examples import RawExamples
 from bert_keras.tasks.tagging import featurizer, reader, tfds_reader
 from bert_keras.tasks.tagging import serving as tagging_serving
 from bert_keras.tasks.tagging.crf import check_tag_sequences
@@ -89,6 +90,13 @@ class Tagging(Task):
 
     def builds(self, model):
         return isinstance(model, BertTokenClassifier)
+
+    def raw_examples(self):  # words, and a tag name per word
+        words = [["Paul", "went", "to", "Rome", "."], ["It", "rained"]]
+        tags = [["B-PER", "O", "O", "B-LOC", "O"], ["O", "O"]]
+        return RawExamples(BertTokenClassifier,
+                           dict(num_classes=3, labels=["O", "B-PER", "B-LOC"]),
+                           fit=(words, tags), predict=words)
 
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None, options=None):
         """BertTokenClassifier (with a CRF: `TaggingOptions`), with the head of a fine-tuned
