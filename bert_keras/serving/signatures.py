@@ -15,40 +15,10 @@ checked in the graph before use (`input_checks`): another rank, ids outside the 
 vocabulary or token types, or a mask other than 0/1 fail the request with an
 InvalidArgumentError naming the input, and the server goes on serving.
 
-==================  =====================  ==================================================
-task                serving_default in     serving_default out
-==================  =====================  ==================================================
-classification      text | text_a, text_b  probabilities float32 [B, C], label_ids int32 [B],
-                                           labels string [B]
-multi_label         text | text_a, text_b  probabilities float32 [B, C] (sigmoid), label_ids
-                                           int32 [B, C] (1 where p >= 0.5), labels string [B]
-                                           (the chosen labels joined with ",")
-regression          text | text_a, text_b  scores float32 [B, C]
-tagging             text                   tokens string [B, W], tags string [B, W],
-                                           tag_ids int32 [B, W], tag_scores float32 [B, W],
-                                           token_starts / token_ends int32 [B, W] (character
-                                           offsets into text); padding: "", -1, 0, -1. Every
-                                           word of a text: a long one goes on in rows of
-                                           seq_length tokens as tagging_features continues a
-                                           sentence; more than max_windows rows: refused
-span_qa             question, context      answer string [B], answer_start / answer_end int32
-                                           [B] (character offsets into context, end
-                                           exclusive; -1 if no span), score float32 [B]
-                                           (start + end logit), no_answer_score float32 [B].
-                                           The best span over every window of the context
-                                           (cut as spans.span_features cuts it); more than
-                                           max_windows windows: refused
-multiple_choice     text, choices [B, K]   probabilities float32 [B, K] (softmax over the
-                                           choices), choice int32 [B] (index of the best);
-                                           any K >= 2; each choice packed as the pair
-                                           (text, choice)
-pretraining         text (with [MASK])     mask_positions int32 [B, P] (-1 padding),
-                                           top_k_ids int32 [B, P, K], top_k_tokens string
-                                           [B, P, K], top_k_scores float32 [B, P, K]
-                                           (probabilities; padding "", 0)
-encoder             text                   pooled_output float32 [B, H], sequence_output
-                                           float32 [B, T, H], input_mask int32 [B, T]
-==================  =====================  ==================================================
+What serving_default (and a task's extra signatures, as the tagger's `tag_words`) take and
+return is the task type's: its `serving_text_fields` / `serving_ranks` name the inputs, its
+`serve` computes the outputs, its `output_docs` say what each holds (written into every
+export's metadata, `bert_keras_metadata.json`'s "signatures"; docs/serving.md lists them).
 
 Every export also has `encode` (the TF Hub BERT interface: input_word_ids, input_mask,
 input_type_ids int32 [B, T] -> sequence_output float32 [B, T, H], pooled_output float32
