@@ -23,14 +23,7 @@ from bert_keras.data.pretraining.records import GOOGLE_TO_MODEL_NAMES, read_pret
 from bert_keras.errors import InputError
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.encoder.config import PRESETS, EncoderConfig
-from bert_keras.models.heads import (
-    ClassificationHead,
-    MaskedLMHead,
-    NextSentenceHead,
-    ReplacedTokenHead,
-    SpanHead,
-    TokenClassificationHead,
-)
+from bert_keras.models.heads import ClassificationHead
 from bert_keras.models.objectives.task_distillation import TaskDistiller
 from bert_keras.names import IGNORE_LABEL, INPUT_NAMES
 from bert_keras.optimization import AdamW, Lamb, WarmupDecay, create_optimizer
@@ -63,11 +56,14 @@ from bert_keras.tasks.pretraining import (
     ElectraPretrainer,
     student_from_teacher,
 )
+from bert_keras.tasks.pretraining.heads import MaskedLMHead, NextSentenceHead, ReplacedTokenHead
 from bert_keras.tasks.registry import TASKS, get_task, load_task
 from bert_keras.tasks.reranking import BertReranker
 from bert_keras.tasks.span_qa import BertSpanQA
 from bert_keras.tasks.span_qa.decoding import decode_answers
+from bert_keras.tasks.span_qa.head import SpanHead
 from bert_keras.tasks.tagging import BertTokenClassifier
+from bert_keras.tasks.tagging.head import TokenClassificationHead
 from bert_keras.tasks.task_io import save_task
 from bert_keras.tasks.text_preprocessor import TextPreprocessor
 from bert_keras.text.byte_bpe_tokenizer import ByteBpeTokenizer

@@ -67,28 +67,14 @@ def encoder_name_map(arch, tensors, path):
     return read_family(path)[0].encoder_name_map(arch, tensors)
 
 
-def classifier_head(path):
-    """(hidden_activation, name map builder) of the classification head of checkpoint `path`:
-    the builder maps a ClassificationHead named `head` to the file's head tensors."""
-    family = read_family(path)[0]
-    return family.CLASSIFIER_HEAD.activation, lambda head: classifier_head_names(family, head)
-
-
 def task_head(path, transformers_head):
-    """The `ClassifierHead` of checkpoint `path`'s `*<transformers_head>`
+    """The `TaskHead` of checkpoint `path`'s `*<transformers_head>`
     (`families.task_head`)."""
     return families.task_head(read_family(path)[0], transformers_head)
 
 
-def classifier_pooling(path):
-    """What checkpoint `path`'s `*ForSequenceClassification` pools ("cls" or, where its family
-    reads one from config.json, another: ModernBERT's "mean")."""
-    family, config = read_family(path)
-    return families.classifier_pooling(family, config, path)
-
-
 def head_names(table, head):
-    """A head layer named `head` with the layers of `table` (a `ClassifierHead`: `hidden`
+    """A head layer named `head` with the layers of `table` (a `TaskHead`: `hidden`
     dense, `hidden_norm`, `logits`) -> the tensors of the modules `table` names."""
     names = {f"{head}/logits/kernel": ([f"{table.output}.weight"], transpose),
              f"{head}/logits/bias": ([f"{table.output}.bias"], identity)}
@@ -99,34 +85,6 @@ def head_names(table, head):
         names.update({f"{head}/hidden_norm/gamma": ([f"{table.norm}.weight"], identity),
                       f"{head}/hidden_norm/beta": ([f"{table.norm}.bias"], identity)})
     return names
-
-
-def classifier_head_names(family, head):
-    """A ClassificationHead named `head` -> the `*ForSequenceClassification` head tensors of
-    `family` (a family module)."""
-    return head_names(family.CLASSIFIER_HEAD, head)
-
-
-def token_classifier_head_names(family, head):
-    """A TokenClassificationHead named `head` -> `family`'s `*ForTokenClassification` head
-    tensors (`classifier` alone in the BERT-style families)."""
-    return head_names(families.task_head(family, "ForTokenClassification"), head)
-
-
-def span_head_names(family, head):
-    """A SpanHead named `head` -> `family`'s `*ForQuestionAnswering` head tensors (start, end
-    rows; `qa_outputs` alone in the BERT-style families)."""
-    return head_names(families.task_head(family, "ForQuestionAnswering"), head)
-
-
-def token_classifier_head_name_map(head, path):
-    """`token_classifier_head_names` of checkpoint `path`'s family."""
-    return token_classifier_head_names(read_family(path)[0], head)
-
-
-def span_head_name_map(head, path):
-    """`span_head_names` of checkpoint `path`'s family."""
-    return span_head_names(read_family(path)[0], head)
 
 
 def label_names(config):

@@ -16,21 +16,20 @@ defines:
   `TRANSFORMERS_TOKENIZER` (tokenizer_config.json's `tokenizer_class`), for the writer.
 - `encoder_name_map(arch, tensors)`: our encoder's variable paths -> its tensor names.
 - `POOLER_TENSORS`: the tensor names whose presence means the file has a pooler (empty: never).
-- `CLASSIFIER_HEAD` (`transformers_names.ClassifierHead`), `MASKED_LM_HEAD`
-  (`transformers_names.MaskedLMHead`), `REPLACED_TOKEN_HEAD` (ELECTRA's discriminator head,
-  else None), `MULTIPLE_CHOICE_HEAD` (`transformers_names.MultipleChoiceHead`: its
-  `*ForMultipleChoice` head): its heads' tensor names.
+- `HEADS`: the heads of its transformers task classes by class name ending
+  (`*ForSequenceClassification`, `*ForTokenClassification`, `*ForQuestionAnswering`,
+  `*ForMultipleChoice` -> `transformers_names.TaskHead`: their layers and tensor names; BERT's
+  where a family's are alike, `transformers_names.task_heads`); each task type asks
+  `task_head` for its class's. `MASKED_LM_HEAD` (`transformers_names.MaskedLMHead`) and
+  `REPLACED_TOKEN_HEAD` (ELECTRA's discriminator head, else None): its pretraining heads.
 - `HEAD_PREFIXES`: the first name part of every head tensor its files may hold (an encoder
   import skips them).
 - `GOOGLE`: a `google_names.GoogleLayout` for its Google TF1 checkpoints, or None.
 - optionally `implied_tensors(config, tensors)`: {name: array} of tensors its files leave out
   because their value is implied (ModernBERT's zero head biases); the reader adds them.
-- optionally `TOKEN_CLASSIFIER_HEAD`, `SPAN_HEAD` (`transformers_names.ClassifierHead`s of
-  its `*ForTokenClassification` / `*ForQuestionAnswering`; default: a Linear `classifier` /
-  `qa_outputs` on the sequence output), and `CLASSIFIER_POOLINGS` with
-  `classifier_pooling(config, path)`: what its `*ForSequenceClassification` may read and what
-  a config.json picks (default: "cls" only, the first token or the pooler on it);
-  `task_head` and `classifier_pooling` below read them.
+- optionally `CLASSIFIER_POOLINGS` with `classifier_pooling(config, path)`: what its
+  `*ForSequenceClassification` may read and what a config.json picks (default: "cls" only,
+  the first token or the pooler on it), which `tasks.classification.head_checkpoint` reads.
 
 Adding a family is its module here and its name in the import and in `_MODULES` below.
 
@@ -54,7 +53,6 @@ from bert_keras.families import (
     roberta,
     xlm_roberta,
 )
-from bert_keras.families.transformers_names import SPAN_HEAD, TOKEN_CLASSIFIER_HEAD
 
 _MODULES = (bert, roberta, albert, distilbert, electra, xlm_roberta, modernbert, deberta_v3)
 FAMILIES = {family.MODEL_TYPE: family for family in _MODULES}
@@ -63,8 +61,7 @@ DEFAULT_MODEL_TYPE = bert.MODEL_TYPE  # of a config.json that names none (the ol
 # What every family module defines (see above).
 REQUIRED = ("MODEL_TYPE", "TOKENIZER", "TOKENIZER_FILES", "encoder_config", "encoder_name_map",
             "transformers_config", "TRANSFORMERS_PREFIX", "TRANSFORMERS_TOKENIZER",
-            "POOLER_TENSORS", "CLASSIFIER_HEAD", "MASKED_LM_HEAD", "REPLACED_TOKEN_HEAD",
-            "MULTIPLE_CHOICE_HEAD",
+            "POOLER_TENSORS", "HEADS", "MASKED_LM_HEAD", "REPLACED_TOKEN_HEAD",
             "HEAD_PREFIXES", "GOOGLE")
 
 
@@ -86,40 +83,16 @@ def family_of_config(config, path):
     return get_family(config.get("model_type", DEFAULT_MODEL_TYPE), path)
 
 
-# transformers' task-class name endings -> the family attribute of their head, and its default.
-_TASK_HEADS = {"ForSequenceClassification": ("CLASSIFIER_HEAD", None),
-               "ForTokenClassification": ("TOKEN_CLASSIFIER_HEAD", TOKEN_CLASSIFIER_HEAD),
-               "ForQuestionAnswering": ("SPAN_HEAD", SPAN_HEAD)}
-
-
 def task_head(family, transformers_head):
-    """The `ClassifierHead` of `family`'s `*<transformers_head>` ("ForSequenceClassification",
-    "ForTokenClassification" or "ForQuestionAnswering").
+    """The `TaskHead` of `family`'s `*<transformers_head>` ("ForSequenceClassification",
+    "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice").
 
     >>> task_head(get_family("bert", "ckpt"), "ForQuestionAnswering").output
     'qa_outputs'
-    >>> task_head(get_family("modernbert", "ckpt"), "ForQuestionAnswering")[1:]
+    >>> task_head(get_family("modernbert", "ckpt"), "ForQuestionAnswering")[1:4]
     ('head.dense', 'classifier', 'head.norm')
     """
-    attribute, default = _TASK_HEADS[transformers_head]
-    return getattr(family, attribute, default)
-
-
-def classifier_poolings(family):
-    """What `family`'s `*ForSequenceClassification` may pool (`BertClassifier`'s names)."""
-    return getattr(family, "CLASSIFIER_POOLINGS", ("cls",))
-
-
-def classifier_pooling(family, config, path):
-    """The pooling of a `*ForSequenceClassification` config.json dict of `family` ("cls"
-    unless the family reads another from the config; InputError naming `path` for one it
-    does not hold).
-
-    >>> classifier_pooling(get_family("modernbert", "ckpt"), {"classifier_pooling": "mean"}, "ckpt")
-    'mean'
-    """
-    read = getattr(family, "classifier_pooling", None)
-    return read(config, path) if read else "cls"
+    return family.HEADS[transformers_head]
 
 
 def head_prefixes():
@@ -150,6 +123,5 @@ def tokenizer_files():
     return sorted({name for family in FAMILIES.values() for name in family.TOKENIZER_FILES})
 
 
-__all__ = ["DEFAULT_MODEL_TYPE", "FAMILIES", "REQUIRED", "classifier_pooling",
-           "classifier_poolings", "family_of_config", "get_family", "google_layouts",
-           "head_prefixes", "task_head", "tokenizer_files"]
+__all__ = ["DEFAULT_MODEL_TYPE", "FAMILIES", "REQUIRED", "family_of_config", "get_family",
+           "google_layouts", "head_prefixes", "task_head", "tokenizer_files"]

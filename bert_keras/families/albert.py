@@ -10,9 +10,7 @@ from bert_keras.families.config_arguments import encoder_arguments
 from bert_keras.families.converters import identity, transpose
 from bert_keras.families.transformers_names import (
     TASK_HEADS,
-    ClassifierHead,
     MaskedLMHead,
-    MultipleChoiceHead,
     bert_style_arguments,
     bert_style_config,
     block_names,
@@ -20,6 +18,7 @@ from bert_keras.families.transformers_names import (
     prefix,
     require,
     require_token_types,
+    task_heads,
 )
 from bert_keras.text.sentencepiece_tokenizer import MODEL_FILE, SentencePieceTokenizer
 
@@ -30,8 +29,7 @@ TRANSFORMERS_PREFIX = "Albert"
 TRANSFORMERS_TOKENIZER = "AlbertTokenizer"
 
 POOLER_TENSORS = ("pooler.weight", "albert.pooler.weight")
-CLASSIFIER_HEAD = ClassifierHead(None, None, "classifier")
-MULTIPLE_CHOICE_HEAD = MultipleChoiceHead(None, None, "classifier")  # on the pooler
+HEADS = task_heads()  # BERT's: a Linear each, the classifier and multiple choice on the pooler
 MASKED_LM_HEAD = MaskedLMHead(None, "predictions.dense", "predictions.LayerNorm",
                               "predictions.bias", "sop_classifier.classifier")
 REPLACED_TOKEN_HEAD = None

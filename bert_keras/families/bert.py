@@ -5,14 +5,13 @@ pooler (absent from some task files), the masked-LM head under `cls.predictions`
 from bert_keras.families import google_names
 from bert_keras.families.transformers_names import (
     TASK_HEADS,
-    ClassifierHead,
     MaskedLMHead,
-    MultipleChoiceHead,
     bert_encoder_name_map,
     bert_style_arguments,
     bert_style_config,
     require,
     require_token_types,
+    task_heads,
 )
 from bert_keras.text.tokenizer import WordPieceTokenizer
 
@@ -23,8 +22,7 @@ TRANSFORMERS_PREFIX = "Bert"  # BertModel, BertForMaskedLM, ...
 TRANSFORMERS_TOKENIZER = "BertTokenizer"
 
 POOLER_TENSORS = ("pooler.dense.weight", "bert.pooler.dense.weight")
-CLASSIFIER_HEAD = ClassifierHead(None, None, "classifier")
-MULTIPLE_CHOICE_HEAD = MultipleChoiceHead(None, None, "classifier")  # on the pooler
+HEADS = task_heads()  # BERT's: a Linear each, the classifier and multiple choice on the pooler
 MASKED_LM_HEAD = MaskedLMHead(None, "cls.predictions.transform.dense",
                               "cls.predictions.transform.LayerNorm", "cls.predictions.bias",
                               "cls.seq_relationship")

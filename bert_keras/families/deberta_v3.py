@@ -31,13 +31,13 @@ from bert_keras.errors import InputError
 from bert_keras.families.converters import identity, transpose
 from bert_keras.families.transformers_names import (
     TASK_HEADS,
-    ClassifierHead,
     MaskedLMHead,
-    MultipleChoiceHead,
+    TaskHead,
     activation,
     activation_name,
     block_names,
     require,
+    task_heads,
 )
 from bert_keras.text.deberta_tokenizer import MODEL_FILE, DebertaV3Tokenizer
 
@@ -49,9 +49,10 @@ TRANSFORMERS_TOKENIZER = "DebertaV2Tokenizer"
 BASE_MODEL_PREFIX = "deberta"  # the base model's name in task files
 
 POOLER_TENSORS = ()  # DebertaV2Model has none; the ContextPooler is the heads' hidden dense
-CLASSIFIER_HEAD = ClassifierHead("gelu", "pooler.dense", "classifier")
-MULTIPLE_CHOICE_HEAD = MultipleChoiceHead("gelu", "pooler.dense", "classifier",
-                                          (("pooler_hidden_act", "gelu"),))
+HEADS = task_heads(
+    ForSequenceClassification=TaskHead("gelu", "pooler.dense", "classifier"),
+    ForMultipleChoice=TaskHead("gelu", "pooler.dense", "classifier",
+                               config=(("pooler_hidden_act", "gelu"),)))
 MASKED_LM_HEAD = MaskedLMHead(None, "cls.predictions.transform.dense",
                               "cls.predictions.transform.LayerNorm", "cls.predictions.bias", None)
 REPLACED_TOKEN_HEAD = None

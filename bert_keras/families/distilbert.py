@@ -5,15 +5,15 @@ classification head; no Google layout."""
 
 from bert_keras.families.transformers_names import (
     TASK_HEADS,
-    ClassifierHead,
     MaskedLMHead,
-    MultipleChoiceHead,
+    TaskHead,
     activation,
     activation_name,
     block_names,
     embedding_names,
     prefix,
     require,
+    task_heads,
 )
 from bert_keras.text.tokenizer import WordPieceTokenizer
 
@@ -24,8 +24,8 @@ TRANSFORMERS_PREFIX = "DistilBert"
 TRANSFORMERS_TOKENIZER = "DistilBertTokenizer"
 
 POOLER_TENSORS = ()  # never a pooler
-CLASSIFIER_HEAD = ClassifierHead("relu", "pre_classifier", "classifier")
-MULTIPLE_CHOICE_HEAD = MultipleChoiceHead("relu", "pre_classifier", "classifier")
+HEADS = task_heads(**dict.fromkeys(("ForSequenceClassification", "ForMultipleChoice"),
+                                   TaskHead("relu", "pre_classifier", "classifier")))
 MASKED_LM_HEAD = MaskedLMHead(None, "vocab_transform", "vocab_layer_norm",
                               "vocab_projector.bias", None)
 REPLACED_TOKEN_HEAD = None

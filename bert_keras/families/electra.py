@@ -18,9 +18,8 @@ from bert_keras.families import google_names
 from bert_keras.families.converters import identity, transpose
 from bert_keras.families.transformers_names import (
     TASK_HEADS,
-    ClassifierHead,
     MaskedLMHead,
-    MultipleChoiceHead,
+    TaskHead,
     bert_style_arguments,
     bert_style_config,
     embedding_names,
@@ -28,6 +27,7 @@ from bert_keras.families.transformers_names import (
     prefix,
     require,
     require_token_types,
+    task_heads,
 )
 from bert_keras.files import exists, read_json
 from bert_keras.text.tokenizer import WordPieceTokenizer
@@ -39,11 +39,11 @@ TRANSFORMERS_PREFIX = "Electra"
 TRANSFORMERS_TOKENIZER = "BertTokenizer"  # transformers 5 has no ElectraTokenizer
 
 POOLER_TENSORS = ()  # never a pooler
-CLASSIFIER_HEAD = ClassifierHead("gelu", "classifier.dense", "classifier.out_proj")
-# ElectraForMultipleChoice: its sequence summary ([CLS], dense, exact GELU), then a dense.
-MULTIPLE_CHOICE_HEAD = MultipleChoiceHead(
-    "gelu", "sequence_summary.summary", "classifier",
-    (("summary_type", "first"), ("summary_use_proj", True), ("summary_activation", "gelu")))
+HEADS = task_heads(
+    ForSequenceClassification=TaskHead("gelu", "classifier.dense", "classifier.out_proj"),
+    # ElectraForMultipleChoice: its sequence summary ([CLS], dense, exact GELU), then a dense.
+    ForMultipleChoice=TaskHead("gelu", "sequence_summary.summary", "classifier", config=(
+        ("summary_type", "first"), ("summary_use_proj", True), ("summary_activation", "gelu"))))
 # ElectraForMaskedLM, the generator; its head's activation is fixed to the exact GELU.
 MASKED_LM_HEAD = MaskedLMHead("gelu", "generator_predictions.dense",
                               "generator_predictions.LayerNorm", "generator_lm_head.bias", None)

@@ -29,13 +29,14 @@ import numpy as np
 from bert_keras.errors import InputError
 from bert_keras.families.converters import identity, transpose
 from bert_keras.families.transformers_names import (
+    BERT_TASK_HEADS,
     TASK_HEADS,
-    ClassifierHead,
     MaskedLMHead,
-    MultipleChoiceHead,
+    TaskHead,
     activation,
     activation_name,
     require,
+    task_heads,
 )
 from bert_keras.text.byte_bpe_tokenizer import MERGES_FILE, VOCAB_FILE, ModernBertTokenizer
 
@@ -48,12 +49,11 @@ TRANSFORMERS_TOKENIZER = "PreTrainedTokenizerFast"
 POOLER_TENSORS = ()  # never a pooler
 # ModernBertPredictionHead (dense, activation, norm) then the output layer, in every head; the
 # QA head's output layer is `classifier` too (start, end rows), not `qa_outputs`.
-CLASSIFIER_HEAD = ClassifierHead("gelu", "head.dense", "classifier", "head.norm")
-TOKEN_CLASSIFIER_HEAD = SPAN_HEAD = CLASSIFIER_HEAD
+HEADS = task_heads(**dict.fromkeys(BERT_TASK_HEADS,
+                                   TaskHead("gelu", "head.dense", "classifier", "head.norm")))
 # What *ForSequenceClassification reads: config.json's classifier_pooling, [CLS] ("cls",
 # transformers' default) or the mean of the real tokens ("mean").
 CLASSIFIER_POOLINGS = ("cls", "mean")
-MULTIPLE_CHOICE_HEAD = MultipleChoiceHead("gelu", "head.dense", "classifier")
 MASKED_LM_HEAD = MaskedLMHead("gelu", "head.dense", "head.norm", "decoder.bias", None)
 REPLACED_TOKEN_HEAD = None
 HEAD_PREFIXES = TASK_HEADS + ("head", "decoder")

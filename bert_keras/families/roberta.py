@@ -6,14 +6,14 @@ the masked-LM head `lm_head` with the exact GELU and no pair task; no Google lay
 from bert_keras.errors import InputError
 from bert_keras.families.transformers_names import (
     TASK_HEADS,
-    ClassifierHead,
     MaskedLMHead,
-    MultipleChoiceHead,
+    TaskHead,
     bert_encoder_name_map,
     bert_style_arguments,
     bert_style_config,
     require,
     require_token_types,
+    task_heads,
 )
 from bert_keras.text.byte_bpe_tokenizer import MERGES_FILE, VOCAB_FILE, ByteBpeTokenizer
 
@@ -24,9 +24,10 @@ TRANSFORMERS_PREFIX = "Roberta"
 TRANSFORMERS_TOKENIZER = "RobertaTokenizer"
 
 POOLER_TENSORS = ("pooler.dense.weight", "roberta.pooler.dense.weight")
-CLASSIFIER_HEAD = ClassifierHead("tanh", "classifier.dense", "classifier.out_proj")
-# RobertaForMultipleChoice scores the pooler output (its classification head does not).
-MULTIPLE_CHOICE_HEAD = MultipleChoiceHead(None, None, "classifier")
+# Its classifier reads the first token through a dense-tanh; RobertaForMultipleChoice scores
+# the pooler output, as BERT's does.
+HEADS = task_heads(ForSequenceClassification=TaskHead("tanh", "classifier.dense",
+                                                      "classifier.out_proj"))
 MASKED_LM_HEAD = MaskedLMHead("gelu", "lm_head.dense", "lm_head.layer_norm", "lm_head.bias", None)
 REPLACED_TOKEN_HEAD = None
 HEAD_PREFIXES = TASK_HEADS + ("lm_head",)

@@ -17,31 +17,41 @@ ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_approximate",
 # for the tanh approximation; every family reads it).
 ACTIVATION_NAMES = {"gelu": "gelu", "gelu_approximate": "gelu_new", "relu": "relu"}
 
-# The heads of `*ForTokenClassification` and `*ForQuestionAnswering`, named alike in every
-# family (a Linear each), and so the head tensors every family's task files may carry.
-TOKEN_CLASSIFIER = "classifier"
-SPAN_CLASSIFIER = "qa_outputs"
-TASK_HEADS = (TOKEN_CLASSIFIER, SPAN_CLASSIFIER)
+# The first name part of the heads of `*ForTokenClassification` and `*ForQuestionAnswering`,
+# alike in every family: head tensors every family's task files may carry.
+TASK_HEADS = ("classifier", "qa_outputs")
 
-# A family's `*ForSequenceClassification` head: the activation of its hidden dense (None:
-# BERT's head on the pooler, which has no hidden dense), the module of that dense (None: none)
-# and of the output dense.
-# `norm`: the module of a layer norm after the activation (ModernBERT's `head.norm`), else None.
-ClassifierHead = collections.namedtuple("ClassifierHead", "activation hidden output norm",
-                                        defaults=(None,))
+# The head of a transformers task class over the encoder (`*ForSequenceClassification`,
+# `*ForTokenClassification`, `*ForQuestionAnswering`, `*ForMultipleChoice`): the activation of
+# its hidden dense (None: none, e.g. BERT's classifier on the pooler), the module of that
+# dense (None: none), of the output dense, of a layer norm after the activation (ModernBERT's
+# `head.norm`; None: none), and `config`: the (config.json key, value) pairs the head assumes,
+# a value also being transformers' default when the key is absent (ELECTRA's sequence summary
+# is configurable; another one is refused, not read as this one).
+TaskHead = collections.namedtuple("TaskHead", "activation hidden output norm config",
+                                  defaults=(None, ()))
 
-# The heads of `*ForTokenClassification` and `*ForQuestionAnswering` as ClassifierHeads (over
-# the sequence output): a Linear alone in the BERT-style families. A family whose heads differ
-# (ModernBERT's dense-act-norm before them) sets its own TOKEN_CLASSIFIER_HEAD / SPAN_HEAD.
-TOKEN_CLASSIFIER_HEAD = ClassifierHead(None, None, TOKEN_CLASSIFIER)
-SPAN_HEAD = ClassifierHead(None, None, SPAN_CLASSIFIER)
+# BERT's task heads, a Linear each (the sequence classifier and the multiple-choice scorer on
+# the pooler), which the other families' `HEADS` start from (`task_heads`).
+BERT_TASK_HEADS = {"ForSequenceClassification": TaskHead(None, None, "classifier"),
+                   "ForTokenClassification": TaskHead(None, None, "classifier"),
+                   "ForQuestionAnswering": TaskHead(None, None, "qa_outputs"),
+                   "ForMultipleChoice": TaskHead(None, None, "classifier")}
 
-# A family's `*ForMultipleChoice` head, one score per choice: as ClassifierHead (activation,
-# hidden dense, output dense of width 1), and `config`: the (config.json key, value) pairs the
-# head assumes, a value also being transformers' default when the key is absent (ELECTRA's
-# sequence summary is configurable; another summary is refused, not read as this one).
-MultipleChoiceHead = collections.namedtuple("MultipleChoiceHead", "activation hidden output config",
-                                            defaults=((),))
+
+def task_heads(**heads):
+    """A family's `HEADS` (transformers class ending -> `TaskHead`): BERT's, with `heads`
+    where the family's differ.
+
+    >>> task_heads(ForSequenceClassification=TaskHead("tanh", "classifier.dense",
+    ...     "classifier.out_proj"))["ForQuestionAnswering"].output
+    'qa_outputs'
+    """
+    unknown = sorted(set(heads) - set(BERT_TASK_HEADS))
+    if unknown:
+        raise ValueError(f"No transformers task class ends in {unknown}.")
+    return {**BERT_TASK_HEADS, **heads}
+
 
 # A family's `*ForMaskedLM` / `*ForPreTraining` heads: the masked-LM transform's activation
 # (None: the encoder's `hidden_act`), its dense, its layer norm, the decoder's output bias

@@ -1,9 +1,11 @@
-"""Head weights from checkpoints: Google's and Hugging Face's pretraining heads, and the
-fine-tuned heads of Hugging Face `*ForSequenceClassification` (each family's own),
-`*ForTokenClassification` and `*ForQuestionAnswering` files.
+"""Head weights from checkpoints: Google's and Hugging Face's pretraining heads (which the
+pretraining runs of `bert_keras.training` read), and what every task type's head loader
+shares: the arguments of a family's task head (`task_head_arguments`), loading a fine-tuned
+head where it fits (`try_load_head`) and its label names (`fine_tuned_labels`).
 
-The encoder's own weights come through `BertEncoder.from_pretrained`; these set the heads
-of the task models over it, through the exact name maps of `bert_keras.checkpoints`.
+The encoder's own weights come through `BertEncoder.from_pretrained`; each task type's head
+loader (`bert_keras.tasks.<name>.head_checkpoint`) sets its head, through the exact name maps
+of `bert_keras.checkpoints`.
 """
 
 from bert_keras import checkpoints
@@ -57,44 +59,11 @@ def load_replaced_token_head(electra, path):
     checkpoints.assign_weights(electra, name_map, tensors, path, partial=True)
 
 
-def load_classification_head(classifier, path):
-    """Sets a BertClassifier's head from a Hugging Face `*ForSequenceClassification`
-    checkpoint directory (its family's head: `classifier_head_activation(path)`); missing or
-    mis-shaped tensors raise `CheckpointError` naming them.
-
-    >>> clf = BertClassifier(BertEncoder.from_pretrained(path), 3,  # doctest: +SKIP
-    ...                      hidden_activation=classifier_head_activation(path))
-    >>> load_classification_head(clf, path)  # doctest: +SKIP
-    """
-    _, name_map = huggingface.classifier_head(path)
-    fmt, tensors = checkpoints.read_tensors(path)
-    checkpoints.assign_weights(classifier, name_map(classifier.classification_head.name), tensors,
-                               path, partial=True)
-
-
-def classifier_head_activation(path):
-    """The hidden activation of the classification head of a Hugging Face checkpoint's family
-    (None: BERT / ALBERT, on the pooler; "tanh" RoBERTa; "gelu" ELECTRA; "relu" DistilBERT);
-    None for other layouts."""
-    if checkpoints.detect_format(path) != "huggingface":
-        return None
-    return huggingface.classifier_head(path)[0]
-
-
-def classifier_pooling(path):
-    """What the `*ForSequenceClassification` head of checkpoint `path` pools: "cls", or
-    ModernBERT's config.json `classifier_pooling` ("mean"); "cls" for other layouts."""
-    if checkpoints.detect_format(path) != "huggingface":
-        return "cls"
-    return huggingface.classifier_pooling(path)
-
-
 def task_head_arguments(path, transformers_head):
     """The task model arguments that make its head compute what the family's
     `*<transformers_head>` ("ForSequenceClassification", "ForTokenClassification",
-    "ForQuestionAnswering") of checkpoint `path` computes: `hidden_activation`,
-    `hidden_norm` (ModernBERT's dense-gelu-norm before each head) and the classifier's
-    `pooling`; {} for other layouts.
+    "ForQuestionAnswering", ...) of checkpoint `path` computes: `hidden_activation` and
+    `hidden_norm` (ModernBERT's dense-gelu-norm before each head); {} for other layouts.
 
     >>> task_head_arguments("tests/fixtures/families/roberta_qa", "ForQuestionAnswering")
     {'hidden_activation': None, 'hidden_norm': False}
@@ -102,29 +71,7 @@ def task_head_arguments(path, transformers_head):
     if checkpoints.detect_format(path) != "huggingface":
         return {}
     table = huggingface.task_head(path, transformers_head)
-    arguments = dict(hidden_activation=table.activation, hidden_norm=table.norm is not None)
-    if transformers_head == "ForSequenceClassification":
-        arguments["pooling"] = classifier_pooling(path)
-    return arguments
-
-
-def load_token_classification_head(tagger, path):
-    """Sets a BertTokenClassifier's head from a Hugging Face `*ForTokenClassification`
-    directory (its family's head: `task_head_arguments`); CheckpointError naming what is
-    missing or mis-shaped."""
-    _, tensors = checkpoints.read_tensors(path)
-    name_map = huggingface.token_classifier_head_name_map(tagger.token_classification_head.name,
-                                                          path)
-    checkpoints.assign_weights(tagger, name_map, tensors, path, partial=True)
-
-
-def load_span_head(qa, path):
-    """Sets a BertSpanQA's head from a Hugging Face `*ForQuestionAnswering` directory (its
-    family's head: `task_head_arguments`); CheckpointError naming what is missing or
-    mis-shaped."""
-    _, tensors = checkpoints.read_tensors(path)
-    checkpoints.assign_weights(qa, huggingface.span_head_name_map(qa.span_head.name, path),
-                               tensors, path, partial=True)
+    return dict(hidden_activation=table.activation, hidden_norm=table.norm is not None)
 
 
 def try_load_head(load, model, path, labels=None):

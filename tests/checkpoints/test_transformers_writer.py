@@ -100,6 +100,55 @@ def test_round_trip_gives_every_tensor_back(name, written):
             == bk.BertEncoder.from_pretrained(str(FIXTURES / name)).architecture)
 
 
+# Multiple choice: every family's *ForMultipleChoice fixture (tests/fixtures/multiple_choice,
+# made by make_multiple_choice_references.py), its tokenizer files beside it.
+CHOICES = ROOT / "tests" / "fixtures" / "multiple_choice"
+CHOICE_SOURCES = json.loads((CHOICES / "sources.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(CHOICE_SOURCES))
+def test_multiple_choice_round_trip_gives_every_tensor_back_and_reads_back(name, tmp_path):
+    """transformers -> BertMultipleChoice -> <Family>ForMultipleChoice: every tensor bit for
+    bit, transformers' config, and our reader takes it back to the same weights and logits."""
+    import shutil
+
+    source = tmp_path / "source"
+    shutil.copytree(FIXTURES / CHOICE_SOURCES[name], source, ignore=shutil.ignore_patterns(
+        "config.json", "model.safetensors", "*.npz", "multilingual.json", "answers.json"))
+    for file in ("config.json", "model.safetensors"):
+        shutil.copyfile(CHOICES / name / file, source / file)
+    model = bk.BertMultipleChoice.from_pretrained(source, seq_length=64)
+    bk.save_transformers(model, tmp_path / "written")
+    theirs = read_safetensors(CHOICES / name / "model.safetensors")
+    ours = read_safetensors(tmp_path / "written" / "model.safetensors")
+    assert sorted(ours) == sorted(theirs)
+    for tensor, value in theirs.items():
+        assert ours[tensor].tobytes() == value.tobytes(), tensor
+    original = read_json(CHOICES / name / "config.json")
+    config = read_json(tmp_path / "written" / "config.json")
+    assert config["architectures"] == original["architectures"]
+    differ = {k: (original[k], v) for k, v in config.items()
+              if k in original and k not in NOT_COMPARED | {"id2label", "label2id"}
+              and original[k] != v}
+    assert not differ
+    again = bk.BertMultipleChoice.from_pretrained(tmp_path / "written", seq_length=64)
+    for mine, back in zip(model.weights, again.weights):
+        np.testing.assert_array_equal(back.numpy(), mine.numpy(), err_msg=mine.path)
+    reference = np.load(CHOICES / name / "reference.npz")
+    ids = reference["two_input_ids"]
+    inputs = {"input_word_ids": ids, "input_mask": reference["two_attention_mask"],
+              "input_type_ids": (reference["two_token_type_ids"]
+                                 if "two_token_type_ids" in reference else np.zeros_like(ids))}
+    np.testing.assert_allclose(again.predict(inputs, verbose=0), reference["two_logits"],
+                               atol=TOLERANCE)
+
+
+def test_a_multiple_choice_head_of_another_family_is_refused(parts, tmp_path):
+    model = bk.BertMultipleChoice(parts["bert"], hidden_activation="relu")
+    refused(model, parts["wordpiece"], tmp_path, r"multiple-choice head has "
+            r"hidden_activation='relu'; transformers' bert head has None", model_type="bert")
+
+
 # -- tokenizer files ------------------------------------------------------------------------
 
 # The fixtures of the three tokenizer kinds and the ones of the other WordPiece families.

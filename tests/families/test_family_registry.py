@@ -18,7 +18,12 @@ import bert_keras as bk
 from bert_keras import families
 from bert_keras.errors import InputError
 from bert_keras.families.google_names import GoogleLayout
-from bert_keras.families.transformers_names import TASK_HEADS, ClassifierHead, MaskedLMHead
+from bert_keras.families.transformers_names import (
+    BERT_TASK_HEADS,
+    TASK_HEADS,
+    MaskedLMHead,
+    TaskHead,
+)
 from bert_keras.text.tokenizers import load_tokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -41,12 +46,14 @@ def test_every_family_defines_what_the_readers_ask(model_type):
     assert family.TOKENIZER.separators_between in (1, 2)
     assert family.TOKENIZER_FILES and all(isinstance(f, str) for f in family.TOKENIZER_FILES)
     assert isinstance(family.POOLER_TENSORS, tuple)
-    assert isinstance(family.CLASSIFIER_HEAD, ClassifierHead)
+    assert set(family.HEADS) == set(BERT_TASK_HEADS)  # every task class has its head
+    assert all(isinstance(head, TaskHead) for head in family.HEADS.values())
     assert isinstance(family.MASKED_LM_HEAD, MaskedLMHead)
     assert family.REPLACED_TOKEN_HEAD is None or isinstance(family.REPLACED_TOKEN_HEAD, str)
     assert set(TASK_HEADS) <= set(family.HEAD_PREFIXES) <= set(families.head_prefixes())
     # Every head tensor the family names is one that an encoder import skips.
-    heads = [*family.CLASSIFIER_HEAD[1:], *family.MASKED_LM_HEAD[1:], family.REPLACED_TOKEN_HEAD]
+    heads = [*family.MASKED_LM_HEAD[1:], family.REPLACED_TOKEN_HEAD]
+    heads += [name for head in family.HEADS.values() for name in head[1:4]]
     for name in filter(None, heads):
         assert name.split(".")[0] in family.HEAD_PREFIXES, name
     assert family.GOOGLE is None or isinstance(family.GOOGLE, GoogleLayout)

@@ -9,7 +9,8 @@ import tensorflow as tf
 import bert_keras as bk
 from bert_keras import checkpoints
 from bert_keras.checkpoints.google import save_google_checkpoint
-from bert_keras.models import head_checkpoints, heads
+from bert_keras.models import head_checkpoints
+from bert_keras.tasks.span_qa import head as span_head
 
 # `tiny_encoder` (vocab 100, hidden 16) and `assert_config_round_trip` are fixtures of
 # conftest.py.
@@ -139,8 +140,8 @@ def test_span_head_masks_padding(assert_config_round_trip):
     mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], "int32")
     start, end = head(sequence, mask)
     assert start.shape == (2, 5) and start.dtype == tf.float32
-    np.testing.assert_array_equal(start.numpy()[0, 3:], heads.PADDING_LOGIT)
-    np.testing.assert_array_equal(end.numpy()[0, 3:], heads.PADDING_LOGIT)
+    np.testing.assert_array_equal(start.numpy()[0, 3:], span_head.PADDING_LOGIT)
+    np.testing.assert_array_equal(end.numpy()[0, 3:], span_head.PADDING_LOGIT)
     assert np.all(np.abs(start.numpy()[1]) < 100)
     assert_config_round_trip(head)
 

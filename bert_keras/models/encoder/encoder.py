@@ -10,6 +10,7 @@ from keras import ops
 
 from bert_keras import checkpoints
 from bert_keras.checkpoints import own
+from bert_keras.checkpoints.transformers_spec import TransformersSpec, no_generator
 from bert_keras.errors import InputError
 from bert_keras.models.encoder.config import DEFAULT_VOCAB_SIZE, PRESETS, EncoderConfig
 from bert_keras.models.layers import disentangled
@@ -324,6 +325,11 @@ class BertEncoder(keras.Model):
         name_map = checkpoints.encoder_name_map(fmt, tensors, encoder, path)
         checkpoints.assign_weights(encoder, name_map, tensors, path)
         return encoder
+
+    def transformers_spec(self, generator=False):
+        """The bare `<Family>Model` with its pooler (`bk.save_transformers`)."""
+        no_generator(generator, type(self).__name__)
+        return TransformersSpec(self, self, "Model", reads_pooler=True, prefixed=False)
 
     def check_tokenizer(self, tokenizer, source):
         """InputError naming both sizes unless `tokenizer`'s ids fit this encoder's embedding

@@ -12,9 +12,9 @@ floats (B,) or (B, C).
 import keras
 
 from bert_keras.checkpoints import CheckpointError
-from bert_keras.models import head_checkpoints, heads
+from bert_keras.models import heads
 from bert_keras.models.layers.pooling import SentencePooling
-from bert_keras.tasks.classification import problem_types
+from bert_keras.tasks.classification import head_checkpoint, problem_types
 from bert_keras.tasks.family_heads import family_head_arguments
 from bert_keras.tasks.task_model import BertTaskModel, class_count, encoder_inputs, label_names
 
@@ -80,20 +80,20 @@ class BertClassifier(BertTaskModel):
     """
 
     head_name = "classification_head"
-    transformers_head = "ForSequenceClassification"
+    transformers_head = head_checkpoint.TRANSFORMERS_HEAD
 
     @staticmethod
     def load_transformers_head(classifier, path):
         """The head of a transformers `*ForSequenceClassification` directory, into a
         classifier that computes what it computes (CheckpointError for another pooling or
         head layers: their head starts fresh)."""
-        pooling = head_checkpoints.classifier_pooling(path)
+        pooling = head_checkpoint.pooling(path)
         if classifier.pooling != pooling or classifier.head_hidden_layers:
             raise CheckpointError(f"{path}: its transformers classification head reads "
                                   f"pooling={pooling!r}, through no more layers; this "
                                   f"classifier has pooling={classifier.pooling!r}, "
                                   f"head_hidden_layers={classifier.head_hidden_layers}.")
-        head_checkpoints.load_classification_head(classifier, path)
+        head_checkpoint.load_classification_head(classifier, path)
 
     def __init__(self, encoder, num_classes, problem_type="single_label", dropout=0.1,
                  hidden_activation=None, labels=None, preprocessor=None, pooling="cls",
@@ -140,6 +140,11 @@ class BertClassifier(BertTaskModel):
     def reads_pooled_output(self):
         return getattr(self, "pooling", "cls") == "cls"
 
+    def transformers_spec(self, generator=False):
+        """`*ForSequenceClassification` with its labels and problem type
+        (`bk.save_transformers`; InputError for a pooling or head layers it has not)."""
+        return head_checkpoint.classifier_spec(self, generator)
+
     def has_transformers_head(self):
         """Whether transformers' *ForSequenceClassification computes this pooling and head."""
         return self.pooling == "cls" and not self.head_hidden_layers
@@ -153,6 +158,8 @@ class BertClassifier(BertTaskModel):
             for key in HEAD_OPTIONS:  # the trained head's shape, so that it is kept
                 kwargs.setdefault(key, getattr(trained, key))
         kwargs = family_head_arguments(cls, path, trained, kwargs)
+        if trained is None:  # the checkpoint's transformers classifier pools so
+            kwargs.setdefault("pooling", head_checkpoint.pooling(path))
         if labels is not None and len(labels) == kwargs["num_classes"]:
             kwargs.setdefault("labels", labels)
         return kwargs

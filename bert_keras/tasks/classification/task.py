@@ -20,7 +20,13 @@ from bert_keras.data.finetuning import batching
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import Task, class_labels
-from bert_keras.tasks.classification import featurizer, problem_types, reader, tfds_reader
+from bert_keras.tasks.classification import (
+    featurizer,
+    head_checkpoint,
+    problem_types,
+    reader,
+    tfds_reader,
+)
 from bert_keras.tasks.classification.model import BertClassifier
 from bert_keras.tasks.classification.options import ClassificationOptions, MultiLabelOptions
 from bert_keras.tasks.raw_examples import PAIRED, TEXTS, RawExamples
@@ -70,8 +76,7 @@ class SequenceClassificationTask(Task):
         (`ClassificationOptions`; without them, the checkpoint's pooling), and the
         checkpoint's head weights when it is a fine-tuned transformers classifier that
         computes the same (as many classes, its pooling, no head layers)."""
-        family = dict(head_checkpoints.task_head_arguments(checkpoint, "ForSequenceClassification")
-                      if checkpoint else {})
+        family = head_checkpoint.head_arguments(checkpoint) if checkpoint else {}
         pooling = family.pop("pooling", "cls")  # the options' pooling where they are given
         options = options or self.options_class(pooling=pooling)
         model = BertClassifier(encoder, self.num_outputs(label_map), problem_type=self.problem_type,

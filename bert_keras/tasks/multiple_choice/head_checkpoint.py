@@ -1,11 +1,17 @@
 """The head of a transformers `*ForMultipleChoice` checkpoint: its family's
-`MULTIPLE_CHOICE_HEAD` (`families.transformers_names.MultipleChoiceHead`) read into a
-`BertMultipleChoice`'s head, through the strict name maps of `bert_keras.checkpoints`.
+(`families.task_head`, a `families.transformers_names.TaskHead`) read into a
+`BertMultipleChoice`'s head, and written back from one (`multiple_choice_spec`, for
+`bk.save_transformers`), through the strict name maps of `bert_keras.checkpoints`.
 """
 
-from bert_keras import checkpoints
+from bert_keras import checkpoints, families
 from bert_keras.checkpoints import huggingface
-from bert_keras.checkpoints.assign import identity, transpose
+from bert_keras.checkpoints.transformers_spec import (
+    TransformersSpec,
+    check_family_head,
+    check_pooled_input,
+    no_generator,
+)
 from bert_keras.errors import InputError
 
 TRANSFORMERS_HEAD = "ForMultipleChoice"
@@ -17,18 +23,13 @@ def head_activation(path):
     summary); None for other layouts."""
     if checkpoints.detect_format(path) != "huggingface":
         return None
-    return huggingface.read_family(path)[0].MULTIPLE_CHOICE_HEAD.activation
+    return families.task_head(huggingface.read_family(path)[0], TRANSFORMERS_HEAD).activation
 
 
-def head_name_map(head_fact, head):
-    """A ClassificationHead named `head` -> the tensors of a family's `*ForMultipleChoice`
-    head (`head_fact`, a MultipleChoiceHead)."""
-    names = {f"{head}/logits/kernel": ([f"{head_fact.output}.weight"], transpose),
-             f"{head}/logits/bias": ([f"{head_fact.output}.bias"], identity)}
-    if head_fact.hidden:
-        names.update({f"{head}/hidden/kernel": ([f"{head_fact.hidden}.weight"], transpose),
-                      f"{head}/hidden/bias": ([f"{head_fact.hidden}.bias"], identity)})
-    return names
+def head_name_map(family, head):
+    """A ClassificationHead named `head` -> the tensors of `family`'s `*ForMultipleChoice`
+    head."""
+    return huggingface.head_names(families.task_head(family, TRANSFORMERS_HEAD), head)
 
 
 def load_multiple_choice_head(model, path):
@@ -44,12 +45,36 @@ def load_multiple_choice_head(model, path):
         raise checkpoints.CheckpointError(f"{path}: {architecture or 'no architectures'} is not "
                                           f"a *{TRANSFORMERS_HEAD} checkpoint.")
     family, config = huggingface.read_family(path)
-    fact = family.MULTIPLE_CHOICE_HEAD
+    fact = families.task_head(family, TRANSFORMERS_HEAD)
+    if fact.norm:  # its head starts fresh
+        raise checkpoints.CheckpointError(
+            f"{path}: its {family.TRANSFORMERS_PREFIX}{TRANSFORMERS_HEAD} head has a layer norm "
+            f"({fact.norm}) that a BertMultipleChoice head has not.")
     for key, value in fact.config:
         if config.get(key, value) != value:
             raise InputError(f"{path}: config.json's {key}={config[key]!r}; the "
                              f"{family.TRANSFORMERS_PREFIX}{TRANSFORMERS_HEAD} head that can be "
                              f"read has {key}={value!r}.")
     _, tensors = checkpoints.read_tensors(path)
-    checkpoints.assign_weights(model, head_name_map(fact, model.multiple_choice_head.name),
+    checkpoints.assign_weights(model, head_name_map(family, model.multiple_choice_head.name),
                                tensors, path, partial=True)
+
+
+def multiple_choice_spec(model, generator=False):
+    """`model` (a BertMultipleChoice) as `*ForMultipleChoice`: its family's head on the
+    pooler (BERT, RoBERTa, ALBERT) or on the first token through a hidden dense (DistilBERT's
+    pre_classifier, ELECTRA's sequence summary), with the config.json keys that head
+    assumes (transformers' defaults)."""
+    no_generator(generator, type(model).__name__)
+    head = model.multiple_choice_head
+
+    def head_names(family, what):
+        table = families.task_head(family, TRANSFORMERS_HEAD)
+        check_family_head(head, table, family, what, "multiple-choice head")
+        check_pooled_input(table, model.encoder, family, what, "multiple-choice head")
+        return [(head, head_name_map(family, head.name))]
+
+    # config.json's keys of the head (its table's `config`, ELECTRA's summary) are left to
+    # transformers' defaults, which are the values the head assumes.
+    return TransformersSpec(model, model.encoder, TRANSFORMERS_HEAD, reads_pooler=True,
+                            head_names=head_names)

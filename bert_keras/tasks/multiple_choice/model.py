@@ -95,6 +95,10 @@ class BertMultipleChoice(BertTaskModel):
         self.multiple_choice_head = head
         self._finish_init(encoder, preprocessor=preprocessor)
 
+    def transformers_spec(self, generator=False):
+        """`*ForMultipleChoice` (`bk.save_transformers`)."""
+        return head_checkpoint.multiple_choice_spec(self, generator)
+
     @classmethod
     def _pretrained_arguments(cls, path, trained, labels, kwargs):
         if isinstance(trained, cls):

@@ -167,6 +167,10 @@ class DistillationPretrainer(ObjectiveModel):
     def idle_layers(self):
         return self.student_pretrainer.idle_layers()  # the teacher is frozen
 
+    def transformers_spec(self, generator=False):
+        """The student's (`bk.save_transformers`): it is the model distilled."""
+        return self.student_pretrainer.transformers_spec(generator)
+
     def call(self, inputs, training=False):
         encoder_inputs = {name: inputs[name] for name in INPUT_NAMES}
         ids = encoder_inputs["input_word_ids"]

@@ -36,13 +36,14 @@ import dataclasses
 import keras
 from keras import ops
 
-from bert_keras.models import heads
+from bert_keras.checkpoints.transformers_spec import weights_besides
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.encoder.config import EncoderConfig
 from bert_keras.models.objectives.losses import Ratio, TokenAccuracy, TokenCrossEntropy
 from bert_keras.models.objectives.objective_model import ObjectiveModel
 from bert_keras.names import INPUT_NAMES
 from bert_keras.optimization import default_optimizer
+from bert_keras.tasks.pretraining import head_checkpoint, heads
 from bert_keras.tasks.pretraining.electra_options import ElectraOptions
 
 MASKED_LM_INPUTS = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
@@ -262,6 +263,21 @@ class ElectraPretrainer(ObjectiveModel):
 
     def idle_layers(self):
         return [self.encoder.pooler]  # the discriminator's heads read the sequence output
+
+    def transformers_spec(self, generator=False):
+        """`ElectraForPreTraining`, the discriminator reading shared + delta embeddings
+        (GDES); `generator=True`: `ElectraForMaskedLM`, the generator reading the shared
+        embeddings as they are (`bk.save_transformers`)."""
+        if generator:
+            kept = self.generator.weights + self.generator_head.weights
+            return head_checkpoint.masked_lm_spec(self, self.generator, self.generator_head,
+                                                  ignored=weights_besides(self, kept))
+        deltas = {id(v): delta for v, delta in zip(self.shared_embeddings(),
+                                                   getattr(self, "embedding_deltas", []))}
+        kept = self.encoder.weights + self.discriminator_head.weights
+        return head_checkpoint.replaced_token_spec(self, self.encoder, self.discriminator_head,
+                                                   ignored=weights_besides(self, kept),
+                                                   deltas=deltas)
 
     def shared_embeddings(self):
         """The discriminator's variables that the generator uses too."""

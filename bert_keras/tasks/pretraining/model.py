@@ -19,9 +19,10 @@ as Keras does for its own losses.
 
 import keras
 
-from bert_keras.models import heads
+from bert_keras.checkpoints.transformers_spec import no_generator
 from bert_keras.models.objectives.losses import TokenCrossEntropy
 from bert_keras.names import INPUT_NAMES
+from bert_keras.tasks.pretraining import head_checkpoint, heads
 from bert_keras.tasks.task_model import BertTaskModel, encoder_inputs
 
 
@@ -98,6 +99,12 @@ class BertPretrainer(BertTaskModel):
 
     def reads_pooled_output(self):
         return self.next_sentence  # the NSP/SOP head's input
+
+    def transformers_spec(self, generator=False):
+        """`*ForPreTraining` with the pair head, else `*ForMaskedLM` (`bk.save_transformers`)."""
+        no_generator(generator, type(self).__name__)
+        return head_checkpoint.masked_lm_spec(self, self.encoder, self.masked_lm_head,
+                                              self.next_sentence_head)
 
     def _default_loss(self):
         loss = {"masked_lm": TokenCrossEntropy(epsilon=1e-5, name="masked_lm_loss")}

@@ -14,7 +14,7 @@ import keras
 import numpy as np
 
 from bert_keras.tasks import text_inputs
-from bert_keras.tasks.classification import BertClassifier
+from bert_keras.tasks.classification import BertClassifier, head_checkpoint
 from bert_keras.tasks.reranking import activations, featurizer, pair_inputs
 from bert_keras.tasks.reranking.losses import LOSSES
 from bert_keras.tasks.reranking.options import RANKING_LOSSES
@@ -169,6 +169,12 @@ class BertReranker(BertClassifier):
     def transformers_extra_files(self):
         """config_sentence_transformers.json, which names the activation."""
         return activations.cross_encoder_files(self.activation)[1]
+
+    def transformers_spec(self, generator=False):
+        """A one-label `*ForSequenceClassification` with the CrossEncoder's files."""
+        return head_checkpoint.classifier_spec(
+            self, generator, head_config=lambda labels, what: self.transformers_head_config(),
+            extra_files=self.transformers_extra_files)
 
     # --- compile defaults -------------------------------------------------------------
     def _checked_targets(self, y):

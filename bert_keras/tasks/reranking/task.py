@@ -13,7 +13,7 @@ from bert_keras.configs import check
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.base import Task, listed
-from bert_keras.tasks.classification import problem_types
+from bert_keras.tasks.classification import head_checkpoint, problem_types
 from bert_keras.tasks.input_lines import InputLine
 from bert_keras.tasks.raw_examples import PAIRED, TEXTS, RawExamples
 from bert_keras.tasks.reranking import activations, featurizer, ranking_metrics, reader
@@ -124,8 +124,7 @@ class Reranking(Task):
         options = options or RerankingOptions()
         model = BertReranker(
             encoder, dropout=dropout,  # the family's head (and ModernBERT's pooling)
-            **(head_checkpoints.task_head_arguments(checkpoint, "ForSequenceClassification")
-               if checkpoint else {}),
+            **(head_checkpoint.head_arguments(checkpoint) if checkpoint else {}),
             activation=(activations.checkpoint_activation(checkpoint) if checkpoint
                         else activations.DEFAULT_ACTIVATION),
             ranking_loss=options.ranking_loss, max_negatives=options.max_negatives,

@@ -11,10 +11,10 @@ in windows), the rows `tools/finetune.py --task=span_qa` trains on.
 import keras
 import tensorflow as tf
 
-from bert_keras.models import head_checkpoints, heads
 from bert_keras.tasks import text_inputs
 from bert_keras.tasks.family_heads import family_head_arguments
-from bert_keras.tasks.span_qa import answer_inputs
+from bert_keras.tasks.span_qa import answer_inputs, head_checkpoint
+from bert_keras.tasks.span_qa.head import SpanHead
 from bert_keras.tasks.task_model import BertTaskModel, encoder_inputs
 
 
@@ -51,12 +51,12 @@ class BertSpanQA(BertTaskModel):
     _RENAMES = {"start_positions": "start_logits", "end_positions": "end_logits"}
 
     head_name = "span_head"
-    transformers_head = "ForQuestionAnswering"
-    load_transformers_head = staticmethod(head_checkpoints.load_span_head)
+    transformers_head = head_checkpoint.TRANSFORMERS_HEAD
+    load_transformers_head = staticmethod(head_checkpoint.load_span_head)
 
     def __init__(self, encoder, preprocessor=None, hidden_activation=None, hidden_norm=False,
                  **kwargs):
-        head = heads.SpanHead(
+        head = SpanHead(
             initializer_range=encoder.initializer_range, hidden_activation=hidden_activation,
             hidden_norm=hidden_norm, layer_norm_epsilon=encoder.layer_norm_epsilon,
             dtype=encoder.head_dtype_policy, name="span_head",
@@ -72,6 +72,10 @@ class BertSpanQA(BertTaskModel):
 
     def reads_pooled_output(self):
         return False  # the head reads the sequence output
+
+    def transformers_spec(self, generator=False):
+        """`*ForQuestionAnswering` (`bk.save_transformers`)."""
+        return head_checkpoint.span_spec(self, generator)
 
     def _default_loss(self):
         return {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -98,7 +98,7 @@ class SpanQA(Task):
         return model
 
     def load_transformers_head(self, model, path):
-        head_checkpoints.load_span_head(model, path)
+        BertSpanQA.load_transformers_head(model, path)
 
     def predict(self, model, examples, features, label_map, config):
         out = batching.predict(model, features, config.eval_batch_size,

@@ -10,12 +10,12 @@ trains on. The loss averages over the scored tokens of the batch.
 
 import keras
 
-from bert_keras.models import head_checkpoints, heads
 from bert_keras.models.objectives.losses import TokenAccuracy, TokenCrossEntropy
 from bert_keras.tasks import targets
 from bert_keras.tasks.family_heads import family_head_arguments
-from bert_keras.tasks.tagging import decoding, word_inputs
+from bert_keras.tasks.tagging import decoding, head_checkpoint, word_inputs
 from bert_keras.tasks.tagging.crf import CRF, CRFLoss, check_tag_sequences
+from bert_keras.tasks.tagging.head import TokenClassificationHead
 from bert_keras.tasks.task_model import BertTaskModel, class_count, encoder_inputs, label_names
 
 
@@ -62,13 +62,13 @@ class BertTokenClassifier(BertTaskModel):
     """
 
     head_name = "token_classification_head"
-    transformers_head = "ForTokenClassification"
-    load_transformers_head = staticmethod(head_checkpoints.load_token_classification_head)
+    transformers_head = head_checkpoint.TRANSFORMERS_HEAD
+    load_transformers_head = staticmethod(head_checkpoint.load_token_classification_head)
 
     def __init__(self, encoder, num_classes, dropout=0.1, labels=None, preprocessor=None,
                  crf=False, crf_constraints="none", crf_learning_rate_multiplier=100.0,
                  hidden_activation=None, hidden_norm=False, **kwargs):
-        head = heads.TokenClassificationHead(
+        head = TokenClassificationHead(
             num_classes, dropout=dropout, initializer_range=encoder.initializer_range,
             hidden_activation=hidden_activation, hidden_norm=hidden_norm,
             layer_norm_epsilon=encoder.layer_norm_epsilon, dtype=encoder.head_dtype_policy,
@@ -113,6 +113,11 @@ class BertTokenClassifier(BertTaskModel):
 
     def reads_pooled_output(self):
         return False  # the head reads the sequence output
+
+    def transformers_spec(self, generator=False):
+        """`*ForTokenClassification` with its tags (`bk.save_transformers`; InputError with
+        a CRF)."""
+        return head_checkpoint.tagger_spec(self, generator)
 
     def _keep_head(self, trained):
         super()._keep_head(trained)

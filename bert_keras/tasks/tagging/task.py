@@ -116,7 +116,7 @@ class Tagging(Task):
         return model
 
     def load_transformers_head(self, model, path):
-        head_checkpoints.load_token_classification_head(model, path)
+        BertTokenClassifier.load_transformers_head(model, path)
 
     def predict(self, model, examples, features_, label_map, options):
         logits = batching.predict(model, features_, options.eval_batch_size, token_outputs=True)
