@@ -24,13 +24,13 @@ from absl import app, flags
 from bert_keras import assets
 from bert_keras.metrics.entities import entity_f1
 from bert_keras.serving import export
+from bert_keras.serving.export_config import EXPORT_DTYPES
 
 flags.DEFINE_string("paraphrase_dir", None, "Fine-tuned paraphrase task directory.")
 flags.DEFINE_string("ner_dir", None, "Fine-tuned NER (tagging) task directory.")
 flags.DEFINE_string("exports_dir", None, "Where the exports go (default: a temporary folder).")
 flags.DEFINE_string("torch_python", None, "Python with torch + transformers for PyTorch's rows.")
 FLAGS = flags.FLAGS
-DTYPES = ("float32", "bfloat16", "int8")
 BATCH = 64
 
 
@@ -98,7 +98,7 @@ def main(argv):
     print("|---|---|---|---|---|")
     for name, path, serve in tasks:
         reference = None
-        for dtype in DTYPES:
+        for dtype in EXPORT_DTYPES:
             exported = export.export_task(path, base, f"{name.split()[0]}_{dtype}", dtype=dtype)
             predicted, score = serve(tf.saved_model.load(exported))
             reference = reference or predicted

@@ -19,7 +19,7 @@ from bert_keras.models.encoder.inference import KERNEL_LAYOUTS
 from bert_keras.tasks.embedding.pooling import POOLINGS
 
 # No "auto": an export answers the same whatever machine made it (bfloat16 is an opt-in).
-DTYPES = ("float32", "bfloat16", "int8")
+EXPORT_DTYPES = ("float32", "bfloat16", "int8")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +38,7 @@ class ExportConfig(Config):
                         "has AMX or AVX512-BF16; emulated elsewhere, 2-3.5x slower than "
                         "float32), or int8 (the encoder's dense kernels and token embeddings "
                         "stored in int8, per channel: ~27% of float32's size, compute float32; "
-                        "for memory, not speed: docs/serving.md).", choices=DTYPES)
+                        "for memory, not speed: docs/serving.md).", choices=EXPORT_DTYPES)
     seq_length: int = option(None, "Maximum tokens per request row; default: task.json's "
                              "seq_length (128 for --encoder_dir and transformers checkpoints, "
                              "or the position table where shorter); refused beyond the "
@@ -105,7 +105,7 @@ class ExportConfig(Config):
         for name in ("top_k", "max_answer_length", "doc_stride", "max_windows", "max_pairs"):
             value = getattr(self, name)
             check(value is None or value >= 1, f"--{name} must be positive, got {value}.")
-        check(self.dtype in DTYPES, f"--dtype={self.dtype!r} is not one of {DTYPES}.")
+        check(self.dtype in EXPORT_DTYPES, f"--dtype={self.dtype!r} is not one of {EXPORT_DTYPES}.")
         check(not self.calibration_file or self.dtype == "int8",
               f"--calibration_file checks an int8 export: give it with --dtype=int8, not "
               f"--dtype={self.dtype}.")

@@ -27,7 +27,7 @@ from bert_keras.models.encoder.inference import cast_for_inference, uses_transpo
 from bert_keras.names import INPUT_NAMES
 from bert_keras.serving import int8_check, op_audit, versions
 from bert_keras.serving import signatures as sigs
-from bert_keras.serving.export_config import DTYPES
+from bert_keras.serving.export_config import EXPORT_DTYPES
 from bert_keras.serving.warmup import warmup_requests, write_warmup
 
 METADATA_FILE = "bert_keras_metadata.json"
@@ -122,8 +122,8 @@ def write_saved_model(model, tokenizer, info, base_dir, model_name, version=None
     final = os.path.join(model_dir, str(version))
     if tf.io.gfile.exists(final):
         raise FileExistsError(f"Version directory {final} already exists; choose another version.")
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}.")
+    if dtype not in EXPORT_DTYPES:
+        raise ValueError(f"dtype must be one of {EXPORT_DTYPES}, got {dtype!r}.")
     transposed = uses_transposed_kernels(dtype, kernel_layout)  # a bad name fails here
     if calibration_examples is not None and dtype != "int8":
         raise InputError(f"{int8_check.FLAG} checks an int8 export; this one is {dtype}.")
