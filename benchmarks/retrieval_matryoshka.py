@@ -2,7 +2,7 @@
 without and with `matryoshka_dims`, on the bundled retrieval task. docs/embeddings.md's table
 is what this printed.
 
-    python -m benchmarks.retrieval_matryoshka      # about 10 minutes on 2 CPU cores
+    python -m benchmarks.retrieval_matryoshka      # 20-30 minutes on 2 CPU cores
 
 Search (benchmarks/retrieval_task.py): the --split's queries over its corpus (every candidate of
 the split once: 200 queries, 579 documents for test); recall@k: the query's positive is among
