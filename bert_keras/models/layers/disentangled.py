@@ -49,23 +49,56 @@ def relative_index(query_rows, length, span, buckets, max_distance):
     return tf.clip_by_value(relative + span, 0, 2 * span - 1)
 
 
+def table_rows(length, span, buckets, max_distance):
+    """(first, count): the rows of the relative table that `length` keys read. Distances are
+    at most length - 1 and buckets grow with the distance, so rows span +- bucket(length - 1),
+    clipped to the table: 255 of 512 at the base shape's 128 tokens.
+
+    >>> [int(v) for v in table_rows(128, 256, True, 512)]
+    [129, 255]
+    """
+    far = tf.maximum(tf.cast(length, tf.int32) - 1, 0)
+    if buckets:
+        far = log_buckets(far, span, max_distance)
+    far = tf.minimum(far, span)
+    return span - far, tf.minimum(span + far, 2 * span - 1) - (span - far) + 1
+
+
+def relative_rows(table, query_rows, length, span, buckets, max_distance):
+    """The rows of the relative table (2S, H) that query rows `query_rows` (B|1, Q) and
+    keys 0..length-1 read, (R, H), and each (query, key)'s row among them, (B|1, Q, T):
+    short inputs project and score only those (`table_rows`)."""
+    first, count = table_rows(length, span, buckets, max_distance)
+    index = relative_index(query_rows, length, span, buckets, max_distance) - first
+    return table[first:first + count], index
+
+
 def _gather_rows(scores, index):
-    """scores (B, N, R, 2S), index (B|1, R, C) -> (B, N, R, C): scores[b, n, r, index[b, r, c]]."""
-    shape = tf.concat([tf.shape(scores)[:2], tf.shape(index)[1:]], 0)
-    index = tf.broadcast_to(index[:, None], shape)
-    return tf.gather(scores, index, batch_dims=3)
+    """scores (B, N, R, W), index (B|1, Q, T) into the flattened (R * W) axis -> (B, N, Q, T):
+    one index for every head, and for every batch row when it is shared (batch 1), instead
+    of a (B, N, Q, T) copy of it."""
+    shape = tf.shape(scores)
+    flat = tf.reshape(scores, tf.concat([shape[:2], [-1]], 0))  # (B, N, R * W)
+    if index.shape[0] == 1:
+        return tf.gather(flat, index[0], axis=2)
+    return tf.gather(flat, index, axis=2, batch_dims=1)
 
 
 def position_scores(terms, query, key, relative_query, relative_key, index):
     """The c2p and p2c scores (B, N, Q, T), unscaled: query (B, N, Q, D), key (B, N, T, D),
-    relative_query / relative_key (N, 2S, D) (the projected table), index (B|1, Q, T)."""
+    relative_query / relative_key (N, R, D) (the projected rows of the table), index
+    (B|1, Q, T) of each (query, key)'s row among them. Each term is a (B, N, rows, R) product
+    read at one flat index per (query, key)."""
     scores = 0.0
-    if "c2p" in terms:  # query content -> key position
-        c2p = ops.matmul(query, ops.transpose(relative_key, (0, 2, 1)))  # (B, N, Q, 2S)
-        scores += _gather_rows(c2p, index)
-    if "p2c" in terms:  # query position -> key content, gathered per key row
-        p2c = ops.matmul(key, ops.transpose(relative_query, (0, 2, 1)))  # (B, N, T, 2S)
-        scores += ops.transpose(_gather_rows(p2c, tf.transpose(index, (0, 2, 1))), (0, 1, 3, 2))
+    width = tf.shape(relative_key)[1]  # R
+    if "c2p" in terms:  # query i's content . the embedding of row index[i, j]
+        c2p = ops.matmul(query, ops.transpose(relative_key, (0, 2, 1)))  # (B, N, Q, R)
+        rows = tf.range(tf.shape(index)[1], dtype=tf.int32)[:, None] * width
+        scores += _gather_rows(c2p, index + rows)
+    if "p2c" in terms:  # key j's content . the query-projected embedding of row index[i, j]
+        p2c = ops.matmul(key, ops.transpose(relative_query, (0, 2, 1)))  # (B, N, T, R)
+        rows = tf.range(tf.shape(index)[2], dtype=tf.int32)[None, :] * width
+        scores += _gather_rows(p2c, index + rows)
     return scores
 
 

@@ -253,9 +253,9 @@ class SelfAttention(keras.layers.Layer):
         if self.disentangled_attention:  # the relative table's row of each (query, key)
             rows = (ops.arange(length, dtype="int32")[None] if query_positions is None
                     else query_positions)  # (B|1, Q)
-            relative_index = disentangled.relative_index(
-                rows, length, self.relative_span, self.position_buckets,
-                self.max_relative_positions)  # (B|1, Q, T)
+            relative_embeddings, relative_index = disentangled.relative_rows(
+                relative_embeddings, rows, length, self.relative_span, self.position_buckets,
+                self.max_relative_positions)  # the table's rows read (R, H), (B|1, Q, T)
         if query_positions is not None:
             query = tf.gather(query, query_positions, axis=2, batch_dims=1)  # (B, N, Q, D)
             length = ops.shape(query_positions)[1]
@@ -348,10 +348,10 @@ class SelfAttention(keras.layers.Layer):
         return ops.matmul(probs, value)  # (..., Q, D)
 
     def _relative_qk(self, table):
-        """The relative table (2S, H) through this layer's query and key projections
-        (DeBERTa's `share_att_key`): 2 x (N, 2S, D)."""
+        """The relative table's rows (R, H) through this layer's query and key projections
+        (DeBERTa's `share_att_key`): 2 x (N, R, D)."""
         projected = ops.reshape(self.qkv(table), (-1, 3, self.num_heads, self.head_size))
-        projected = ops.transpose(projected, (1, 2, 0, 3))  # (3, N, 2S, D)
+        projected = ops.transpose(projected, (1, 2, 0, 3))  # (3, N, R, D)
         return projected[0], projected[1]
 
     def get_config(self):
