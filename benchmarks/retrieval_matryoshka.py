@@ -97,8 +97,8 @@ def run(encoder_dir, dims, train_queries=1000, epochs=1, batch_size=32, seq_leng
                                    matryoshka_dims=matryoshka_dims, verbose=0)
             say(f"{name}: {len(anchors)} pairs, {epochs} epoch(s), loss "
                 f"{history.history['loss'][-1]:.4f}, {time.perf_counter() - start:.0f} s")
-        queries = embedder.predict(search.queries, batch_size=64, verbose=0)
-        corpus = embedder.predict(search.corpus, batch_size=64, verbose=0)
+        vectors = embedder.predict(search.queries + search.corpus, batch_size=64, verbose=0)
+        queries, corpus = vectors[:len(search.queries)], vectors[len(search.queries):]
         rows.append((name, cut_recalls(queries, corpus, search.relevant, dims)))
         say(f"{name}: " + ", ".join(f"{d}: {m['recall@1']:.3f} / {m['recall@10']:.3f}"
                                     for d, m in rows[-1][1].items()))
