@@ -110,7 +110,7 @@ def load_model(path):
             source.family.MODEL_TYPE if source.family else None)
 
 
-def load_transformers_task(directory, seq_length=128):
+def load_transformers_task(directory, seq_length=sources.SEQ_LENGTH):
     """(model, tokenizer, info) of a fine-tuned transformers checkpoint (config.json,
     model.safetensors, the family's tokenizer files): the task type whose head config.json's
     `architectures` names (`Task.reads_transformers`: *ForSequenceClassification by
