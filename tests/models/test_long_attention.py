@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import bert_keras as bk
 from bert_keras.models.layers import local_attention, query_chunks
 from bert_keras.models.layers.transformer import SelfAttention
+from bert_keras.names import INPUT_NAMES
 
 HIDDEN, HEADS = 16, 2
 
@@ -109,3 +111,15 @@ def test_max_length_keeps_the_long_input_paths_out_of_the_graph():
         short = SelfAttention(HEADS, half_window=half_window, max_length=12)
         short.build((None, None, HIDDEN))
         assert not {"If", "StatelessIf", "While", "StatelessWhile"} & graph_ops(short)
+
+
+def test_an_encoder_of_short_inputs_traces_no_length_switch():
+    """BERT's 512 positions never reach either long-input path: its graphs keep the one full
+    path, whatever the length they are traced with."""
+    encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=100)
+    spec = {name: tf.TensorSpec((None, None), tf.int32) for name in INPUT_NAMES}
+    graph = tf.function(lambda x: encoder(x)["sequence_output"], input_signature=[spec]
+                        ).get_concrete_function().graph.as_graph_def()
+    ops = {node.op for node in graph.node} | {node.op for f in graph.library.function
+                                              for node in f.node_def}
+    assert not {"If", "StatelessIf", "While", "StatelessWhile"} & ops

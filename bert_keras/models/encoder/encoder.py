@@ -206,6 +206,8 @@ class BertEncoder(keras.Model):
                 relative_span=config.relative_span,
                 position_buckets=config.position_buckets is not None,
                 max_relative_positions=config.max_relative_positions or max_positions,
+                # Paths for longer inputs (blocked windows, chunked rows) out of the graph.
+                max_length=max_positions - position_offset,
                 dtype=dtype, name=f"transformer_layer_{i}",
             )
             for i in range(groups)
