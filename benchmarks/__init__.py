@@ -6,8 +6,9 @@
 Its parts (each module's docstring says more):
 
   sections.py                the sections and the worker functions by name
-  encoder.py, training.py,   one section each: inference, pretrain + finetune, data, export
-  pipeline.py, export.py
+  encoder.py, training.py,   one section each: inference, pretrain + finetune, data, export,
+  pipeline.py, export.py,    ModernBERT-base against PyTorch's ModernBertModel
+  modernbert.py
   flops.py                   model FLOPs and the peak section (matmul GFLOP/s)
   runner.py, inputs.py,      workers in subprocesses, interleaved; their shared inputs;
   timing.py                  timing inside a worker

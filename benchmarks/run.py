@@ -19,7 +19,9 @@ benchmark environment (torch, transformers and keras-hub next to bert_keras:
       --train_presets=bert_L-4_H-512,bert_base --rounds=1 --seconds=5
 
 Sections: peak (matmul GFLOP/s), encoder (inference, fixed 32x128 and real sentences),
-pretrain, finetune, data, export. A section whose bert_keras module is not there yet is
+pretrain, finetune, data, export, int8, modernbert (ModernBERT-base against transformers'
+PyTorch ModernBertModel: 8x512, mixed lengths, one 8,192-token document, a train step;
+benchmarks/modernbert.py). A section whose bert_keras module is not there yet is
 reported as such and skipped. --rows_json=FILE also saves the measured rows (with the
 machine); --render_from=FILE writes the section from such a file without running anything;
 --output='' prints the section only (compared with the repository's BENCHMARKS.md).

@@ -7,10 +7,20 @@ the section modules registers their hooks (runner.SECTION_HOOKS).
 
 import tempfile
 
-from benchmarks import encoder, export, flops, int8, optimizer, pipeline, tokenizing, training
+from benchmarks import (
+    encoder,
+    export,
+    flops,
+    int8,
+    modernbert,
+    optimizer,
+    pipeline,
+    tokenizing,
+    training,
+)
 from benchmarks.runner import SECTION_HOOKS
 
-SECTIONS = ("peak", "encoder", "pretrain", "finetune", "data", "export", "int8")
+SECTIONS = ("peak", "encoder", "pretrain", "finetune", "data", "export", "int8", "modernbert")
 
 # The worker functions, by the name a spec gives (--worker runs one in this process).
 WORKERS = {
@@ -30,6 +40,8 @@ WORKERS = {
     "huggingface_encoder": encoder.run_huggingface_encoder,
     "tf_optimizer": optimizer.run_tf_optimizer,  # python -m benchmarks.optimizer
     "torch_optimizer": optimizer.run_torch_optimizer,
+    "bert_keras_modernbert": modernbert.run_bert_keras_modernbert,
+    "huggingface_modernbert": modernbert.run_huggingface_modernbert,
     "tokenizer": tokenizing.run_tokenizer,  # python -m benchmarks.tokenizing
 }
 
