@@ -13,9 +13,12 @@ merges.txt; spiece.model); this module adds what transformers reads beside them:
   transformers, sent no token_type_ids, does the same);
 - `special_tokens_map.json` (transformers 4 reads it);
 - `tokenizer.json`, built here without the `tokenizers` library: WordPiece (BertNormalizer,
-  BertPreTokenizer), byte-level BPE (RoBERTa's, with its merges) and Unigram (ALBERT's: the
-  pieces and scores, and the normalization rules, of spiece.model). A SentencePiece model that
-  is not a Unigram one gets none (transformers converts spiece.model itself then).
+  BertPreTokenizer), byte-level BPE (RoBERTa's, with its merges; ModernBERT's, its special
+  tokens added after the vocabulary and its [CLS] A [SEP] B [SEP] template) and Unigram
+  (ALBERT's: the pieces and scores, and the normalization rules, of spiece.model). A
+  SentencePiece model that is not a Unigram one gets none (transformers converts spiece.model
+  itself then), nor does DeBERTa-v3's spm.model (its DebertaV2Tokenizer converts it, from
+  tokenizer_config.json's options).
 
 Known difference, in transformers and not here: special tokens written literally in a text
 ("[MASK]") are matched as those tokens by transformers, split like other text by ours.
@@ -33,7 +36,14 @@ import struct
 
 import tensorflow as tf
 
-from bert_keras.text.byte_bpe_tokenizer import ByteBpeTokenizer, read_merges, read_vocab_json
+from bert_keras.text import deberta_tokenizer
+from bert_keras.text.byte_bpe_tokenizer import (
+    ByteBpeTokenizer,
+    ModernBertTokenizer,
+    read_merges,
+    read_vocab_json,
+)
+from bert_keras.text.deberta_tokenizer import DebertaV3Tokenizer
 from bert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from bert_keras.text.tokenizer import WordPieceTokenizer
 
@@ -167,6 +177,49 @@ class _ByteBpe:
                    "merges": [merge.split(" ") for merge in merges]})
 
 
+class _ModernBpe(_ByteBpe):
+    """ModernBERT's byte-level BPE: RoBERTa's pre-tokenization and decoding, its special
+    tokens added after the BPE vocabulary (`added_tokens` only), `[CLS] A [SEP] B [SEP]` all
+    of type 0, no bos / eos tokens."""
+
+    special_tokens = staticmethod(_special_tokens)
+
+    @staticmethod
+    def options(tokenizer):
+        return {}
+
+    @staticmethod
+    def tokenizer_json(tokenizer):
+        document = _ByteBpe.tokenizer_json(tokenizer)
+        specials = {token["content"] for token in document["added_tokens"]}
+        document["model"] = dict(
+            document["model"], continuing_subword_prefix=None, end_of_word_suffix=None,
+            vocab={t: i for t, i in document["model"]["vocab"].items() if t not in specials})
+        template = _template(tokenizer)
+        for item in template["pair"]:
+            next(iter(item.values()))["type_id"] = 0
+        document["post_processor"] = template
+        return document
+
+
+class _DebertaSpm:
+    """DeBERTa-v3's SentencePiece (`deberta_tokenizer`): transformers' DebertaV2Tokenizer
+    converts spm.model itself, from tokenizer_config.json's options."""
+
+    @staticmethod
+    def special_tokens(tokenizer):
+        return {k: v for k, v in deberta_tokenizer.TOKENIZER_CONFIG.items() if k.endswith("_token")}
+
+    @staticmethod
+    def options(tokenizer):
+        return {k: v for k, v in deberta_tokenizer.TOKENIZER_CONFIG.items()
+                if not k.endswith("_token") and k != "tokenizer_class"}
+
+    @staticmethod
+    def tokenizer_json(tokenizer):
+        return None
+
+
 class _SentencePiece:
     """ALBERT's SentencePiece: transformers' AlbertTokenizer pipeline (`` and '' -> ", NFKD
     and accents stripped unless keep_accents, lower-cased if do_lower_case, the model's own
@@ -222,7 +275,8 @@ class _Other:
 
 
 _KINDS = {WordPieceTokenizer: _WordPiece, ByteBpeTokenizer: _ByteBpe,
-          SentencePieceTokenizer: _SentencePiece}
+          ModernBertTokenizer: _ModernBpe, SentencePieceTokenizer: _SentencePiece,
+          DebertaV3Tokenizer: _DebertaSpm}
 
 UNIGRAM = 1  # TrainerSpec.model_type (sentencepiece_model.proto), its default
 

@@ -180,7 +180,8 @@ def _family_contents(spec, family, tokenizer, labels, what):
                          f"{stray[:5]}{' ...' if len(stray) > 5 else ''}.")
     config = dict(config, architectures=[family.TRANSFORMERS_PREFIX + spec.suffix],
                   tie_word_embeddings=True, **spec.config(labels, what))
-    return config, tensors
+    written = getattr(family, "written_tensors", None)  # tensors its files leave implied
+    return written(config, tensors, what) if written else (config, tensors)
 
 
 def _tensors(layer, name_map, deltas, left_out=()):

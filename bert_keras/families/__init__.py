@@ -26,7 +26,9 @@ defines:
   import skips them).
 - `GOOGLE`: a `google_names.GoogleLayout` for its Google TF1 checkpoints, or None.
 - optionally `implied_tensors(config, tensors)`: {name: array} of tensors its files leave out
-  because their value is implied (ModernBERT's zero head biases); the reader adds them.
+  because their value is implied (ModernBERT's zero head biases); the reader adds them. Its
+  inverse, `written_tensors(config, tensors, what)` -> (config, tensors): the writer's
+  config.json and tensors with those left out and the config keys that say so.
 - optionally `CLASSIFIER_POOLINGS` with `classifier_pooling(config, path)`: what its
   `*ForSequenceClassification` may read and what a config.json picks (default: "cls" only,
   the first token or the pooler on it), which `tasks.classification.head_checkpoint` reads.

@@ -137,18 +137,23 @@ def transformers_config(arch, tokenizer, what):
         layer_norm_eps=arch["layer_norm_epsilon"], initializer_range=arch["initializer_range"],
         embedding_size=arch["embedding_size"] or arch["hidden_size"],
         position_biased_input=arch["absolute_positions"], relative_attention=bool(terms),
-        pos_att_type=terms.split("|") if terms else [], share_att_key=True,
+        # In the order of Microsoft's configs; transformers reads them as a set.
+        pos_att_type=[t for t in ("p2c", "c2p") if t in (terms or "").split("|")],
+        share_att_key=True,
         position_buckets=arch["position_buckets"] or -1,
         max_relative_positions=arch["max_relative_positions"] or -1,
         norm_rel_ebd="layer_norm" if arch["relative_embedding_norm"] else "none",
         pooler_hidden_size=arch["hidden_size"], pooler_hidden_act="gelu", pooler_dropout=0,
-        pad_token_id=tokenizer.pad_id)
+        legacy=True,  # the masked LM head is cls.predictions (MASKED_LM_HEAD)
+        pad_token_id=tokenizer.pad_id, bos_token_id=None, eos_token_id=None)
 
 
 def _prefix(tensors):
-    """"deberta." in task-model files, "" in DebertaV2Model's."""
-    return (f"{BASE_MODEL_PREFIX}."
-            if f"{BASE_MODEL_PREFIX}.embeddings.word_embeddings.weight" in tensors else "")
+    """"deberta." in task-model files (also when `tensors` stands for one by
+    `transformers_names.prefixed`), "" in DebertaV2Model's."""
+    task_file = {f"{name}.embeddings.word_embeddings.weight"
+                 for name in (BASE_MODEL_PREFIX, MODEL_TYPE)} & set(tensors)
+    return f"{BASE_MODEL_PREFIX}." if task_file else ""
 
 
 def encoder_name_map(arch, tensors):

@@ -14,7 +14,7 @@ Its heads (`head.dense` + activation + `head.norm`, then `classifier` or the tie
 the sequence classifier reads [CLS] or the tokens' mean, as `classifier_pooling` says) have
 no dense bias unless `classifier_bias`, and no norm bias unless `norm_bias`: the files leave
 them out, and `implied_tensors` gives them as the zeros they stand for (the same math in our
-heads, which always have both).
+heads, which always have both); `written_tensors` leaves them out again when writing.
 
 >>> arguments = encoder_config(dict(vocab_size=50368, hidden_size=768,
 ...     intermediate_size=1152, num_hidden_layers=22, num_attention_heads=12,
@@ -144,6 +144,14 @@ def transformers_config(arch, tokenizer, what):
                                             "rope_theta": arch["rotary_theta"]},
                          "sliding_attention": {"rope_type": "default",
                                                "rope_theta": local_theta}},
+        global_attn_every_n_layers=every,
+        # The heads: HEADS' and MASKED_LM_HEAD's activation, the masked LM's decoder bias (ours
+        # always has one); classifier_bias is the writer's (`written_tensors`).
+        classifier_activation=HEADS["ForSequenceClassification"].activation,
+        classifier_pooling="cls", decoder_bias=True, classifier_dropout=0.0,
+        # Training and kernel switches that change no output: transformers' defaults.
+        sparse_prediction=False, sparse_pred_ignore_index=-100, deterministic_flash_attn=False,
+        initializer_cutoff_factor=2.0,
         pad_token_id=tokenizer.pad_id, cls_token_id=tokenizer.cls_id,
         sep_token_id=tokenizer.sep_id, bos_token_id=tokenizer.cls_id,
         eos_token_id=tokenizer.sep_id)
@@ -167,9 +175,30 @@ def implied_tensors(config, tensors):
             if f"{module}.weight" in tensors and f"{module}.bias" not in tensors}
 
 
+def written_tensors(config, tensors, what):
+    """(config, tensors) as a ModernBERT file holds them: the prediction head's dense bias
+    left out where it is zero (`classifier_bias` false) and its norm bias where the encoder
+    has none (`norm_bias` false), the zeros `implied_tensors` reads back; InputError naming
+    `what` for a norm bias that is not zero, which no such file holds."""
+    tensors = dict(tensors)
+    dense, norm = tensors.get("head.dense.bias"), tensors.get("head.norm.bias")
+    if norm is not None and not config["norm_bias"]:
+        if np.any(norm):
+            raise InputError(f"{what}: its head's layer norm has a bias, and its encoder's "
+                             "norms have none; transformers' ModernBERT (norm_bias) has both "
+                             "or neither.")
+        del tensors["head.norm.bias"]
+    if dense is not None and not np.any(dense):
+        del tensors["head.dense.bias"]
+    return dict(config, classifier_bias="head.dense.bias" in tensors), tensors
+
+
 def _prefix(tensors):
-    """"model." in task-model files, "" in ModernBertModel's."""
-    return "model." if "model.embeddings.tok_embeddings.weight" in tensors else ""
+    """"model." in task-model files (also when `tensors` stands for one by
+    `transformers_names.prefixed`), "" in ModernBertModel's."""
+    task_file = {"model.embeddings.tok_embeddings.weight",
+                 f"{MODEL_TYPE}.embeddings.word_embeddings.weight"} & set(tensors)
+    return "model." if task_file else ""
 
 
 def _norm(ours, module, arch):

@@ -88,6 +88,10 @@ def classifier_spec(classifier, generator=False, head_config=None, extra_files=N
 
     def head_names(family, what):
         table = families.task_head(family, TRANSFORMERS_HEAD)
+        if classifier.pooling not in _poolings(family):
+            raise InputError(f"{what}: pooling={classifier.pooling!r}; transformers' "
+                             f"{family.MODEL_TYPE} classifier reads "
+                             f"{' or '.join(map(repr, _poolings(family)))}.")
         check_family_head(head, table, family, what, "classification head")
         check_pooled_input(table, classifier.encoder, family, what, "classifier")
         return [(head, head_name_map(family, head.name))]
@@ -97,19 +101,38 @@ def classifier_spec(classifier, generator=False, head_config=None, extra_files=N
         return dict(label_config(names, head.num_classes, what),
                     problem_type=classifier.problem.transformers)
 
+    head_keys = head_config or labels_and_problem
+
+    def head_and_pooling(labels, what):
+        # Another pooling than "cls" passed head_names only for a family that reads
+        # config.json's classifier_pooling (`pooling`: ModernBERT's).
+        keys = head_keys(labels, what)
+        return keys if classifier.pooling == "cls" else dict(
+            keys, classifier_pooling=classifier.pooling)
+
     return TransformersSpec(classifier, classifier.encoder, TRANSFORMERS_HEAD, reads_pooler=True,
-                            head_names=head_names, head_config=head_config or labels_and_problem,
+                            head_names=head_names, head_config=head_and_pooling,
                             extra_files=extra_files)
+
+
+def _poolings(family):
+    """What `family`'s *ForSequenceClassification may pool (`pooling`): "cls" by default."""
+    return getattr(family, "CLASSIFIER_POOLINGS", ("cls",))
 
 
 def _check_classifier_options(classifier, what):
     """InputError for a classifier's pooling or head layers that no transformers
     *ForSequenceClassification computes (mean / max / attention pooling have no weights to
     leave out, so only this check keeps them from being written as a [CLS] classifier)."""
-    if classifier.pooling != "cls":
+    # The poolings of the families of its tokenizer (each family's own: head_names).
+    tokenizer = getattr(getattr(classifier, "preprocessor", None), "tokenizer", None)
+    read = {p for family in families.FAMILIES.values() for p in _poolings(family)
+            if tokenizer is None or type(tokenizer) is family.TOKENIZER}
+    if classifier.pooling not in read:
+        others = "".join(f" or {p!r}" for p in sorted(read - {"cls"}))
         raise InputError(f"{what}: pooling={classifier.pooling!r} has no transformers "
                          "equivalent (its *ForSequenceClassification reads the first token: "
-                         "pooling='cls').")
+                         f"pooling='cls'{others}).")
     if classifier.head_hidden_layers:
         raise InputError(f"{what}: head_hidden_layers={classifier.head_hidden_layers} has no "
                          "transformers equivalent (its *ForSequenceClassification heads have no "
