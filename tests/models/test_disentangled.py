@@ -12,6 +12,7 @@ import tensorflow as tf
 import bert_keras as bk
 from bert_keras.models.encoder.inference import cast_for_inference
 from bert_keras.models.layers import disentangled
+from bert_keras.models.layers.transformer import SelfAttention
 
 SPAN, DISTANCE = 8, 16  # exact distances below 4, log buckets to 16, clipped beyond
 FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "families" / "deberta_v3"
@@ -41,7 +42,7 @@ def _reference(terms, query, key, table, projections, query_rows, length):
         scores += np.einsum("bnid,nbijd->bnij", query, relative_key[:, index])
     if "p2c" in terms:
         scores += np.einsum("bnjd,nbijd->bnij", key, relative_query[:, index])
-    return scores
+    return scores * disentangled.score_scale(terms, query.shape[-1])
 
 
 @pytest.mark.parametrize("terms", disentangled.TERMS)
@@ -91,6 +92,25 @@ def test_no_index_as_large_as_the_scores_is_built():
     large = [op.name for op in graph.get_operations() for out in op.outputs
              if out.dtype.is_integer and out.shape.rank == 4]
     assert not large
+
+
+def test_float16_scores_are_scaled_before_their_sum():
+    """As transformers: unscaled, these float16 scores (~1e5, over float16's 65504) would be
+    inf and the softmax NaN; scaled first they stay finite and answer as float32."""
+    hidden = 8
+    x = np.random.default_rng(0).uniform(90.0, 120.0, (1, 4, hidden)).astype("float32")
+    table = np.random.default_rng(1).normal(size=(8, hidden)).astype("float32")
+    outputs = {}
+    for dtype in ("float32", "mixed_float16"):  # q = k = v = x: scores sum_d x_id x_jd
+        layer = SelfAttention(1, disentangled_attention="c2p|p2c", relative_span=4, dtype=dtype)
+        layer.build(x.shape)
+        layer.set_weights([np.tile(np.eye(hidden), (1, 3)), np.zeros(3 * hidden), np.eye(hidden),
+                           np.zeros(hidden)])
+        outputs[dtype] = np.asarray(layer(x, np.ones((1, 4), "int32"),
+                                          relative_embeddings=table), "float32")
+    assert (x[0] @ x[0].T).max() > 65504  # the content term alone, unscaled
+    assert np.isfinite(outputs["mixed_float16"]).all()
+    np.testing.assert_allclose(outputs["mixed_float16"], outputs["float32"], rtol=2e-3)
 
 
 @pytest.fixture(scope="module")

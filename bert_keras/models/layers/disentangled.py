@@ -17,6 +17,8 @@ bucketed logarithmically up to `max_relative_positions` (transformers'
 array([7, 7, 7, 7, 7, 7, 7, 6, 5, 4], dtype=int32)
 """
 
+import math
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -85,10 +87,13 @@ def _gather_rows(scores, index):
 
 
 def position_scores(terms, query, key, relative_query, relative_key, index):
-    """The c2p and p2c scores (B, N, Q, T), unscaled: query (B, N, Q, D), key (B, N, T, D),
-    relative_query / relative_key (N, R, D) (the projected rows of the table), index
-    (B|1, Q, T) of each (query, key)'s row among them. Each term is a (B, N, rows, R) product
-    read at one flat index per (query, key)."""
+    """The c2p and p2c scores (B, N, Q, T), each scaled by `score_scale`: query (B, N, Q, D),
+    key (B, N, T, D), relative_query / relative_key (N, R, D) (the projected rows of the
+    table), index (B|1, Q, T) of each (query, key)'s row among them. Each term is a
+    (B, N, rows, R) product read at one flat index per (query, key)."""
+    scale = score_scale(terms, query.shape[-1])
+    query = query * ops.cast(scale, query.dtype)  # scaling the factors is cheaper than
+    relative_query = relative_query * ops.cast(scale, relative_query.dtype)  # the products
     scores = 0.0
     width = tf.shape(relative_key)[1]  # R
     if "c2p" in terms:  # query i's content . the embedding of row index[i, j]
@@ -106,6 +111,12 @@ def scale_factor(terms):
     """The number of score terms (content + each relative one): scores are divided by
     sqrt(D * this)."""
     return 1 + len(terms.split("|")) if terms else 1
+
+
+def score_scale(terms, head_size):
+    """What each score term is multiplied by before their sum, as transformers does (an
+    unscaled float16 sum of three terms can overflow): 1 / sqrt(D * `scale_factor`)."""
+    return 1.0 / math.sqrt(head_size * scale_factor(terms))
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")

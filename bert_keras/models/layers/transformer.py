@@ -336,13 +336,15 @@ class SelfAttention(keras.layers.Layer):
     def _attend(self, query, key, value, bias, training, position_scores=None):
         """softmax(q k^T / sqrt(D) + bias) v over the last two axes of (..., Q, D) queries
         and (..., K, D) keys and values: (..., Q, D). `position_scores`: disentangled
-        attention's relative terms, added before the scaling."""
-        scores = ops.matmul(query, ops.swapaxes(key, -1, -2))  # (..., Q, K)
-        if position_scores is not None:
-            scores = scores + position_scores
-        terms = disentangled.scale_factor(self.disentangled_attention)
-        scores = ops.cast(scores, self._softmax_dtype) * ops.cast(
-            1.0 / math.sqrt(self.head_size * terms), self._softmax_dtype)
+        attention's relative terms, scaled (`disentangled.score_scale`)."""
+        if position_scores is None:
+            scores = ops.matmul(query, ops.swapaxes(key, -1, -2))  # (..., Q, K)
+            scores = ops.cast(scores, self._softmax_dtype) * ops.cast(
+                1.0 / math.sqrt(self.head_size), self._softmax_dtype)
+        else:  # every term scaled before their sum, as transformers: float16 would overflow
+            scale = disentangled.score_scale(self.disentangled_attention, self.head_size)
+            scores = ops.matmul(query * ops.cast(scale, query.dtype), ops.swapaxes(key, -1, -2))
+            scores = ops.cast(scores + position_scores, self._softmax_dtype)
         probs = ops.cast(ops.softmax(scores + bias, axis=-1), self.compute_dtype)
         probs = self.attention_dropout(probs, training=training)
         return ops.matmul(probs, value)  # (..., Q, D)
