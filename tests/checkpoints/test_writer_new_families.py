@@ -115,3 +115,20 @@ def test_a_mean_pooled_classifier_of_a_family_without_it_is_refused(tmp_path):
         bk.save_transformers(model, tmp_path / "out", tokenizer=bk.load_tokenizer(
             str(FIXTURES / "deberta_v3_classifier")))
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name, prefix", [("modernbert", "model."),
+                                          ("deberta_v3_classifier", "deberta.")])
+def test_a_bare_encoder_is_written_without_the_task_files_prefix(name, prefix, tmp_path):
+    encoder = bk.BertEncoder.from_pretrained(FIXTURES / name)
+    bk.save_transformers(encoder, tmp_path / "encoder",
+                         tokenizer=bk.load_tokenizer(str(FIXTURES / name)))
+    theirs = {k.removeprefix(prefix): v
+              for k, v in read_safetensors(FIXTURES / name / "model.safetensors").items()
+              if k.startswith(prefix)}
+    ours = read_safetensors(tmp_path / "encoder" / "model.safetensors")
+    assert sorted(ours) == sorted(theirs)
+    for tensor, value in theirs.items():
+        assert ours[tensor].tobytes() == value.tobytes(), tensor
+    config = read_json(tmp_path / "encoder" / "config.json")
+    assert config["architectures"][0].endswith("Model")
