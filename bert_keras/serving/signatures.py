@@ -27,11 +27,13 @@ type ids all 0 for a model with one token type, so that they are what the model 
 `encode` takes them).
 """
 
+import difflib
+
 import tensorflow as tf
 
 from bert_keras.errors import InputError
 from bert_keras.serving.input_checks import checked_strings, checked_texts, checked_token_ids
-from bert_keras.tasks.registry import get_task
+from bert_keras.tasks.registry import TASK_TYPES, get_task
 from bert_keras.text.packing import pack_with, shortest_packing
 
 
@@ -57,6 +59,7 @@ class ServingFunctions:
         self.encoder = getattr(model, "encoder", model)
         self.tokenizer = tokenizer
         self.task = task if task is not None else get_task(info["task"])
+        _refuse_unknown_options(options)
         self.text_fields = tuple(self.task.serving_text_fields(info))
         # Refused, not clamped: a request must never be packed other than the model was.
         self.seq_length = int(info["seq_length"])
@@ -121,3 +124,15 @@ class ServingFunctions:
 
     def run(self, inputs, **extra):
         return self.model(dict(inputs, **extra), training=False)
+
+
+def _refuse_unknown_options(options):
+    """TypeError for an export option that no task type reads (a misspelt or old keyword
+    would otherwise be dropped without a word), with the close names."""
+    known = sorted({name for cls in TASK_TYPES.values() for name in cls.export_options})
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"unknown export option {name!r}{hint}; the task types read "
+                            f"{known}.")

@@ -17,6 +17,9 @@ class TaskServing:
     """The export's serving functions of a task type and the client's view of them."""
 
     serves_pairs = False  # its export may take two texts (text_a, text_b) per example
+    # The export options (ExportConfig fields, e.g. span QA's doc_stride) its serving
+    # functions read from `fns.options`; an option no task type reads is refused by name.
+    export_options = ()
 
     # -- serving (in-graph; `fns` is the export's serving.signatures.ServingFunctions) ---------
 

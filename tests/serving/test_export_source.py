@@ -59,3 +59,14 @@ def test_the_description_names_what_the_directory_holds(config_reads):
     assert type(model) is bk.BertTokenClassifier
     assert info["seq_length"] == min(128, model.encoder.max_sequence_length)
     assert len(reads) == 1
+
+
+def test_an_export_option_no_task_type_reads_is_refused_by_name(tmp_path):
+    """The old keyword `max_answer_tokens` (now `max_answer_length`, as in training) is a
+    TypeError naming the close one, before anything is written, not a silent default."""
+    source = registry.describe(str(FAMILIES / "bert_qa"))
+    model, info = sources.load(source)
+    with pytest.raises(TypeError, match="'max_answer_tokens' .*did you mean 'max_answer_length'"):
+        bk.export_saved_model(model, source.tokenizer, info, str(tmp_path), "qa",
+                              max_answer_tokens=5)
+    assert not list(tmp_path.rglob("*.pb"))

@@ -50,6 +50,7 @@ class Reranking(Task):
     transformers_head = "ForSequenceClassification"
     options_class = RerankingOptions
     serving_ranks = {"documents": 2}  # [B, K]
+    export_options = ("max_pairs",)
     # A batch is B query groups flattened to B*K rows beside relevance (B, K): dealing its
     # rows out over replicas would tear the groups apart.
     splits_over_replicas = False

@@ -138,6 +138,8 @@ class SpanQA(Task):
                     allow_no_answer=bool(options.version_2_with_negative),
                     null_score_diff_threshold=options.null_score_diff_threshold)
 
+    export_options = ("max_answer_length", "doc_stride", "max_windows")
+
     def serving_options(self, fns):
         """The export's windows and answers: its flags, else task.json's "decoding", else
         `BertSpanQA.answer()`'s defaults."""

@@ -56,6 +56,7 @@ class Tagging(Task):
     extension_formats = {".conll": "conll", ".iob": "conll", ".bio": "conll", ".txt": "conll"}
     padded_outputs = ("tokens", "tags", "tag_ids", "tag_scores", "token_starts", "token_ends")
     padding_marker = ("token_starts", -1)
+    export_options = ("max_windows",)  # rows of a long text
     ENTITY_FIELDS = ("type", "text", "start", "end", "score")
     input_line_help = ("text; with --words (the tag_words signature), the sentence's words "
                        "separated by spaces, each tagged as given")
