@@ -198,14 +198,7 @@ def test_keras_file_loads_in_a_fresh_process(name, task_type_model, keras_files_
 
 # -- 3. the transformers writer ----------------------------------------------------------------
 
-# The writer learns multiple choice with the task models' `transformers_spec()` (issue 66).
-WRITER_CASES = [pytest.param(name, marks=pytest.mark.xfail(
-    name == "multiple_choice" and not hasattr(bk.BertMultipleChoice, "transformers_spec"),
-    reason="the transformers writer has no multiple-choice branch yet", strict=True))
-    for name in TASKS]
-
-
-@pytest.mark.parametrize("name", WRITER_CASES)
+@pytest.mark.parametrize("name", TASKS)
 def test_transformers_writer_round_trip(name, task_type_model, tmp_path):
     model, examples = trained_or_skip(name, task_type_model)[:2]
     if get_task(name).transformers_head is None:
