@@ -13,7 +13,6 @@ import pathlib
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import tensorflow as tf
@@ -269,15 +268,15 @@ def test_finetune_interrupted_in_its_first_epoch_leaves_no_url_output_dir(tmp_pa
                                                                            tiny_encoder):
     """Ctrl-C before the first checkpoint: flags.json and TensorBoard logs only, removed."""
     out = tmp_path / "runs" / "interrupted"
-    # 2000 steps of one example: seconds even on a fast CPU, where 125 steps of 16 ended
-    # within the 0.5 s below and the Ctrl-C came after a finished run.
-    args = finetune_args(tiny_encoder, url(out), max_train_examples=2000, train_batch_size=1)
-    proc = subprocess.Popen(args, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL,
+    # 2000 steps of one example, interrupted at the progress line of the first logging window
+    # (step 100): a fixed wait lost the race on fast CPUs (the run had finished).
+    args = finetune_args(tiny_encoder, url(out), max_train_examples=2000, train_batch_size=1,
+                         verbose=2)
+    proc = subprocess.Popen(args, cwd=cwd, env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not (out / "train").exists() and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.5)  # into the epoch
+    for line in proc.stdout:
+        if line.startswith("step "):
+            break
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode != 0 and "KeyboardInterrupt" in stderr, stderr[-3000:]
