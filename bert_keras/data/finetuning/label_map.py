@@ -23,6 +23,25 @@ def _sort_labels(labels: Iterable[str]) -> list[str]:
     return sorted(labels)
 
 
+def all_labeled(examples) -> bool:
+    """True when every example has a label, False when none has; ValueError for a mix (a
+    task's features are all trained on or all predicted, never half of each).
+
+    >>> from types import SimpleNamespace as Ex
+    >>> all_labeled([Ex(label="a"), Ex(label="b")]), all_labeled([Ex(label=None)])
+    (True, False)
+    >>> all_labeled([Ex(label="a"), Ex(label=None, source="f.tsv:2")])
+    Traceback (most recent call last):
+    ...
+    ValueError: 1 of 2 examples have no label, e.g. the one from f.tsv:2: label all or none of them.
+    """
+    unlabeled = [ex for ex in examples if ex.label is None]
+    if unlabeled and len(unlabeled) < len(examples):
+        raise ValueError(f"{len(unlabeled)} of {len(examples)} examples have no label, e.g. the "
+                         f"one from {unlabeled[0].source}: label all or none of them.")
+    return not unlabeled
+
+
 class LabelMap:
     """Label strings <-> integer ids, saved with the model as JSON.
 

@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras.data.finetuning.features import TOKENIZE_CHUNK
-from bert_keras.data.finetuning.label_map import LabelMap
+from bert_keras.data.finetuning.label_map import LabelMap, all_labeled
 from bert_keras.tasks.classification.reader import LABEL_TYPES, ClassificationExample
 from bert_keras.text.preprocessor import BertPreprocessor
 
@@ -41,12 +41,8 @@ def classification_labels(examples: Sequence[ClassificationExample], label_type:
     """
     if label_type not in LABEL_TYPES:
         raise ValueError(f"label_type must be one of {LABEL_TYPES}, got {label_type!r}")
-    unlabeled = [ex for ex in examples if ex.label is None]
-    if len(unlabeled) == len(examples):
+    if not all_labeled(examples):
         return None
-    if unlabeled:
-        raise ValueError(f"{len(unlabeled)} of {len(examples)} examples have no label, e.g. the "
-                         f"one from {unlabeled[0].source}: label all or none of them")
     if label_type == "regression":
         bad = [ex for ex in examples if not isinstance(ex.label, (int, float))]
         if bad:

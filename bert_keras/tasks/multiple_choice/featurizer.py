@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras.data.finetuning import batching
+from bert_keras.data.finetuning.label_map import all_labeled
 from bert_keras.names import INPUT_NAMES
 from bert_keras.text.preprocessor import BertPreprocessor
 
@@ -35,12 +36,8 @@ def num_choices(examples):
 
 def choice_labels(examples):
     """int32 [N] labels, or None when no example has one; ValueError for a mix."""
-    unlabeled = [ex for ex in examples if ex.label is None]
-    if len(unlabeled) == len(examples):
+    if not all_labeled(examples):
         return None
-    if unlabeled:
-        raise ValueError(f"{len(unlabeled)} of {len(examples)} examples have no label, e.g. "
-                         f"the one from {unlabeled[0].source}: label all or none of them.")
     return np.array([ex.label for ex in examples], np.int32)
 
 
