@@ -27,6 +27,7 @@ from benchmarks.runner import (
     wanted,
 )
 from benchmarks.timing import configure_tf, time_calls
+from benchmarks.training import torch_train_step
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("modernbert_layers", 22, "Layers of the modernbert section's encoders "
@@ -151,17 +152,8 @@ def run_huggingface_modernbert(spec):
     if spec["shape"] == "train":
         model = transformers.ModernBertForSequenceClassification._from_config(
             config, attn_implementation=spec["attention"]).train()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
         batch = dict(inputs(fixed_inputs(*FIXED)), labels=torch.ones(FIXED[0], dtype=torch.long))
-
-        def step(b):
-            optimizer.zero_grad(set_to_none=True)
-            with autocast:
-                loss = model(**b).loss
-            loss.backward()
-            optimizer.step()
-            return loss.item()
-
+        step = torch_train_step(model, autocast)
         timing = time_calls(step, [batch], spec["seconds"], warmup=1, min_passes=2)
         rates = timing.rates(FIXED[0])
         return dict(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],

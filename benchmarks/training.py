@@ -110,18 +110,9 @@ def run_huggingface_train(spec):
         model = transformers.BertForSequenceClassification(config)  # num_labels 2 by default.
         batch = dict(x, labels=labels)
     model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
     autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if spec["dtype"] == "bfloat16"
                 else contextlib.nullcontext())
-
-    def step(b):
-        optimizer.zero_grad(set_to_none=True)
-        with autocast:
-            loss = model(**b).loss
-        loss.backward()
-        optimizer.step()
-        return loss.item()
-
+    step = torch_train_step(model, autocast)
     timing = time_calls(step, [batch], spec["seconds"])
     rates = timing.rates(spec["batch"])
     return dict(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],
@@ -130,6 +121,25 @@ def run_huggingface_train(spec):
 
 # ---------------------------------------------------------------------------------------------
 # Parent side.
+
+def torch_train_step(model, autocast):
+    """`step(batch) -> loss`: one AdamW step (lr 1e-4, weight decay 0.01) of a transformers
+    model on a batch dict with labels, its forward under `autocast`: the PyTorch train step
+    every benchmark section times."""
+    import torch
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+
+    def step(batch):
+        optimizer.zero_grad(set_to_none=True)
+        with autocast:
+            loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    return step
+
 
 def training_rows(task, presets, seconds):
     rows = []
