@@ -17,17 +17,7 @@ plus one line in `registry.py`.
 
 from bert_keras.tasks.task_data import TaskData
 from bert_keras.tasks.task_modeling import TaskModeling
-from bert_keras.tasks.task_serving import (
-    DEFAULT_MAX_WINDOWS,
-    WARMUP_WINDOWS,
-    TaskServing,
-    class_labels,
-    listed,
-    max_windows,
-)
-
-__all__ = ["DEFAULT_MAX_WINDOWS", "WARMUP_WINDOWS", "Task", "class_labels", "listed",
-           "max_windows"]
+from bert_keras.tasks.task_serving import TaskServing
 
 
 class Task(TaskData, TaskModeling, TaskServing):

@@ -19,7 +19,7 @@ from bert_keras import metrics
 from bert_keras.data.finetuning import batching
 from bert_keras.data.finetuning.label_map import LabelMap
 from bert_keras.models import head_checkpoints
-from bert_keras.tasks.base import Task, class_labels
+from bert_keras.tasks.base import Task
 from bert_keras.tasks.classification import (
     featurizer,
     head_checkpoint,
@@ -30,6 +30,7 @@ from bert_keras.tasks.classification import (
 from bert_keras.tasks.classification.model import BertClassifier
 from bert_keras.tasks.classification.options import ClassificationOptions, MultiLabelOptions
 from bert_keras.tasks.raw_examples import PAIRED, TEXTS, RawExamples
+from bert_keras.tasks.task_serving import class_labels
 
 
 class SequenceClassificationTask(Task):

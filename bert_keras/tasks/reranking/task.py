@@ -12,13 +12,14 @@ from absl import logging
 from bert_keras.configs import check
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
-from bert_keras.tasks.base import Task, listed
+from bert_keras.tasks.base import Task
 from bert_keras.tasks.classification import head_checkpoint, problem_types
 from bert_keras.tasks.input_lines import InputLine
 from bert_keras.tasks.raw_examples import PAIRED, TEXTS, RawExamples
 from bert_keras.tasks.reranking import activations, featurizer, ranking_metrics, reader
 from bert_keras.tasks.reranking.model import BertReranker
 from bert_keras.tasks.reranking.options import RerankingOptions
+from bert_keras.tasks.task_serving import listed
 
 # Most (query, document) pairs one request may hold (the export's --max_pairs).
 DEFAULT_MAX_PAIRS = 1024

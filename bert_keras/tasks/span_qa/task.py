@@ -11,7 +11,7 @@ from bert_keras import metrics
 from bert_keras.data.finetuning import batching
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
-from bert_keras.tasks.base import WARMUP_WINDOWS, Task, max_windows
+from bert_keras.tasks.base import Task
 from bert_keras.tasks.graph_ops import byte_to_char
 from bert_keras.tasks.raw_examples import RawExamples
 from bert_keras.tasks.span_qa import featurizer, reader, tfds_reader
@@ -20,6 +20,7 @@ from bert_keras.tasks.span_qa.answer_inputs import DOC_STRIDE, MAX_ANSWER_LENGTH
 from bert_keras.tasks.span_qa.decoding import decode_feature_answers
 from bert_keras.tasks.span_qa.model import BertSpanQA
 from bert_keras.tasks.span_qa.options import SpanQAOptions
+from bert_keras.tasks.task_serving import WARMUP_WINDOWS, max_windows
 from bert_keras.text.packing import segment_starts
 
 

@@ -10,10 +10,10 @@ import collections
 
 import tensorflow as tf
 
-from bert_keras.tasks.base import max_windows
 from bert_keras.tasks.graph_ops import byte_to_char, rows, word_rows
 from bert_keras.tasks.tagging import decoding
 from bert_keras.tasks.tagging.chunks import chunk_tables
+from bert_keras.tasks.task_serving import max_windows
 from bert_keras.text.packing import segment_starts
 from bert_keras.text.words import group_words
 

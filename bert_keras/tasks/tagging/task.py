@@ -17,7 +17,7 @@ from bert_keras import metrics
 from bert_keras.data.finetuning import batching
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
-from bert_keras.tasks.base import WARMUP_WINDOWS, Task, class_labels, listed, max_windows
+from bert_keras.tasks.base import Task
 from bert_keras.tasks.input_lines import InputLine
 from bert_keras.tasks.raw_examples import RawExamples
 from bert_keras.tasks.tagging import featurizer, reader, tfds_reader
@@ -25,6 +25,7 @@ from bert_keras.tasks.tagging import serving as tagging_serving
 from bert_keras.tasks.tagging.crf import check_tag_sequences
 from bert_keras.tasks.tagging.model import BertTokenClassifier
 from bert_keras.tasks.tagging.options import TaggingOptions
+from bert_keras.tasks.task_serving import WARMUP_WINDOWS, class_labels, listed, max_windows
 
 EXAMPLE_WORDS = ["Mr.", "Bumble's", "letter", "went", "to", "Jerusalem", "."]
 
