@@ -216,6 +216,21 @@ def _presets():
         deberta_v3_base=base.replace(**deberta),
         deberta_v3_large=large.replace(**deberta),
     )
+    # ModernBERT (answerdotai/ModernBERT-*'s config.json): rotary positions (160k on global
+    # layers, 10k on local ones), every third layer global and the others within a 128-token
+    # window, pre-norm GeGLU blocks without biases, no dropout; tiny and mini are bert_tiny's
+    # and bert_mini's depth and width with its feed-forward of 1.5 x hidden (as Ettin's).
+    modern = dict(vocab_size=50368, max_positions=8192, type_vocab_size=0,
+                  layer_norm_epsilon=1e-5, dropout=0.0, attention_dropout=0.0, use_pooler=False,
+                  rotary_theta=160000.0, local_rotary_theta=10000.0, local_attention=128,
+                  global_attention_every=3, pre_norm=True, gated_mlp=True, use_bias=False,
+                  norm_bias=False)
+    presets.update({
+        f"modernbert_{name}": EncoderConfig(num_layers=layers, hidden_size=hidden,
+                                            num_heads=heads, intermediate_size=ffn, **modern)
+        for name, layers, hidden, heads, ffn in (("tiny", 2, 128, 2, 192), ("mini", 4, 256, 4, 384),
+                                                 ("base", 22, 768, 12, 1152),
+                                                 ("large", 28, 1024, 16, 2624))})
     return presets
 
 
