@@ -8,7 +8,13 @@ rule (v3's `nmt_nfkc`); no lower-casing, no quote replacement (ALBERT's). Pairs 
 `[CLS] A [SEP] B [SEP]` with type ids 0 then 1, as transformers' tokenizer gives them (v3
 models have no token types, so they change nothing there). Offsets are transformers 5's too:
 a word that follows whitespace starts at the whitespace character just before it (the "▁" of
-its first piece keeps the space it stands for), as its served tagging spans show.
+its first piece keeps the space it stands for), as its served tagging spans show, and a lone
+"▁" piece there spans that character alone.
+
+A transformers 5 directory may hold tokenizer.json alone: `tokenizer_json.convert` rebuilds
+spm.model from its pieces, scores and charsmap (`tokenizers.load_tokenizer`). Known
+differences: special tokens written in a text ("[MASK]") are matched as those tokens by
+transformers, split like other text here; `SentencePieceTokenizer`'s known deviations hold.
 
 Example (the test fixture's small model):
 >>> import pathlib
@@ -25,7 +31,7 @@ import tensorflow as tf
 
 from bert_keras.errors import InputError
 from bert_keras.files import read_json
-from bert_keras.text.sentencepiece_tokenizer import _SPACES, SentencePieceTokenizer
+from bert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
 
 MODEL_FILE = "spm.model"
 SPECIAL_PIECES = ["[PAD]", "[CLS]", "[SEP]", "[UNK]"]  # the model's pieces 0-3
@@ -37,6 +43,15 @@ TOKENIZER_CONFIG = dict(tokenizer_class="DebertaV2Tokenizer", do_lower_case=Fals
                         cls_token="[CLS]", mask_token=MASK_TOKEN, vocab_type="spm")
 
 
+def check_config(config, config_file):
+    """InputError naming `config_file` when its dict `config` asks for what this tokenizer
+    lacks: lower-casing or punctuation splitting (no published DeBERTa-v3 uses them)."""
+    for key in ("do_lower_case", "split_by_punct"):
+        if config.get(key):
+            raise InputError(f"{config_file}: {key} is true; the DeBERTa tokenizer here reads "
+                             "only cased models without punctuation splitting (v3's).")
+
+
 class DebertaV3Tokenizer(SentencePieceTokenizer):
     """DeBERTa's SentencePiece model with its own ids (see the module).
 
@@ -45,6 +60,9 @@ class DebertaV3Tokenizer(SentencePieceTokenizer):
     """
 
     pair_quotes = False
+    # What the charsmap makes a space (transformers splits DeBERTa's words after it): not
+    # U+0085, which Rust's whitespace split (ALBERT's) takes and nmt_nfkc keeps (unknown).
+    spaces = r"[\s\p{Z}]+"
 
     def __init__(self, model_file):
         super().__init__(model_file, lower_case=False, pair_type_ids=True)
@@ -69,16 +87,14 @@ class DebertaV3Tokenizer(SentencePieceTokenizer):
         if not tf.io.gfile.exists(model_file):
             raise FileNotFoundError(f"{path} has no {MODEL_FILE}.")
         config_file = os.path.join(path, "tokenizer_config.json")
-        config = read_json(config_file) if tf.io.gfile.exists(config_file) else {}
-        for key in ("do_lower_case", "split_by_punct"):
-            if config.get(key):
-                raise InputError(f"{config_file}: {key} is true; the DeBERTa tokenizer here "
-                                 "reads only cased models without punctuation splitting (v3's).")
+        check_config(read_json(config_file) if tf.io.gfile.exists(config_file) else {},
+                     config_file)
         return cls(model_file)
 
     def _pieces_with_offsets(self, texts):
-        """`SentencePieceTokenizer`'s, each word-start piece after a text's first piece that
-        follows a whitespace character starting at that character (transformers' offsets)."""
+        """`SentencePieceTokenizer`'s, each word-start piece that follows a whitespace
+        character starting at that character, a lone "▁" there spanning that character alone
+        (transformers' offsets: the "▁" stands for it, the first word's too)."""
         ids, starts, ends, is_start = super()._pieces_with_offsets(texts)
         chars, char_starts = tf.strings.unicode_split_with_offsets(
             texts, "UTF-8", errors="replace", replacement_char=0xFFFD)
@@ -89,14 +105,24 @@ class DebertaV3Tokenizer(SentencePieceTokenizer):
         piece_rows = ids.value_rowids()
         flat_starts = tf.cast(starts.flat_values, tf.int64)
         at = tf.searchsorted(char_keys, piece_rows * stride + flat_starts, side="left")
+        flat_chars = chars.flat_values
         before = tf.maximum(at - 1, 0)
-        first_piece = tf.range(tf.size(piece_rows, out_type=tf.int64)) == tf.gather(
-            ids.row_starts(), piece_rows)
-        moved = (is_start.flat_values & ~first_piece & (at > 0)
+        moved = (is_start.flat_values & (at > 0)
                  & (tf.gather(char_rows, before) == piece_rows)
-                 & tf.strings.regex_full_match(tf.gather(chars.flat_values, before), _SPACES))
-        new_starts = tf.where(moved, tf.gather(char_starts.flat_values, before), flat_starts)
-        return ids, starts.with_flat_values(tf.cast(new_starts, starts.dtype)), ends, is_start
+                 & tf.strings.regex_full_match(tf.gather(flat_chars, before), self.spaces))
+        # The charsmap maps "\r\n" to one space, which transformers aligns with the "\r".
+        crlf = ((at > 1) & (tf.gather(flat_chars, before) == "\n")
+                & (tf.gather(flat_chars, tf.maximum(at - 2, 0)) == "\r")
+                & (tf.gather(char_rows, tf.maximum(at - 2, 0)) == piece_rows))
+        space = tf.where(crlf, at - 2, before)  # the whitespace character a "▁" stands for
+        new_starts = tf.where(moved, tf.gather(char_starts.flat_values, space), flat_starts)
+        # A moved lone "▁" spans that character alone.
+        lone = moved & (ids.flat_values == self._vocab.first_id.get(self.word_start_marker, -1))
+        space_end = tf.gather(char_starts.flat_values, tf.minimum(
+            space + 1, tf.size(flat_chars, out_type=space.dtype) - 1))
+        new_ends = tf.where(lone, tf.cast(space_end, ends.dtype), ends.flat_values)
+        return (ids, starts.with_flat_values(tf.cast(new_starts, starts.dtype)),
+                ends.with_flat_values(new_ends), is_start)
 
     @property
     def asset_files(self):

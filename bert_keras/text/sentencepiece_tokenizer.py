@@ -160,6 +160,7 @@ class SentencePieceTokenizer(tf.Module):
     separators_between = 1  # [CLS] A [SEP] B [SEP]
     word_start_marker = "\u2581"  # "▁the": pieces that start a word (whole-word masking)
     pair_quotes = True  # `` and '' -> " first (ALBERT's normalizer, not in the model file)
+    spaces = _SPACES  # the whitespace runs that become one space before the model
 
     def save(self, directory):
         """Writes spiece.model, the casing and the type ids of pairs (tokenizer_config.json,
@@ -178,7 +179,7 @@ class SentencePieceTokenizer(tf.Module):
         # Some string ops read C strings, where a NUL ends the text. A private-use character
         # is, like NUL, one unknown piece to SentencePiece.
         texts = tf.strings.regex_replace(texts, r"\x{0}", "\uE000")
-        texts = tf.strings.strip(tf.strings.regex_replace(texts, _SPACES, " "))
+        texts = tf.strings.strip(tf.strings.regex_replace(texts, self.spaces, " "))
         if self.pair_quotes:
             texts = tf.strings.regex_replace(texts, _PAIR_QUOTES, '"')
         return self._fold(texts)
@@ -195,7 +196,7 @@ class SentencePieceTokenizer(tf.Module):
         """`normalize` of single characters (each whitespace character -> one space, nothing
         stripped: SentencePiece collapses the spaces of the joined text as `normalize` does)."""
         chars = tf.strings.regex_replace(chars, r"\x{0}", "\uE000")
-        chars = tf.strings.regex_replace(chars, _SPACES, " ")
+        chars = tf.strings.regex_replace(chars, self.spaces, " ")
         if self.pair_quotes:
             chars = tf.strings.regex_replace(chars, r"\x{1}", "")  # _PAIR_QUOTE_MARK's first
         if not self.lower_case:

@@ -14,8 +14,13 @@ no `vocab.txt` (WordPiece) and no `vocab.json` + `merges.txt` (byte-level BPE).
   transformers 5 saves no `sentencepiece.bpe.model`): `sentencepiece.bpe.model`, a
   SentencePiece model rebuilt from the pieces and scores and the normalizer's precompiled
   charsmap (what transformers 5's `XLMRobertaTokenizer` itself takes from tokenizer.json).
+- Unigram in DeBERTa-v2/v3's layout (`[PAD] [CLS] [SEP] [UNK]` first, `[MASK]` after the
+  pieces; transformers 5 saves no `spm.model`): `spm.model`, rebuilt the same way
+  (`_deberta_files`: what transformers 5's `DebertaV2Tokenizer` takes from the file).
 - Other Unigram models (ALBERT) are not converted: their `spiece.model` must be in the
   directory.
+
+The SentencePiece models are written by `sentencepiece_proto.unigram_model`.
 
 The tokenizers keep the paths of their files (exports copy their `asset_files`), so the
 files are not temporary: they live in `<tempdir>/bert_keras_tokenizers/<sha256>/`, keyed by
@@ -30,24 +35,24 @@ import hashlib
 import json
 import os
 import shutil
-import struct
 import tempfile
 
 import tensorflow as tf
 
 from bert_keras.errors import InputError
 from bert_keras.files import parse_json, writing
+from bert_keras.text import deberta_tokenizer
+from bert_keras.text.sentencepiece_proto import CONTROL, NORMAL, UNKNOWN, unigram_model
 
 TOKENIZER_JSON, TOKENIZER_CONFIG = "tokenizer.json", "tokenizer_config.json"
 SPIECE_MODEL = "spiece.model"
 XLM_ROBERTA_MODEL = "sentencepiece.bpe.model"
 # XLM-R's fairseq ids 0-3 and last id; the SentencePiece pieces 0-2 they stand for.
 _FAIRSEQ_SPECIALS, _FAIRSEQ_MASK = ["<s>", "<pad>", "</s>", "<unk>"], "<mask>"
-_SPM_SPECIALS = (("<unk>", 2), ("<s>", 3), ("</s>", 3))  # (piece, type: UNKNOWN, CONTROL)
-_SPM_NORMAL = 1
+_SPM_SPECIALS = (("<unk>", UNKNOWN), ("<s>", CONTROL), ("</s>", CONTROL))
 CACHE_NAME = "bert_keras_tokenizers"
 _MANIFEST = "converted.json"  # written last into every cache directory: the files it holds
-_VERSION = b"bert_keras tokenizer.json conversion 1\n"  # change when the written files change
+_VERSION = b"bert_keras tokenizer.json conversion 2\n"  # change when the written files change
 
 
 def has_tokenizer_json(directory):
@@ -61,8 +66,8 @@ def cache_root():
 
 def convert(directory):
     """The cache directory holding the classic files of `directory`'s `tokenizer.json`
-    (vocab.txt + tokenizer_config.json, vocab.json + merges.txt, or XLM-R's
-    sentencepiece.bpe.model), built if absent.
+    (vocab.txt + tokenizer_config.json, vocab.json + merges.txt, XLM-R's
+    sentencepiece.bpe.model or DeBERTa's spm.model), built if absent.
 
     >>> import pathlib
     >>> fixture = pathlib.Path(__file__).parents[2] / "tests" / "fixtures" / "families"
@@ -107,6 +112,9 @@ def classic_files(data, source="tokenizer.json", config_data=None,
         return _byte_bpe_files(spec, model, source)
     if kind == "Unigram" and _fairseq_layout(model):
         return _xlm_roberta_files(spec, model, source, _config(config_data, config_file))
+    if kind == "Unigram" and _deberta_layout(model):
+        return _deberta_files(spec, model, source, _config(config_data, config_file),
+                              config_file)
     if kind == "Unigram":
         raise InputError(
             f"{directory} has no {SPIECE_MODEL}: its {TOKENIZER_JSON} holds a Unigram "
@@ -275,17 +283,72 @@ def _xlm_roberta_files(spec, model, source, config):
         raise InputError(f"{source}: tokenizer_config.json says add_prefix_space=false; "
                          "XLM-RoBERTa's tokenizer reads only the prefix space ('▁' before the "
                          "first word).")
+    pieces = _scored_pieces(model["vocab"], 4, len(model["vocab"]) - 1, source)
+    charsmap = _precompiled_charsmap(spec.get("normalizer"), source)
+    return {XLM_ROBERTA_MODEL: unigram_model(
+        [(piece, 0.0, kind) for piece, kind in _SPM_SPECIALS] + pieces, charsmap)}
+
+
+def _scored_pieces(vocab, begin, end, source):
+    """[(piece, score, NORMAL)] of the Unigram model.vocab entries begin..end-1, each checked
+    to be a [piece, score] pair."""
     pieces = []
-    for number, entry in enumerate(model["vocab"][4:-1], 4):
+    for number in range(begin, end):
+        entry = vocab[number]
         if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)
                 and entry[0] and isinstance(entry[1], (int, float))
                 and not isinstance(entry[1], bool)):
             raise InputError(f"{source}: model.vocab[{number}] is {str(entry)[:80]}, not a "
                              "[piece, score] pair.")
-        pieces.append((entry[0], float(entry[1]), _SPM_NORMAL))
+        pieces.append((entry[0], float(entry[1]), NORMAL))
+    return pieces
+
+
+def _deberta_layout(model):
+    """Whether a Unigram model.vocab starts with DeBERTa's [PAD] [CLS] [SEP] [UNK]."""
+    vocab = model.get("vocab")
+    if not isinstance(vocab, list) or len(vocab) <= len(deberta_tokenizer.SPECIAL_PIECES):
+        return False
+    tokens = [entry[0] if isinstance(entry, list) and entry else None
+              for entry in vocab[:len(deberta_tokenizer.SPECIAL_PIECES)]]
+    return tokens == deberta_tokenizer.SPECIAL_PIECES
+
+
+def _deberta_files(spec, model, source, config, config_file):
+    """spm.model from a DeBERTa-v2/v3 tokenizer.json, as transformers 5's `DebertaV2Tokenizer`
+    reads one: its pieces and scores ([PAD] [CLS] [SEP] control pieces, [UNK] the unknown
+    one; a trailing [MASK] left to `DebertaV3Tokenizer`, which puts it after the pieces) and
+    the Precompiled normalizer's charsmap. transformers builds the rest of the pipeline itself
+    whatever the file says (charsmap, trailing spaces stripped, space runs collapsed, "▁"
+    before each word; no byte fallback), which is the SentencePiece model's own; it takes
+    lower-casing and punctuation splitting from tokenizer_config.json, which are refused as
+    for spm.model. Refused too: no charsmap (transformers then normalizes with NFC instead) and
+    added tokens other than the special ones (transformers matches them in the text)."""
+    deberta_tokenizer.check_config(config, config_file)
     charsmap = _precompiled_charsmap(spec.get("normalizer"), source)
-    return {XLM_ROBERTA_MODEL: _sentencepiece_model(
-        [(piece, 0.0, kind) for piece, kind in _SPM_SPECIALS] + pieces, charsmap)}
+    if not charsmap:
+        raise InputError(f"{source}: its normalizer has no Precompiled charsmap; transformers "
+                         "then normalizes DeBERTa's text with NFC, which a SentencePiece model "
+                         "cannot carry (only a charsmap).")
+    vocab, mask = model["vocab"], deberta_tokenizer.MASK_TOKEN
+    size = len(vocab) - (isinstance(vocab[-1], list) and vocab[-1][:1] == [mask])
+    specials = len(deberta_tokenizer.SPECIAL_PIECES)
+    for entry in spec.get("added_tokens") or []:
+        content, token_id = (entry.get("content"), entry.get("id")) if isinstance(
+            entry, dict) else (None, None)
+        special = token_id in range(specials) and deberta_tokenizer.SPECIAL_PIECES[
+            token_id] == content
+        if not (special or (content, token_id) == (mask, size)):
+            raise InputError(f"{source}: added_tokens has {content!r} (id {token_id}); only "
+                             f"DeBERTa's {deberta_tokenizer.SPECIAL_PIECES} (ids 0-{specials - 1})"
+                             f" and {mask} (id {size}, after the pieces) are read.")
+    pieces = [(piece, 0.0, CONTROL) for piece in deberta_tokenizer.SPECIAL_PIECES[:-1]]
+    pieces += [(deberta_tokenizer.SPECIAL_PIECES[-1], 0.0, UNKNOWN)]
+    pieces += _scored_pieces(vocab, specials, size, source)
+    ids = deberta_tokenizer.SPECIAL_PIECES.index
+    return {deberta_tokenizer.MODEL_FILE: unigram_model(
+        pieces, charsmap, unk_id=ids("[UNK]"), bos_id=ids("[CLS]"), eos_id=ids("[SEP]"),
+        pad_id=ids("[PAD]"))}
 
 
 def _precompiled_charsmap(normalizer, source):
@@ -303,33 +366,6 @@ def _precompiled_charsmap(normalizer, source):
                 raise InputError(f"{source}: the Precompiled normalizer's precompiled_charsmap "
                                  "is not base64.") from None
     return b""
-
-
-def _sentencepiece_model(pieces, charsmap):
-    """A serialized SentencePiece ModelProto of Unigram `pieces` [(piece, score, type)]:
-    pieces (field 1), a trainer spec (2: model_type UNIGRAM, vocab_size; unk 0, <s> 1, </s> 2
-    are its defaults) and a normalizer spec (3: the precompiled charsmap, add_dummy_prefix,
-    remove_extra_whitespaces, escape_whitespaces)."""
-    def varint(value):
-        out = bytearray()
-        while True:
-            byte, value = value & 0x7F, value >> 7
-            out.append(byte | (0x80 if value else 0))
-            if not value:
-                return bytes(out)
-
-    def field(number, value):
-        if isinstance(value, bytes):
-            return varint(number << 3 | 2) + varint(len(value)) + value
-        if isinstance(value, float):
-            return varint(number << 3 | 5) + struct.pack("<f", value)
-        return varint(number << 3) + varint(value)
-
-    out = [field(1, field(1, piece.encode("utf-8")) + field(2, score) + field(3, kind))
-           for piece, score, kind in pieces]
-    out.append(field(2, field(3, 1) + field(4, len(pieces))))
-    out.append(field(3, field(2, charsmap) + field(3, 1) + field(4, 1) + field(5, 1)))
-    return b"".join(out)
 
 
 def _complete(target):

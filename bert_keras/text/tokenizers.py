@@ -15,8 +15,9 @@ directories, Google's TF1 checkpoints) are recognized by their files.
 
 A directory with none of the classic files but a Hugging Face `tokenizer.json` (transformers 5
 may save only that and `tokenizer_config.json`) is read through `tokenizer_json.convert`, which
-writes the classic files (vocab.txt, or vocab.json + merges.txt) into a cache directory under
-the system's temp directory; the tokenizer's `vocab_file` and `asset_files` are there.
+writes the classic files (vocab.txt, vocab.json + merges.txt, or a SentencePiece model) into a
+cache directory under the system's temp directory; the tokenizer's `vocab_file` and
+`asset_files` are there.
 
 >>> import pathlib
 >>> load_tokenizer(str(pathlib.Path(__file__).parents[1] / "assets")).vocab_size
@@ -59,8 +60,9 @@ def load_tokenizer(path, lower_case=None):
     DebertaV3Tokenizer (spm.model), SentencePieceTokenizer (spiece.model or Google's *.model,
     ALBERT), WordPieceTokenizer (vocab.txt) or ByteBpeTokenizer (vocab.json + merges.txt,
     RoBERTa; ModernBertTokenizer when the vocab has ModernBERT's [CLS] and no <s>), in that
-    order. Either way a directory with none of them but a `tokenizer.json` (WordPiece or
-    byte-level BPE) is converted to them first (`tokenizer_json.convert`, cached)."""
+    order. Either way a directory with none of them but a `tokenizer.json` (WordPiece,
+    byte-level BPE, XLM-R's or DeBERTa's Unigram) is converted to them first
+    (`tokenizer_json.convert`, cached)."""
     path = os.fspath(path)
     if tf.io.gfile.exists(os.path.join(path, CONFIG_FILE)):
         return _family_tokenizer(path, _family(path), lower_case)
