@@ -30,8 +30,9 @@ defines:
   inverse, `written_tensors(config, tensors, what)` -> (config, tensors): the writer's
   config.json and tensors with those left out and the config keys that say so.
 - optionally `CLASSIFIER_POOLINGS` with `classifier_pooling(config, path)`: what its
-  `*ForSequenceClassification` may read and what a config.json picks (default: "cls" only,
-  the first token or the pooler on it), which `tasks.classification.head_checkpoint` reads.
+  `*ForSequenceClassification` and `*ForMultipleChoice` may read and what a config.json picks
+  (default: "cls" only, the first token or the pooler on it), which
+  `tasks.classification.head_checkpoint` reads (and multiple choice's through it).
 
 Adding a family is its module here and its name in the import and in `_MODULES` below.
 

@@ -11,7 +11,8 @@ feed-forward (`Wi` gives the input then the gate half), `final_norm`, and biases
 layout.
 
 Its heads (`head.dense` + activation + `head.norm`, then `classifier` or the tied `decoder`;
-the sequence classifier reads [CLS] or the tokens' mean, as `classifier_pooling` says) have
+the sequence classifier and the multiple-choice scorer read [CLS] or the tokens' mean, as
+`classifier_pooling` says) have
 no dense bias unless `classifier_bias`, and no norm bias unless `norm_bias`: the files leave
 them out, and `implied_tensors` gives them as the zeros they stand for (the same math in our
 heads, which always have both); `written_tensors` leaves them out again when writing.
@@ -51,8 +52,9 @@ POOLER_TENSORS = ()  # never a pooler
 # QA head's output layer is `classifier` too (start, end rows), not `qa_outputs`.
 HEADS = task_heads(**dict.fromkeys(BERT_TASK_HEADS,
                                    TaskHead("gelu", "head.dense", "classifier", "head.norm")))
-# What *ForSequenceClassification reads: config.json's classifier_pooling, [CLS] ("cls",
-# transformers' default) or the mean of the real tokens ("mean").
+# What *ForSequenceClassification and *ForMultipleChoice read: config.json's
+# classifier_pooling, [CLS] ("cls", transformers' default) or the mean of the real tokens
+# ("mean").
 CLASSIFIER_POOLINGS = ("cls", "mean")
 MASKED_LM_HEAD = MaskedLMHead("gelu", "head.dense", "head.norm", "decoder.bias", None)
 REPLACED_TOKEN_HEAD = None

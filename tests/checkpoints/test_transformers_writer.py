@@ -147,8 +147,9 @@ def test_a_multiple_choice_head_of_another_family_is_refused(parts, tmp_path):
     model = bk.BertMultipleChoice(parts["bert"], hidden_activation="relu")
     refused(model, parts["wordpiece"], tmp_path, r"multiple-choice head has "
             r"hidden_activation='relu'; transformers' bert head has None", model_type="bert")
-    # ModernBertForMultipleChoice normalizes after its dense-gelu; BertMultipleChoice cannot.
-    modern = bk.BertMultipleChoice.from_pretrained(FIXTURES / "modernbert", seq_length=64)
+    # ModernBertForMultipleChoice normalizes after its dense-gelu; a head without it is refused.
+    modern = bk.BertMultipleChoice.from_pretrained(FIXTURES / "modernbert", seq_length=64,
+                                                   hidden_norm=False)
     assert modern.hidden_activation == "gelu"
     refused(modern, None, tmp_path, r"multiple-choice head has hidden_norm=False; "
             r"transformers' modernbert head has a layer norm there")

@@ -117,6 +117,19 @@ def test_a_mean_pooled_classifier_of_a_family_without_it_is_refused(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_mean_pooled_multiple_choice_model_of_a_family_without_it_is_refused(tmp_path):
+    """ModernBertForMultipleChoice reads classifier_pooling (its round trip, "cls" and "mean":
+    test_transformers_writer.py over tests/fixtures/multiple_choice); DeBERTa's reads [CLS]."""
+    encoder = bk.BertEncoder.from_pretrained(FIXTURES / "deberta_v3_classifier")
+    model = bk.BertMultipleChoice(encoder, pooling="mean", hidden_activation="gelu")
+    with pytest.raises(InputError, match=r"^BertMultipleChoice: pooling='mean'; transformers' "
+                                         r"deberta-v2 multiple-choice head reads 'cls'") as e:
+        bk.save_transformers(model, tmp_path / "out", tokenizer=bk.load_tokenizer(
+            str(FIXTURES / "deberta_v3_classifier")))
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("name, prefix", [("modernbert", "model."),
                                           ("deberta_v3_classifier", "deberta.")])
 def test_a_bare_encoder_is_written_without_the_task_files_prefix(name, prefix, tmp_path):

@@ -13,17 +13,34 @@ from bert_keras.checkpoints.transformers_spec import (
     no_generator,
 )
 from bert_keras.errors import InputError
+from bert_keras.models import head_checkpoints
+from bert_keras.tasks.classification import head_checkpoint as classification_head
 
 TRANSFORMERS_HEAD = "ForMultipleChoice"
 
 
-def head_activation(path):
-    """The hidden activation of the multiple-choice head of a transformers checkpoint's
-    family (None: on the pooled output; "relu" DistilBERT; "gelu" ELECTRA's sequence
-    summary); None for other layouts."""
-    if checkpoints.detect_format(path) != "huggingface":
-        return None
-    return families.task_head(huggingface.read_family(path)[0], TRANSFORMERS_HEAD).activation
+def pooling(path):
+    """What the `*ForMultipleChoice` head of checkpoint `path` reads: "cls", or ModernBERT's
+    config.json `classifier_pooling` ("mean"), which its multiple-choice head reads as its
+    sequence classifier does; "cls" for other layouts."""
+    return classification_head.pooling(path)
+
+
+def head_arguments(path):
+    """The BertMultipleChoice arguments that make its head compute what the
+    `*ForMultipleChoice` of checkpoint `path`'s family computes: `hidden_activation`,
+    `hidden_norm` and `pooling`; {} for other layouts or no path.
+
+    >>> head_arguments("tests/fixtures/families/roberta")
+    {'hidden_activation': None, 'hidden_norm': False, 'pooling': 'cls'}
+    """
+    arguments = head_checkpoints.task_head_arguments(path, TRANSFORMERS_HEAD) if path else {}
+    return dict(arguments, pooling=pooling(path)) if arguments else {}
+
+
+def _poolings(family):
+    """What `family`'s *ForMultipleChoice may pool: its classifier's (`classifier_pooling`)."""
+    return getattr(family, "CLASSIFIER_POOLINGS", ("cls",))
 
 
 def head_name_map(family, head):
@@ -34,8 +51,9 @@ def head_name_map(family, head):
 
 def load_multiple_choice_head(model, path):
     """Sets a BertMultipleChoice's head from a transformers `*ForMultipleChoice` directory:
-    CheckpointError naming a missing or mis-shaped tensor, InputError for a config.json whose
-    head is not the one its family's facts describe (ELECTRA's summary options).
+    CheckpointError naming a missing or mis-shaped tensor or a model that pools otherwise
+    (`pooling`), InputError for a config.json whose head is not the one its family's facts
+    describe (ELECTRA's summary options).
 
     >>> model = BertMultipleChoice.from_pretrained(path)  # doctest: +SKIP
     >>> load_multiple_choice_head(model, path)  # doctest: +SKIP
@@ -46,10 +64,11 @@ def load_multiple_choice_head(model, path):
                                           f"a *{TRANSFORMERS_HEAD} checkpoint.")
     family, config = huggingface.read_family(path)
     fact = families.task_head(family, TRANSFORMERS_HEAD)
-    if fact.norm:  # its head starts fresh
+    read = pooling(path)
+    if model.pooling != read:  # its head starts fresh
         raise checkpoints.CheckpointError(
-            f"{path}: its {family.TRANSFORMERS_PREFIX}{TRANSFORMERS_HEAD} head has a layer norm "
-            f"({fact.norm}) that a BertMultipleChoice head has not.")
+            f"{path}: its {family.TRANSFORMERS_PREFIX}{TRANSFORMERS_HEAD} head reads "
+            f"pooling={read!r}; this model has pooling={model.pooling!r}.")
     for key, value in fact.config:
         if config.get(key, value) != value:
             raise InputError(f"{path}: config.json's {key}={config[key]!r}; the "
@@ -63,18 +82,28 @@ def load_multiple_choice_head(model, path):
 def multiple_choice_spec(model, generator=False):
     """`model` (a BertMultipleChoice) as `*ForMultipleChoice`: its family's head on the
     pooler (BERT, RoBERTa, ALBERT) or on the first token through a hidden dense (DistilBERT's
-    pre_classifier, ELECTRA's sequence summary), with the config.json keys that head
-    assumes (transformers' defaults)."""
+    pre_classifier, ELECTRA's sequence summary, DeBERTa's ContextPooler; ModernBERT's with a
+    layer norm, on the first token or the tokens' mean), with the config.json keys that head
+    assumes (transformers' defaults; ModernBERT's `classifier_pooling` where "mean")."""
     no_generator(generator, type(model).__name__)
     head = model.multiple_choice_head
 
     def head_names(family, what):
         table = families.task_head(family, TRANSFORMERS_HEAD)
+        if model.pooling not in _poolings(family):
+            raise InputError(f"{what}: pooling={model.pooling!r}; transformers' "
+                             f"{family.MODEL_TYPE} multiple-choice head reads "
+                             f"{' or '.join(map(repr, _poolings(family)))}.")
         check_family_head(head, table, family, what, "multiple-choice head")
         check_pooled_input(table, model.encoder, family, what, "multiple-choice head")
         return [(head, head_name_map(family, head.name))]
 
-    # config.json's keys of the head (its table's `config`, ELECTRA's summary) are left to
-    # transformers' defaults, which are the values the head assumes.
+    def head_config(labels, what):
+        # Another pooling than "cls" passed head_names only for a family that reads
+        # config.json's classifier_pooling. The other keys of the head (its table's
+        # `config`, ELECTRA's summary) are left to transformers' defaults, which are the
+        # values the head assumes.
+        return {} if model.pooling == "cls" else {"classifier_pooling": model.pooling}
+
     return TransformersSpec(model, model.encoder, TRANSFORMERS_HEAD, reads_pooler=True,
-                            head_names=head_names)
+                            head_names=head_names, head_config=head_config)

@@ -5,8 +5,9 @@ Shape legend: B batch, K choices, T sequence length, H hidden size.
 x: the encoder inputs of every choice, int32 (B, K, T) each (`input_word_ids`, `input_mask`,
 `input_type_ids`: the pair (context, ending) packed per choice), or, with the model's
 tokenizer, `(contexts, choices)` (`choice_inputs`). y: the index of the right choice (B,).
-The encoder runs on the B*K rows; the family's pooled output -> dropout -> Dense(1) scores
-each row; the scores come back (B, K), the logits of a softmax over the choices.
+The encoder runs on the B*K rows; the family's pooled output (or the mean of a row's real
+tokens: `pooling`) -> the family's head -> Dense(1) scores each row; the scores come back
+(B, K), the logits of a softmax over the choices.
 """
 
 import keras
@@ -14,9 +15,16 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras.models import heads
+from bert_keras.models.layers.pooling import SentencePooling
 from bert_keras.tasks import targets, text_inputs
+from bert_keras.tasks.family_heads import family_head_arguments
 from bert_keras.tasks.multiple_choice import choice_inputs, featurizer, head_checkpoint
 from bert_keras.tasks.task_model import BertTaskModel, encoder_inputs
+
+# What a row's head reads, as transformers' *ForMultipleChoice heads do: "cls" the encoder's
+# pooled output, "mean" the mean of its real tokens' sequence output (ModernBERT's
+# `classifier_pooling`).
+POOLINGS = ("cls", "mean")
 
 
 class _ChoiceRows(keras.layers.Layer):
@@ -46,8 +54,10 @@ class BertMultipleChoice(BertTaskModel):
     Each choice is the pair (context, ending) packed as transformers users encode SWAG; the
     head on each row is the family's (`hidden_activation`: None for BERT, RoBERTa and
     ALBERT's pooled output; "relu" DistilBERT's pre_classifier; "gelu" ELECTRA's sequence
-    summary). Default compile: AdamW at 5e-5, sparse cross entropy from logits over the
-    choices, accuracy.
+    summary and DeBERTa's ContextPooler; "gelu" with `hidden_norm`, a layer norm after it,
+    ModernBERT's head), on the row's [CLS] (`pooling` "cls") or the mean of its real tokens
+    ("mean", ModernBERT's `classifier_pooling`); from_pretrained reads them. Default compile:
+    AdamW at 5e-5, sparse cross entropy from logits over the choices, accuracy.
 
     Example:
     >>> import numpy as np
@@ -74,10 +84,14 @@ class BertMultipleChoice(BertTaskModel):
     load_transformers_head = staticmethod(head_checkpoint.load_multiple_choice_head)
 
     def __init__(self, encoder, dropout=0.1, hidden_activation=None, preprocessor=None,
-                 **kwargs):
+                 hidden_norm=False, pooling="cls", **kwargs):
+        if pooling not in POOLINGS:
+            raise ValueError(f"BertMultipleChoice: pooling must be one of {POOLINGS}, got "
+                             f"{pooling!r}.")
         head = heads.ClassificationHead(
             1, dropout=dropout, initializer_range=encoder.initializer_range,
-            hidden_activation=hidden_activation, dtype=encoder.head_dtype_policy,
+            hidden_activation=hidden_activation, hidden_norm=hidden_norm,
+            layer_norm_epsilon=encoder.layer_norm_epsilon, dtype=encoder.head_dtype_policy,
             name="multiple_choice_head",
         )
         inputs = encoder_inputs()
@@ -85,13 +99,20 @@ class BertMultipleChoice(BertTaskModel):
                   for name in inputs}  # (B, K, T)
         rows = _ChoiceRows(dtype="float32", name="choice_rows")
         flat = {name: rows(x) for name, x in inputs.items()}  # (B*K, T)
-        # output_positions=(): the encoder's last block runs on [CLS] only.
-        scores = head(encoder(flat, output_positions=())["pooled_output"])  # (B*K, 1)
+        if pooling == "cls":
+            # output_positions=(): the encoder's last block runs on [CLS] only.
+            pooled = encoder(flat, output_positions=())["pooled_output"]  # (B*K, H)
+        else:
+            pooled = SentencePooling(pooling, name="pooling")(
+                encoder(flat)["sequence_output"], flat["input_mask"])  # (B*K, H) float32
+        scores = head(pooled)  # (B*K, 1)
         logits = _ChoiceScores(dtype="float32", name="choice_scores")(
             scores, inputs["input_word_ids"])  # (B, K)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.dropout = dropout
         self.hidden_activation = hidden_activation
+        self.hidden_norm = bool(hidden_norm)
+        self.pooling = pooling
         self.multiple_choice_head = head
         self._finish_init(encoder, preprocessor=preprocessor)
 
@@ -99,13 +120,16 @@ class BertMultipleChoice(BertTaskModel):
         """`*ForMultipleChoice` (`bk.save_transformers`)."""
         return head_checkpoint.multiple_choice_spec(self, generator)
 
+    def reads_pooled_output(self):
+        return getattr(self, "pooling", "cls") == "cls"
+
     @classmethod
     def _pretrained_arguments(cls, path, trained, labels, kwargs):
         if isinstance(trained, cls):
-            kwargs.setdefault("hidden_activation", trained.hidden_activation)
-        else:
-            kwargs.setdefault("hidden_activation", head_checkpoint.head_activation(path))
-        return kwargs
+            kwargs.setdefault("pooling", getattr(trained, "pooling", "cls"))
+        elif trained is None:  # the checkpoint's transformers head pools so
+            kwargs.setdefault("pooling", head_checkpoint.pooling(path))
+        return family_head_arguments(cls, path, trained, kwargs)
 
     # --- contexts and their choices (`choice_inputs`) -------------------------------------
     def _takes_text(self, x):
@@ -160,4 +184,8 @@ class BertMultipleChoice(BertTaskModel):
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
     def _task_config(self):
-        return dict(dropout=self.dropout, hidden_activation=self.hidden_activation)
+        # hidden_norm and pooling left out at their defaults, so earlier .keras configs stay
+        # as they were
+        return dict(dropout=self.dropout, hidden_activation=self.hidden_activation,
+                    **(dict(hidden_norm=True) if self.hidden_norm else {}),
+                    **(dict(pooling=self.pooling) if self.pooling != "cls" else {}))

@@ -98,8 +98,8 @@ class MultipleChoice(Task):
     def build_model(self, encoder, label_map, dropout=0.1, checkpoint=None, options=None):
         """BertMultipleChoice with the head of the checkpoint's family, and its weights when
         the checkpoint is a fine-tuned `*ForMultipleChoice`."""
-        activation = head_checkpoint.head_activation(checkpoint) if checkpoint else None
-        model = BertMultipleChoice(encoder, dropout=dropout, hidden_activation=activation)
+        model = BertMultipleChoice(encoder, dropout=dropout,
+                                   **head_checkpoint.head_arguments(checkpoint))
         if checkpoint and head_checkpoints.try_load_head(self.load_transformers_head, model,
                                                          checkpoint):
             logging.info("Loaded the multiple-choice head of %s", checkpoint)
