@@ -8,7 +8,8 @@ projections: `share_att_key`), absolute positions only with `position_biased_inp
 types only when `type_vocab_size` > 0, an embedding projection without bias before the
 embeddings' layer norm when `embedding_size` differs from the hidden size, and the padded
 rows' embeddings zeroed. Its tokenizer is SentencePiece `spm.model` with [PAD]=0 [CLS]=1
-[SEP]=2 [UNK]=3 and [MASK] after the pieces; no Google layout.
+[SEP]=2 [UNK]=3 and [MASK] after the pieces (rebuilt from a tokenizer.json alone, as
+transformers 5 saves it: text/tokenizer_json.py); no Google layout.
 
 Heads: `*ForSequenceClassification` and `*ForMultipleChoice` read [CLS] through the
 ContextPooler (`pooler.dense` + `pooler_hidden_act`), then `classifier`; the masked LM is

@@ -327,9 +327,10 @@ def _deberta_files(spec, model, source, config, config_file):
     deberta_tokenizer.check_config(config, config_file)
     charsmap = _precompiled_charsmap(spec.get("normalizer"), source)
     if not charsmap:
-        raise InputError(f"{source}: its normalizer has no Precompiled charsmap; transformers "
-                         "then normalizes DeBERTa's text with NFC, which a SentencePiece model "
-                         "cannot carry (only a charsmap).")
+        raise InputError(f"{source}: its normalizer ({_normalizer_kinds(spec.get('normalizer'))})"
+                         " has no Precompiled charsmap; transformers then normalizes DeBERTa's "
+                         "text with NFC, which a SentencePiece model cannot carry (only a "
+                         "charsmap).")
     vocab, mask = model["vocab"], deberta_tokenizer.MASK_TOKEN
     size = len(vocab) - (isinstance(vocab[-1], list) and vocab[-1][:1] == [mask])
     specials = len(deberta_tokenizer.SPECIAL_PIECES)
@@ -349,6 +350,17 @@ def _deberta_files(spec, model, source, config, config_file):
     return {deberta_tokenizer.MODEL_FILE: unigram_model(
         pieces, charsmap, unk_id=ids("[UNK]"), bos_id=ids("[CLS]"), eos_id=ids("[SEP]"),
         pad_id=ids("[PAD]"))}
+
+
+def _normalizer_kinds(normalizer):
+    """A tokenizer.json normalizer in words: "none", "NFC", "Sequence of Replace, NFC"."""
+    if not isinstance(normalizer, dict):
+        return "none"
+    if normalizer.get("type") == "Sequence":
+        kinds = [n.get("type") if isinstance(n, dict) else repr(n)
+                 for n in normalizer.get("normalizers") or []]
+        return f"Sequence of {', '.join(map(str, kinds)) or 'nothing'}"
+    return str(normalizer.get("type"))
 
 
 def _precompiled_charsmap(normalizer, source):

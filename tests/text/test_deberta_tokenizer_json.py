@@ -119,12 +119,12 @@ def test_ids_and_offsets_equal_transformers(tmp_path, with_config_json):
 
 @pytest.mark.parametrize("change, problem", [
     (lambda spec, config: spec["normalizer"]["normalizers"].pop(0),
-     "tokenizer.json: its normalizer has no Precompiled charsmap"),
+     "tokenizer.json: its normalizer (Sequence of Strip, Replace) has no Precompiled charsmap"),
     (lambda spec, config: config.update(do_lower_case=True),
      "tokenizer_config.json: do_lower_case is true"),
     (lambda spec, config: spec["added_tokens"].append(dict(id=501, content="<new>")),
      "tokenizer.json: added_tokens has '<new>' (id 501)"),
-])
+], ids=["no charsmap", "lower-casing", "an added token"])
 def test_what_cannot_be_carried_over_is_one_line_naming_the_file(tmp_path, change, problem):
     spec, config = tokenizer_spec(), {}
     change(spec, config)
