@@ -7,10 +7,13 @@ from absl import logging
 
 from bert_keras.checkpoints import CheckpointError
 from bert_keras.errors import InputError
-from bert_keras.models import head_checkpoints
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.tasks import registry, task_io
-from bert_keras.tasks.pretraining import BertPretrainer, electra_monitor
+from bert_keras.tasks.pretraining import (
+    BertPretrainer,
+    electra_monitor,
+    head_checkpoint,
+)
 from bert_keras.tasks.pretraining.distillation import (
     DistillationPretrainer,
     DistillOptions,
@@ -35,9 +38,9 @@ def load_teacher(path):
                              "a masked LM (a pretraining run's final/).")
         return model
     teacher = BertPretrainer(BertEncoder.from_pretrained(path), next_sentence=False,
-                             mlm_activation=head_checkpoints.masked_lm_activation(path))
+                             mlm_activation=head_checkpoint.masked_lm_activation(path))
     try:
-        head_checkpoints.load_pretraining_heads(teacher, path)
+        head_checkpoint.load_pretraining_heads(teacher, path)
     except (CheckpointError, ValueError) as e:
         raise InputError(f"--teacher_checkpoint={path!r} has no masked-LM head to distil from "
                          f"({e}).") from None
@@ -88,7 +91,7 @@ class Objective:
     name = None
     pair_task = False  # trains BERT's sentence-pair task (--pair_mode; nsp by default)
     teacher = False  # learns from --teacher_checkpoint, and its student starts from it
-    # head_checkpoints' loader of this model's heads: continued pretraining (--init_checkpoint)
+    # head_checkpoint's loader of this model's heads: continued pretraining (--init_checkpoint)
     # keeps the checkpoint's heads where it has them.
     load_heads = None
     # The options only this objective reads (PretrainConfig.objective_options), or None.
@@ -111,11 +114,11 @@ class MaskedLM(Objective):
     """BERT's masked LM (+ NSP / SOP / none), `BertPretrainer`."""
 
     name, pair_task = "mlm", True
-    load_heads = staticmethod(head_checkpoints.load_pretraining_heads)
+    load_heads = staticmethod(head_checkpoint.load_pretraining_heads)
 
     def model(self, config, tokenizer):
         init_checkpoint = config.encoder.init_checkpoint
-        activation = (head_checkpoints.masked_lm_activation(init_checkpoint)
+        activation = (head_checkpoint.masked_lm_activation(init_checkpoint)
                       if init_checkpoint else None)
         return BertPretrainer(_encoder(config, tokenizer),
                               next_sentence=config.data.pair_mode != "none",
@@ -129,7 +132,7 @@ class ReplacedTokenDetection(Objective):
     """ELECTRA, `ElectraPretrainer`."""
 
     name = "electra"
-    load_heads = staticmethod(head_checkpoints.load_replaced_token_head)
+    load_heads = staticmethod(head_checkpoint.load_replaced_token_head)
     options_class = ElectraOptions
 
     def model(self, config, tokenizer):

@@ -340,13 +340,13 @@ def test_family_masked_lm_head_matches_transformers(name):
     """A `*ForMaskedLM` checkpoint: encoder + the family's MLM head (DistilBERT vocab_transform,
     RoBERTa lm_head with the exact GELU, ALBERT predictions H -> E, ELECTRA's generator
     predictions) give transformers' vocabulary logits at every real token."""
-    from bert_keras.models import head_checkpoints
+    from bert_keras.tasks.pretraining import head_checkpoint
 
     path = str(FAMILIES / name)
     ref, logits = reference(name), np.load(FAMILIES / name / "heads.npz")["pairs_logits"]
     pretrainer = bk.BertPretrainer(bk.BertEncoder.from_pretrained(path), next_sentence=False,
-                                   mlm_activation=head_checkpoints.masked_lm_activation(path))
-    head_checkpoints.load_pretraining_heads(pretrainer, path)
+                                   mlm_activation=head_checkpoint.masked_lm_activation(path))
+    head_checkpoint.load_pretraining_heads(pretrainer, path)
     inputs = batch_inputs(ref, "pairs")
     ids = inputs["input_word_ids"]
     positions = np.broadcast_to(np.arange(ids.shape[1], dtype="int32"), ids.shape)
@@ -358,19 +358,19 @@ def test_family_masked_lm_head_matches_transformers(name):
 def test_electra_discriminator_head_matches_transformers():
     """`ElectraForPreTraining`'s discriminator head loads into ElectraPretrainer's
     ReplacedTokenHead: transformers' per-token logits at every real token."""
-    from bert_keras.models import head_checkpoints
+    from bert_keras.tasks.pretraining import head_checkpoint
 
     path = str(FAMILIES / "electra_discriminator")
     ref = reference("electra_discriminator")
     logits = np.load(FAMILIES / "electra_discriminator" / "heads.npz")["pairs_logits"]
     model = bk.ElectraPretrainer(bk.BertEncoder.from_pretrained(path))
-    head_checkpoints.load_replaced_token_head(model, path)
+    head_checkpoint.load_replaced_token_head(model, path)
     inputs = batch_inputs(ref, "pairs")
     got = model.discriminator_head(model.encoder(inputs)["sequence_output"]).numpy()
     mask = inputs["input_mask"].astype(bool)
     np.testing.assert_allclose(got[mask], logits[mask], atol=1e-4, rtol=1e-4)
     with pytest.raises(bk.CheckpointError, match="discriminator_predictions"):
-        head_checkpoints.load_replaced_token_head(model, str(FAMILIES / "electra_generator"))
+        head_checkpoint.load_replaced_token_head(model, str(FAMILIES / "electra_generator"))
 
 
 def test_fine_tuning_builds_the_family_head_and_loads_a_fitting_one():

@@ -9,7 +9,7 @@ import tensorflow as tf
 import bert_keras as bk
 from bert_keras import checkpoints
 from bert_keras.checkpoints.google import save_google_checkpoint
-from bert_keras.models import head_checkpoints
+from bert_keras.tasks.pretraining import head_checkpoint
 from bert_keras.tasks.span_qa import head as span_head
 
 # `tiny_encoder` (vocab 100, hidden 16) and `assert_config_round_trip` are fixtures of
@@ -201,7 +201,7 @@ def test_load_google_pretraining_heads_from_a_checkpoint_dir(tiny_encoder, tmp_p
 
     encoder = bk.BertEncoder.from_pretrained(str(tmp_path))  # skips the cls/ tensors
     pretrainer = bk.BertPretrainer(encoder)
-    head_checkpoints.load_pretraining_heads(pretrainer, str(tmp_path))
+    head_checkpoint.load_pretraining_heads(pretrainer, str(tmp_path))
     mlm, nsp = pretrainer.masked_lm_head, pretrainer.next_sentence_head
     np.testing.assert_array_equal(mlm.transform.kernel.numpy(),
                                   fake["cls/predictions/transform/dense/kernel"])
@@ -218,7 +218,7 @@ def test_load_google_pretraining_heads_from_a_checkpoint_dir(tiny_encoder, tmp_p
 def test_load_huggingface_pretraining_heads_and_errors(tiny_encoder):
     pretrainer = bk.BertPretrainer(tiny_encoder())
     fake = _fake_head_tensors("huggingface", seed=3)
-    head_checkpoints.load_pretraining_heads(pretrainer, fake, fmt="huggingface")
+    head_checkpoint.load_pretraining_heads(pretrainer, fake, fmt="huggingface")
     mlm, nsp = pretrainer.masked_lm_head, pretrainer.next_sentence_head
     np.testing.assert_array_equal(mlm.transform.kernel.numpy(),
                                   fake["cls.predictions.transform.dense.weight"].T)
@@ -230,10 +230,10 @@ def test_load_huggingface_pretraining_heads_and_errors(tiny_encoder):
     missing = dict(fake)
     del missing["cls.predictions.bias"]
     with pytest.raises(bk.CheckpointError, match="cls.predictions.bias"):
-        head_checkpoints.load_pretraining_heads(pretrainer, missing, fmt="huggingface")
+        head_checkpoint.load_pretraining_heads(pretrainer, missing, fmt="huggingface")
     wrong = dict(fake, **{"cls.predictions.bias": np.zeros(7, "float32")})
     with pytest.raises(bk.CheckpointError, match=r"\(7,\)"):
-        head_checkpoints.load_pretraining_heads(pretrainer, wrong, fmt="huggingface")
+        head_checkpoint.load_pretraining_heads(pretrainer, wrong, fmt="huggingface")
 
 
 def test_mlm_head_under_mixed_bfloat16_projects_in_bfloat16_and_adds_a_float32_bias(tiny_encoder):

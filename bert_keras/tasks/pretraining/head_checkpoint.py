@@ -1,13 +1,63 @@
-"""The pretraining heads as transformers classes (`bk.save_transformers`): a masked LM
-(`*ForMaskedLM`; with a pair head `*ForPreTraining`) and ELECTRA's discriminator
-(`ElectraForPreTraining`), each a `TransformersSpec` whose name maps are the reading
-direction's (`checkpoints.huggingface`), after checking that the family's head computes what
-ours computes. (Reading them is `models.head_checkpoints`', which the pretraining runs of
-`bert_keras.training` share.)"""
+"""The pretraining heads in checkpoints, read and written: Google's and Hugging Face's masked
+LM (+ NSP / SOP) heads set on a BertPretrainer and ELECTRA's discriminator head on an
+ElectraPretrainer (`load_pretraining_heads`, `load_replaced_token_head`: what the pretraining
+runs of `bert_keras.training` read), and the same heads as transformers classes
+(`bk.save_transformers`): a masked LM (`*ForMaskedLM`; with a pair head `*ForPreTraining`) and
+ELECTRA's discriminator (`ElectraForPreTraining`), each a `TransformersSpec` whose name maps
+are the reading direction's (`checkpoints.huggingface`), after checking that the family's
+head computes what ours computes."""
 
+from bert_keras import checkpoints
 from bert_keras.checkpoints import huggingface
 from bert_keras.checkpoints.transformers_spec import TransformersSpec
 from bert_keras.errors import InputError
+from bert_keras.families import DEFAULT_MODEL_TYPE
+
+
+def load_pretraining_heads(pretrainer, checkpoint, fmt=None, family=DEFAULT_MODEL_TYPE):
+    """Sets a BertPretrainer's MLM (and NSP / SOP) head weights from a Google or HF checkpoint.
+
+    `checkpoint`: a checkpoint directory (read with `bert_keras.checkpoints.read_tensors`; a
+    Hugging Face directory names its family in config.json), or a dict {tensor name: array}
+    with `fmt` "google" / "huggingface" and the Hugging Face `family`. Missing head tensors or
+    wrong shapes raise `CheckpointError` naming them. The encoder weights are loaded
+    separately (`BertEncoder.from_pretrained`); the tied decoder needs nothing more. Build
+    the pretrainer with `mlm_activation=masked_lm_activation(path)`: RoBERTa's and ELECTRA's
+    heads do not use the encoder's activation.
+
+    >>> load_pretraining_heads(pretrainer, "uncased_L-12_H-768_A-12/")  # doctest: +SKIP
+    """
+    source = "the given tensors"
+    if isinstance(checkpoint, str):
+        source = checkpoint
+        fmt, tensors = checkpoints.read_tensors(checkpoint)
+        if fmt == "huggingface":
+            family = huggingface.read_config(checkpoint)[0]
+        checkpoint = tensors
+    name_map = checkpoints.pretraining_head_name_map(
+        fmt, pretrainer.masked_lm_head.name, getattr(pretrainer.next_sentence_head, "name", None),
+        next_sentence=pretrainer.next_sentence, family=family,
+    )
+    checkpoints.assign_weights(pretrainer, name_map, checkpoint, source, partial=True)
+
+
+def masked_lm_activation(path):
+    """The activation of checkpoint `path`'s masked-LM head where it is not its encoder's
+    (Hugging Face RoBERTa and ELECTRA's generator: "gelu"), else None."""
+    if checkpoints.detect_format(path) != "huggingface":
+        return None
+    return huggingface.masked_lm_activation(path)
+
+
+def load_replaced_token_head(electra, path):
+    """Sets an ElectraPretrainer's discriminator head from a Hugging Face
+    `ElectraForPreTraining` directory; CheckpointError naming what is missing or mis-shaped.
+
+    >>> load_replaced_token_head(model, "electra-small-discriminator/")  # doctest: +SKIP
+    """
+    _, tensors = checkpoints.read_tensors(path)
+    name_map = huggingface.replaced_token_head_name_map(electra.discriminator_head.name, path)
+    checkpoints.assign_weights(electra, name_map, tensors, path, partial=True)
 
 
 def masked_lm_spec(model, encoder, masked_lm_head, pair_head=None, ignored=()):
