@@ -14,7 +14,9 @@ its first piece keeps the space it stands for), as its served tagging spans show
 A transformers 5 directory may hold tokenizer.json alone: `tokenizer_json.convert` rebuilds
 spm.model from its pieces, scores and charsmap (`tokenizers.load_tokenizer`). Known
 differences: special tokens written in a text ("[MASK]") are matched as those tokens by
-transformers, split like other text here; `SentencePieceTokenizer`'s known deviations hold.
+transformers, split like other text here; `SentencePieceTokenizer`'s known deviations hold, and
+a piece after a character that the charsmap deletes inside a word (U+200B) starts after it,
+where transformers starts it at that character.
 
 Example (the test fixture's small model):
 >>> import pathlib

@@ -52,7 +52,7 @@ _FAIRSEQ_SPECIALS, _FAIRSEQ_MASK = ["<s>", "<pad>", "</s>", "<unk>"], "<mask>"
 _SPM_SPECIALS = (("<unk>", UNKNOWN), ("<s>", CONTROL), ("</s>", CONTROL))
 CACHE_NAME = "bert_keras_tokenizers"
 _MANIFEST = "converted.json"  # written last into every cache directory: the files it holds
-_VERSION = b"bert_keras tokenizer.json conversion 2\n"  # change when the written files change
+_VERSION = b"bert_keras tokenizer.json conversion 3\n"  # change when the written files change
 
 
 def has_tokenizer_json(directory):
