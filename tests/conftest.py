@@ -363,7 +363,8 @@ def assert_round_trip(tmp_path):
 
 # Runs a tool (argv[1], with the rest of argv) with TensorFlow's checkpoint merge patched so that
 # the N-th checkpoint write (argv: N first) is killed (SIGKILL) after its shards are written to
-# PREFIX-N_temp/ and before they are merged: what a kill -9 at that moment leaves.
+# PREFIX-N_temp/ and before they are merged: what a kill -9 at that moment leaves. A script
+# file, so that tool_runner forks it from its server (TensorFlow imported already).
 _KILL_IN_CHECKPOINT_WRITE = """
 import os, runpy, signal, sys
 import tensorflow as tf
@@ -385,21 +386,26 @@ def merge_or_die(prefixes, destination, delete_old_dirs=True, name=None):
 gen_io_ops.merge_v2_checkpoints = merge_or_die
 tool = sys.argv[1]
 sys.argv = sys.argv[1:]
+sys.path[0] = os.path.dirname(os.path.abspath(tool))
 runpy.run_path(tool, run_name="__main__")
 """
 
 
 @pytest.fixture
-def killed_in_checkpoint_write():
+def killed_in_checkpoint_write(tmp_path_factory):
     """`killed_in_checkpoint_write(tool_args, n, **run_kwargs)`: runs `[python, tool, *args]`
     (tool_args[0] is sys.executable) killed by SIGKILL in its n-th checkpoint write, between
-    the shards (PREFIX-N_temp/) and their merge; returns the CompletedProcess."""
-    import subprocess
-    import sys
+    the shards (PREFIX-N_temp/) and their merge, as `tool_runner.run` runs a tool (forked, for
+    the keyword arguments it forks with); returns the CompletedProcess."""
+    import tool_runner
+
+    script = tmp_path_factory.getbasetemp() / "kill_in_checkpoint_write.py"
+    if not script.exists():
+        script.write_text(_KILL_IN_CHECKPOINT_WRITE)
 
     def run(tool_args, n, **kwargs):
         assert tool_args[0] == sys.executable
-        return subprocess.run([sys.executable, "-c", _KILL_IN_CHECKPOINT_WRITE, str(n),
-                               *map(str, tool_args[1:])], **kwargs)
+        return tool_runner.run([sys.executable, str(script), str(n), *map(str, tool_args[1:])],
+                               **kwargs)
 
     return run
