@@ -11,8 +11,8 @@ import json
 import os
 import pathlib
 import signal
-import subprocess
 import sys
+import time
 
 import pytest
 import tensorflow as tf
@@ -272,43 +272,26 @@ def test_finetune_interrupted_in_its_first_epoch_leaves_no_url_output_dir(tmp_pa
     # (step 100): a fixed wait lost the race on fast CPUs (the run had finished).
     args = finetune_args(tiny_encoder, url(out), max_train_examples=2000, train_batch_size=1,
                          verbose=2)
-    proc = subprocess.Popen(args, cwd=cwd, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    for line in proc.stdout:
-        if line.startswith("step "):
-            break
-    proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode != 0 and "KeyboardInterrupt" in stderr, stderr[-3000:]
+    # Forked from tool_runner's server (TensorFlow imported already), its output in files.
+    stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
+    for path in (stdout, stderr):
+        path.write_text("")
+    proc = tool_runner.Started(args, cwd, ENV, 120, b"", stdout=stdout, stderr=stderr)
+    while proc.poll() is None and not any(
+            line.startswith("step ") for line in stdout.read_text().splitlines()):
+        time.sleep(0.01)
+    assert proc.returncode is None, stderr.read_text()[-3000:]  # still running: interrupt it
+    os.kill(proc.pid, signal.SIGINT)
+    returncode = proc.wait()
+    assert returncode != 0 and "KeyboardInterrupt" in stderr.read_text(), (
+        stderr.read_text()[-3000:])
     assert not out.exists()
 
 
-def test_pretrain_writes_its_outputs_at_a_url_and_a_longer_rerun_resumes(tmp_path, cwd):
-    model_dir = tmp_path / "pretrain"
-    proc = run_tool(pretrain_args(url(model_dir)), cwd)
-    assert "Finished at step 6 (started at 0)" in proc.stdout
-    assert {"checkpoints", "encoder", "final", "history.json", "run_config.json", "train"} <= set(
-        os.listdir(model_dir))
-    assert json.loads((model_dir / "run_config.json").read_text())["model_dir"] == url(model_dir)
-    assert len(json.loads((model_dir / "history.json").read_text())) == 2
-    assert sorted(p.name for p in (model_dir / "checkpoints").glob("ckpt-*.index")) == [
-        "ckpt-3.index", "ckpt-6.index"]
-    assert list((model_dir / "train").glob("events.out.tfevents.*"))
-    assert (model_dir / "final" / "task.json").exists()
-    from bert_keras.models.encoder import BertEncoder
-
-    assert BertEncoder.from_pretrained(url(model_dir / "encoder")).hidden_size == 128
-
-    longer = run_tool(pretrain_args(url(model_dir), "--train_steps=9"), cwd)
-    assert "Resuming from checkpoint" in longer.stdout and "at step 6 of 9" in longer.stdout, (
-        longer.stdout[-2000:])
-    assert "Finished at step 9 (started at 6)" in longer.stdout
-    assert (model_dir / "checkpoints" / "ckpt-9.index").exists()
-    assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]
-
-
-def test_pretrain_killed_in_a_checkpoint_write_at_a_url_resumes(tmp_path, cwd,
-                                                                killed_in_checkpoint_write):
+def test_pretrain_killed_in_a_checkpoint_write_at_a_url_resumes_and_a_longer_rerun_goes_on(
+        tmp_path, cwd, killed_in_checkpoint_write):
+    """Killed in its second checkpoint write (step 6), the run resumes from step 3 and writes
+    all its outputs at the URL; a rerun with more steps then resumes from step 6."""
     model_dir = tmp_path / "pretrain"
     checkpoints = model_dir / "checkpoints"
     args = pretrain_args(url(model_dir))
@@ -324,4 +307,21 @@ def test_pretrain_killed_in_a_checkpoint_write_at_a_url_resumes(tmp_path, cwd,
         rerun.stdout[-2000:])
     assert "Finished at step 6 (started at 3)" in rerun.stdout
     assert not [p.name for p in checkpoints.iterdir() if p.name.endswith("_temp")]
-    assert (model_dir / "encoder").is_dir() and (model_dir / "final" / "task.json").exists()
+    assert {"checkpoints", "encoder", "final", "history.json", "run_config.json", "train"} <= set(
+        os.listdir(model_dir))
+    assert json.loads((model_dir / "run_config.json").read_text())["model_dir"] == url(model_dir)
+    assert json.loads((model_dir / "history.json").read_text())[-1][0] == 6
+    assert sorted(p.name for p in checkpoints.glob("ckpt-*.index")) == [
+        "ckpt-3.index", "ckpt-6.index"]
+    assert list((model_dir / "train").glob("events.out.tfevents.*"))
+    assert (model_dir / "final" / "task.json").exists()
+    from bert_keras.models.encoder import BertEncoder
+
+    assert BertEncoder.from_pretrained(url(model_dir / "encoder")).hidden_size == 128
+
+    longer = run_tool(pretrain_args(url(model_dir), "--train_steps=9"), cwd)
+    assert "Resuming from checkpoint" in longer.stdout and "at step 6 of 9" in longer.stdout, (
+        longer.stdout[-2000:])
+    assert "Finished at step 9 (started at 6)" in longer.stdout
+    assert (checkpoints / "ckpt-9.index").exists()
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]
