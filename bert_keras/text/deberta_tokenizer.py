@@ -14,9 +14,7 @@ its first piece keeps the space it stands for), as its served tagging spans show
 A transformers 5 directory may hold tokenizer.json alone: `tokenizer_json.convert` rebuilds
 spm.model from its pieces, scores and charsmap (`tokenizers.load_tokenizer`). Known
 differences: special tokens written in a text ("[MASK]") are matched as those tokens by
-transformers, split like other text here; `SentencePieceTokenizer`'s known deviations hold, and
-a piece after a character that the charsmap deletes inside a word (U+200B) starts after it,
-where transformers starts it at that character.
+transformers, split like other text here; `SentencePieceTokenizer`'s known deviations hold.
 
 Example (the test fixture's small model):
 >>> import pathlib
@@ -62,9 +60,12 @@ class DebertaV3Tokenizer(SentencePieceTokenizer):
     """
 
     pair_quotes = False
-    # What the charsmap makes a space (transformers splits DeBERTa's words after it): not
-    # U+0085, which Rust's whitespace split (ALBERT's) takes and nmt_nfkc keeps (unknown).
-    spaces = r"[\s\p{Z}]+"
+    # What nmt_nfkc's charsmap (every DeBERTa-v3's) makes a space, which splits DeBERTa's words
+    # in transformers: whitespace, U+061C, U+200B, U+200C, U+200E, U+200F, "▁",
+    # U+FEFF, U+FFFD; not U+0085, which Rust's whitespace split (ALBERT's) takes and nmt_nfkc
+    # keeps (an unknown piece).
+    spaces = (r"[\s\p{Z}\x{61C}\x{200B}\x{200C}\x{200E}\x{200F}\x{2581}"
+              r"\x{FEFF}\x{FFFD}]+")
 
     def __init__(self, model_file):
         super().__init__(model_file, lower_case=False, pair_type_ids=True)
