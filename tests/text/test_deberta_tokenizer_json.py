@@ -110,6 +110,10 @@ def test_ids_and_offsets_equal_transformers(tmp_path, with_config_json):
         to_char = char_of_byte(text)
         offsets = np.stack([to_char[starts[i].numpy()], to_char[ends[i].numpy()]], -1)
         assert offsets.reshape(-1, 2).tolist() == row["offsets"], repr(text)
+    words = tokenizer.tokenize_words_with_offsets(tf.constant(TEXTS))[0]
+    for i, (text, row) in enumerate(zip(TEXTS, ROWS)):  # pieces per word of word_ids()
+        want_words = [row["words"].count(w) for w in sorted(set(row["words"]))]
+        assert words[i].row_lengths().numpy().tolist() == want_words, repr(text)
 
 
 @pytest.mark.parametrize("change, problem", [
