@@ -116,6 +116,28 @@ def test_ids_and_offsets_equal_transformers(tmp_path, with_config_json):
         assert words[i].row_lengths().numpy().tolist() == want_words, repr(text)
 
 
+def _mask_in_vocab(spec):
+    spec["model"]["vocab"].append(["[MASK]", 0.0])
+
+
+def _transformers_4_normalizer(spec):
+    (precompiled,) = [n for n in spec["normalizer"]["normalizers"] if n["type"] == "Precompiled"]
+    spec["normalizer"]["normalizers"] = [
+        dict(type="Strip", strip_left=True, strip_right=True), precompiled,
+        dict(type="Replace", pattern=dict(Regex=" {2,}"), content=" ")]
+
+
+@pytest.mark.parametrize("change", [_mask_in_vocab, _transformers_4_normalizer])
+def test_variants_that_transformers_5_reads_alike(tmp_path, change):
+    """[MASK] as the last piece of model.vocab, and the normalizer as transformers 4 wrote it
+    (transformers 5 takes only its charsmap): the same tokenizer."""
+    spec = tokenizer_spec()
+    change(spec)
+    tokenizer = load_tokenizer(str(json_only(tmp_path, spec)))
+    assert tokenizer.vocab == load_tokenizer(str(SOURCE)).vocab and tokenizer.mask_id == 500
+    assert tokenizer.tokenize(TEXTS).to_list() == [row["ids"] for row in ROWS]
+
+
 @pytest.mark.parametrize("change, problem", [
     (lambda spec, config: spec["normalizer"]["normalizers"].pop(0),
      "tokenizer.json: its normalizer (Sequence of Strip, Replace) has no Precompiled charsmap"),
