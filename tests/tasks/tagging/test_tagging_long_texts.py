@@ -1,8 +1,11 @@
 """Served tagging reads a whole text: the export cuts a long text into rows in the graph as
 `featurizer.tagging_features` continues a long sentence, so every word is tagged as
 `BertTokenClassifier.predict(words)` tags it; checked for families with different
-tokenizers, served in a process without the project."""
+tokenizers: BERT's export served in a process without the project, RoBERTa's and ALBERT's
+serving functions (the same graph code; their tokenizers' SavedModels are served so in
+tests/families/test_families.py) run in this process."""
 
+import collections
 import pathlib
 
 import numpy as np
@@ -11,6 +14,7 @@ import tensorflow as tf
 
 import bert_keras as bk
 from bert_keras.metrics.entities import get_entities
+from bert_keras.serving import export
 from bert_keras.serving.signatures import ServingFunctions
 from bert_keras.serving.warmup import EXAMPLES
 from bert_keras.tasks import graph_ops
@@ -21,7 +25,9 @@ from export_harness import _enc, _outputs, run_client
 FAMILIES = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "families"
 
 SEQ = 16  # 14 pieces a row: the long texts below are many rows long
-NAMES = ["bert_tagger", "roberta_tagger", "albert_tagger"]
+EXPORTED = "bert_tagger"  # conftest.tagger_export's, shared with tests/tools/test_predict_tool.py
+IN_PROCESS = ["roberta_tagger", "albert_tagger"]
+NAMES = [EXPORTED, *IN_PROCESS]
 # Words that each tokenizer gives back as they are, joined by single spaces (no "LORD'S").
 WORDS = ("In the beginning God created the heaven and the earth . Jesus wept in Bethany , "
          "Judea Café naïve résumé ! supercalifragilistic").split(" ")
@@ -43,33 +49,68 @@ def _padded(words):
     return np.array([w + [""] * (width - len(w)) for w in words], object)
 
 
+# What a request answered: its outputs ({name: numpy}, None if refused) and, if refused,
+# {runtime: error}: "tf1" and "tf2" (the loaders of the served export) or "in_process".
+Answer = collections.namedtuple("Answer", "outputs errors")
+
+
+def _requests():
+    """[(signature, {input: numpy})]: the requests every family answers, in this order."""
+    requests = [("serving_default", {"text": np.array(t, object)})
+                for t in (BATCH, [], ["Amen", TOO_LONG], ["Jesus wept"])]
+    requests.append(("tag_words", {"words": _padded(GIVEN_WORDS)}))
+    requests.append(("tag_words", {"words": np.array(["a", "b"], object)}))
+    return requests
+
+
+def _served_answer(result):
+    """The Answer of a request served by the client (both loaders agreeing if answered)."""
+    if "tf1" in result or "tf2" in result:
+        return Answer(_outputs(result), {})
+    return Answer(None, {runtime: result.get(f"{runtime}_error", "") for runtime in ("tf1", "tf2")})
+
+
+def _in_process_answers(model):
+    """The Answers of `_requests()` by the serving functions an export of `model` traces,
+    run in this process."""
+    tokenizer = model.preprocessor.tokenizer
+    info = dict(task="tagging", labels=model.labels, seq_length=SEQ,
+                lower_case=tokenizer.lower_case, text_fields=["text"])
+    fns = export.serving_functions(model, tokenizer, info)
+    answers = []
+    for signature, inputs in _requests():
+        inputs = {k: tf.constant(v, tf.string) for k, v in inputs.items()}
+        try:
+            out = (fns.serve(inputs["text"]) if signature == "serving_default"
+                   else fns.serve_extra(signature, inputs))
+            answers.append(Answer({k: v.numpy() for k, v in out.items()}, {}))
+        except tf.errors.InvalidArgumentError as e:
+            answers.append(Answer(None, {"in_process": f"{type(e).__name__}: {e}"}))
+    return answers
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, tagger_export):
-    """{name: (model, report of its export's requests)}: one export per family
-    (conftest.tagger_export: `bk.export_model` at SEQ tokens a row, op audit), all served by
-    one client process."""
+    """{name: (model, [Answer of each of `_requests()`])}: EXPORTED's export
+    (conftest.tagger_export: `bk.export_model` at SEQ tokens a row, op audit) served by the
+    client, its warmup requests each answered; IN_PROCESS's serving functions in this
+    process."""
     assert SEQ == 16  # tagger_export's rows
-    tmp = tmp_path_factory.mktemp("tagging_client")
-    models, requests = {}, {}
-    for name in NAMES:
-        model, path = tagger_export(name)
-        assert model.preprocessor.seq_length == SEQ and list(model.preprocessor.text_fields) == [
-            "text"]
-        models[path] = name, model
-        requests[path] = [["serving_default", {"text": _enc(np.array(t, object))}]
-                          for t in (BATCH, [], ["Amen", TOO_LONG], ["Jesus wept"])]
-        requests[path].append(["tag_words", {"words": _enc(_padded(GIVEN_WORDS))}])
-        requests[path].append(["tag_words", {"words": _enc(np.array(["a", "b"], object))}])
-    report = run_client(tmp, list(requests), requests)
-    return {name: (model, report["exports"][path]) for path, (name, model) in models.items()}
-
-
-def _requests(results):
-    """The results of the extra requests (after the warmup ones), each warmup one answered."""
+    model, path = tagger_export(EXPORTED)
+    assert model.preprocessor.seq_length == SEQ and list(model.preprocessor.text_fields) == [
+        "text"]
+    requests = [[signature, {k: _enc(v) for k, v in inputs.items()}]
+                for signature, inputs in _requests()]
+    report = run_client(tmp_path_factory.mktemp("tagging_client"), [path], {path: requests})
+    results = report["exports"][path]
     for r in results:
         if r["warmup"]:
             _outputs(r)
-    return [r for r in results if not r["warmup"]]
+    served = {EXPORTED: (model, [_served_answer(r) for r in results if not r["warmup"]])}
+    for name in IN_PROCESS:
+        model = bk.BertTokenClassifier.from_pretrained(str(FAMILIES / name), seq_length=SEQ)
+        served[name] = model, _in_process_answers(model)
+    return served
 
 
 def _words(out, b):
@@ -80,11 +121,13 @@ def _words(out, b):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_long_texts_are_tagged_whole_as_predict_on_words(served, name):
-    model, results = served[name]
-    out = _outputs(_requests(results)[0])
+    model, answers = served[name]
+    out = answers[0].outputs
     tokenizer = model.preprocessor.tokenizer
     pieces = tokenizer.tokenize(tf.constant([LONG, GIANT])).row_lengths().numpy()
     assert pieces[0] > 8 * (SEQ - 2) and pieces[1] > SEQ - 2  # many rows; a word past a row
+    nonblank = [b for b, text in enumerate(BATCH) if text.strip()]  # one predict for all
+    predicted = dict(zip(nonblank, model.predict([_words(out, b)[0] for b in nonblank])))
     for b, text in enumerate(BATCH):
         words, valid = _words(out, b)
         if not text.strip():
@@ -92,7 +135,7 @@ def test_long_texts_are_tagged_whole_as_predict_on_words(served, name):
         assert " ".join(words) == text  # every word, in order, none dropped
         starts, ends = out["token_starts"][b][valid], out["token_ends"][b][valid]
         assert [text[s:e] for s, e in zip(starts, ends)] == words  # character offsets
-        logits = model.predict([words])[0].numpy()
+        logits = predicted[b].numpy()
         probs = tf.nn.softmax(logits).numpy()
         np.testing.assert_allclose(out["tag_scores"][b][valid], probs.max(-1), atol=1e-5)
         clear = np.sort(probs, -1)[:, -1] - np.sort(probs, -1)[:, -2] > 1e-4
@@ -102,24 +145,24 @@ def test_long_texts_are_tagged_whole_as_predict_on_words(served, name):
 
 
 def test_blank_texts_and_an_empty_batch(served):
-    for name, (model, results) in served.items():
-        out = _outputs(_requests(results)[0])
+    for name, (model, answers) in served.items():
+        out = answers[0].outputs
         assert _words(out, 1)[0] == []  # ""
         blank, _ = _words(out, 2)  # "   ": RoBERTa's whitespace word, an empty word elsewhere
         assert all(not w.strip() for w in blank)
         assert _words(out, 4)[0] == [GIANT]
-        empty = _outputs(_requests(results)[1])
+        empty = answers[1].outputs
         for key, value in empty.items():
             assert value.shape[0] == 0, (name, key, value.shape)
 
 
 def test_a_text_over_max_windows_is_refused_and_the_next_request_answered(served):
-    for name, (model, results) in served.items():
-        refused, following = _requests(results)[2:4]
-        for runtime in ("tf1", "tf2"):
-            error = refused.get(f"{runtime}_error", "")
+    for name, (model, answers) in served.items():
+        refused, following = answers[2:4]
+        assert refused.outputs is None and refused.errors, (name, refused)
+        for error in refused.errors.values():  # each loader's, or this process's
             assert "InvalidArgument" in error and "max_windows=64" in error, (name, refused)
-        out = _outputs(following)
+        out = following.outputs
         assert _words(out, 0)[0] == ["Jesus", "wept"]
 
 
@@ -132,10 +175,9 @@ def test_max_windows_is_an_export_option():
     cut = tagging_serving.cut_rows(fns, tf.constant([three, four]), 3)
     assert cut.count.numpy().tolist() == [3, 4]
     assert fns.task.export_metadata(fns) == {"max_windows": 3}
-    function = tf.function(fns.serve, autograph=False)
 
-    def serve(texts):
-        return {k: v.numpy() for k, v in function(tf.constant(texts)).items()}
+    def serve(texts):  # eagerly: the graph's refusal is the served export's (max_windows=64)
+        return {k: v.numpy() for k, v in fns.serve(tf.constant(texts)).items()}
 
     assert _words(serve([three]), 0)[0] == ["word"] * 42
     with pytest.raises(tf.errors.InvalidArgumentError, match="max_windows=3 rows"):
@@ -181,8 +223,8 @@ def test_word_rows_are_the_rows_tagging_features_makes():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_given_words_are_tagged_as_predict_on_words(served, name):
-    model, results = served[name]
-    out = _outputs(_requests(results)[4])
+    model, answers = served[name]
+    out = answers[4].outputs
     logits = model.predict(GIVEN_WORDS)
     for b, words in enumerate(GIVEN_WORDS):
         n = len(words)
@@ -196,15 +238,16 @@ def test_given_words_are_tagged_as_predict_on_words(served, name):
         np.testing.assert_array_equal(out["tag_ids"][b][:n][tagged], probs[tagged].argmax(-1))
     if name == "bert_tagger":  # WordPiece drops control characters: "\x07" has no piece
         assert out["tag_ids"][2][0] == -1 and out["tags"][2][0] == b""
-    # A rank-1 words input is refused, naming it.
-    refused = _requests(results)[5]
-    assert "words must be a rank-2 string tensor" in refused["tf2_error"], refused
+    # A rank-1 words input is refused, naming it (TF1's loader refuses its feed by shape).
+    refused = answers[5]
+    errors = [e for runtime, e in refused.errors.items() if runtime != "tf1"]
+    assert refused.outputs is None and errors, refused
+    assert all("words must be a rank-2 string tensor" in e for e in errors), refused
 
 
 def test_served_entities_are_the_chunks_of_the_served_tags(served):
-    for name, (model, results) in served.items():
-        for request in (_requests(results)[0], _requests(results)[4]):
-            out = _outputs(request)
+    for name, (model, answers) in served.items():
+        for out in (answers[0].outputs, answers[4].outputs):
             for b in range(out["tags"].shape[0]):
                 valid = out["token_starts"][b] >= 0
                 tags = [t.decode() or "O" for t in out["tags"][b][valid]]
