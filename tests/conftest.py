@@ -33,10 +33,22 @@ collect_ignore = ["fixtures/make_reference_outputs.py", "fixtures/make_family_re
                   "fixtures/make_reranker_references.py"]
 
 
+# Session fixtures that fit or export for tens of seconds. Under `-n 2` every worker that runs
+# one of their tests builds them again, so their tests run first, side by side: xdist's
+# worksteal hands each worker a contiguous half of the list and steals from a queue's end.
+SHARED_BUILDS = ("task_type_model", "tagger_export", "family_encoder_export", "tiny_pairs_model")
+
+
 def pytest_collection_modifyitems(items):
-    """The minutes-long end-to-end tests first: under `-n 2` they then run beside the short
-    ones, instead of one of them running alone at the end."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The tests of each SHARED_BUILDS fixture together, first; then the minutes-long
+    end-to-end tests: under `-n 2` they then run beside the short ones, instead of one of them
+    running alone at the end."""
+    def order(item):
+        names = getattr(item, "fixturenames", ())
+        shared = [i for i, name in enumerate(SHARED_BUILDS) if name in names]
+        return min(shared, default=len(SHARED_BUILDS)), item.get_closest_marker("slow") is None
+
+    items.sort(key=order)
 
 
 @pytest.fixture(autouse=True)
