@@ -30,6 +30,7 @@ collect_ignore = ["fixtures/make_reference_outputs.py", "fixtures/make_family_re
                   "fixtures/make_modernbert_references.py",
                   "fixtures/make_deberta_references.py",
                   "fixtures/make_deberta_tokenizer_json.py",
+                  "fixtures/make_gemma_tokenizer_json.py",
                   "fixtures/make_reranker_references.py"]
 
 

@@ -7,8 +7,9 @@ ones), every `global_attn_every_n_layers`-th layer global and the others within 
 window of `local_attention` tokens, pre-norm blocks (no attention norm in layer 0), a GeGLU
 feed-forward (`Wi` gives the input then the gate half), `final_norm`, and biases only where
 `attention_bias` / `mlp_bias` / `norm_bias` ask. Its tokenizer is a byte-level BPE
-`tokenizer.json` with [CLS] [SEP] [PAD] [UNK] [MASK] (`[CLS] A [SEP] B [SEP]`); no Google
-layout.
+`tokenizer.json` with [CLS] [SEP] [PAD] [UNK] [MASK] (`[CLS] A [SEP] B [SEP]`), or mmBERT's
+Gemma-style BPE with byte fallback (`MetaspaceBpeTokenizer`, which a converted tokenizer.json
+gives beside vocab.json + merges.txt); no Google layout.
 
 Its heads (`head.dense` + activation + `head.norm`, then `classifier` or the tied `decoder`;
 the sequence classifier and the multiple-choice scorer read [CLS] or the tokens' mean, as

@@ -119,6 +119,21 @@ def _text_lines(path):
     return [line.removesuffix("\r") for line in lines]
 
 
+def char_spans(texts):
+    """Texts [B] -> (codes [B, (C)], starts [C], ends [C]): the characters of the texts, bad
+    bytes replaced (what unicode_transcode does), with their original UTF-8 byte spans (int32);
+    re-encoded, the codes are the text `tokenize` reads."""
+    codes, char_starts = tf.strings.unicode_decode_with_offsets(
+        texts, "UTF-8", errors="replace")  # (B, (C))
+    char_starts = tf.cast(char_starts.flat_values, tf.int32)
+    char_rows = codes.value_rowids()
+    last = tf.range(tf.size(char_rows, out_type=tf.int64)) == tf.gather(
+        codes.row_limits() - 1, char_rows)
+    char_ends = tf.where(last, tf.gather(tf.strings.length(texts), char_rows),
+                         tf.concat([char_starts[1:], char_starts[:1]], 0))  # next start
+    return codes, char_starts, char_ends
+
+
 class ByteBpeTokenizer(tf.Module):
     """Byte-level BPE from `vocab.json` + `merges.txt` (RoBERTa, GPT-2), special tokens
     <s> </s> <pad> <unk> <mask>.
@@ -252,16 +267,7 @@ class ByteBpeTokenizer(tf.Module):
     def _pieces_with_offsets(self, texts):
         """Texts [B] -> (ids, starts, ends, is_start) ragged [B, (pieces)]: int32 ids and
         original byte offsets (`tokenize_with_offsets`), and whether a piece starts a word."""
-        # Characters of the original texts, bad bytes replaced (what unicode_transcode does),
-        # with their original byte spans; re-encoded, they are the text `tokenize` reads.
-        codes, char_starts = tf.strings.unicode_decode_with_offsets(
-            texts, "UTF-8", errors="replace")  # (B, (C))
-        char_starts = tf.cast(char_starts.flat_values, tf.int32)
-        char_rows = codes.value_rowids()
-        last = tf.range(tf.size(char_rows, out_type=tf.int64)) == tf.gather(
-            codes.row_limits() - 1, char_rows)
-        char_ends = tf.where(last, tf.gather(tf.strings.length(texts), char_rows),
-                             tf.concat([char_starts[1:], char_starts[:1]], 0))  # next start
+        codes, char_starts, char_ends = char_spans(texts)
         flat_codes = codes.flat_values
         char_size = (1 + tf.cast(flat_codes >= 0x80, tf.int32)
                      + tf.cast(flat_codes >= 0x800, tf.int32)

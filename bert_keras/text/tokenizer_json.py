@@ -10,6 +10,8 @@ no `vocab.txt` (WordPiece) and no `vocab.json` + `merges.txt` (byte-level BPE).
 - BPE with the ByteLevel pre-tokenizer (RoBERTa, GPT-2): `vocab.json` and `merges.txt`
   (`#version: 0.2`, then one "a b" a line; `tokenizer.json` stores a merge as "a b" or, from
   tokenizers 0.20 on, as a pair [a, b]).
+- BPE with byte fallback, Gemma-style (mmBERT): `vocab.json`, `merges.txt` (header only) and
+  `metaspace_bpe.json` (`metaspace_bpe_tokenizer.settings`).
 - Unigram in fairseq's layout (XLM-RoBERTa: `<s> <pad> </s> <unk>` first, `<mask>` last;
   transformers 5 saves no `sentencepiece.bpe.model`): `sentencepiece.bpe.model`, a
   SentencePiece model rebuilt from the pieces and scores and the normalizer's precompiled
@@ -41,7 +43,7 @@ import tensorflow as tf
 
 from bert_keras.errors import InputError
 from bert_keras.files import parse_json, writing
-from bert_keras.text import deberta_tokenizer
+from bert_keras.text import deberta_tokenizer, metaspace_bpe_tokenizer
 from bert_keras.text.sentencepiece_proto import CONTROL, NORMAL, UNKNOWN, unigram_model
 
 TOKENIZER_JSON, TOKENIZER_CONFIG = "tokenizer.json", "tokenizer_config.json"
@@ -108,6 +110,8 @@ def classic_files(data, source="tokenizer.json", config_data=None,
     kind = _field(model, "type", str, source, "model.type")
     if kind == "WordPiece":
         return _wordpiece_files(spec, model, source, _config(config_data, config_file))
+    if kind == "BPE" and model.get("byte_fallback"):
+        return _metaspace_bpe_files(spec, model, source, _config(config_data, config_file))
     if kind == "BPE":
         return _byte_bpe_files(spec, model, source)
     if kind == "Unigram" and _fairseq_layout(model):
@@ -242,23 +246,42 @@ def _byte_bpe_files(spec, model, source):
         if model.get(key):
             raise InputError(f"{source}: model.{key} is {model[key]!r}; byte-level BPE has none.")
     tokens = _tokens_by_id(spec, model, source)
-    merges = _field(model, "merges", list, source, "model.merges")
-    lines = []
-    for merge in merges:
+    lines = [f"{a} {b}\n" for a, b in _merge_pairs(model, source, line_breaks=False)]
+    vocab = {token: i for i, token in enumerate(tokens)}
+    return {"vocab.json": json.dumps(vocab, ensure_ascii=False) + "\n",
+            "merges.txt": "#version: 0.2\n" + "".join(lines)}
+
+
+def _merge_pairs(model, source, line_breaks):
+    """model.merges as [a, b] pairs (stored as "a b" or, from tokenizers 0.20 on, [a, b]);
+    pieces with line breaks refused unless `line_breaks`."""
+    pairs = []
+    for merge in _field(model, "merges", list, source, "model.merges"):
         if isinstance(merge, list) and len(merge) == 2 and all(isinstance(m, str) for m in merge):
             pair = merge
         elif isinstance(merge, str):
             pair = merge.split(" ")
         else:
             pair = None
-        if pair is None or len(pair) != 2 or not all(pair) or any(
+        if pair is None or len(pair) != 2 or not all(pair) or not line_breaks and any(
                 c in "".join(pair) for c in "\n\r"):
             raise InputError(f"{source}: model.merges has {merge!r}, not a merge (\"a b\" or "
                              "[a, b], two pieces without spaces).")
-        lines.append(f"{pair[0]} {pair[1]}\n")
+        pairs.append(list(pair))
+    return pairs
+
+
+def _metaspace_bpe_files(spec, model, source, config):
+    """Gemma-style BPE with byte fallback (mmBERT): vocab.json, merges.txt (its header only:
+    Gemma's pieces may hold line breaks) and metaspace_bpe.json (the merges, the special
+    tokens); what the in-graph tokenizer does not compute is refused by `settings`."""
+    tokens = _tokens_by_id(spec, model, source)
+    found = metaspace_bpe_tokenizer.settings(
+        spec, model, config, source, _merge_pairs(model, source, line_breaks=True))
     vocab = {token: i for i, token in enumerate(tokens)}
     return {"vocab.json": json.dumps(vocab, ensure_ascii=False) + "\n",
-            "merges.txt": "#version: 0.2\n" + "".join(lines)}
+            "merges.txt": "#version: 0.2\n",
+            metaspace_bpe_tokenizer.SETTINGS_FILE: metaspace_bpe_tokenizer.json_text(found)}
 
 
 def _fairseq_layout(model):

@@ -39,6 +39,7 @@ from bert_keras.text.byte_bpe_tokenizer import (
     ModernBertTokenizer,
 )
 from bert_keras.text.deberta_tokenizer import DebertaV3Tokenizer
+from bert_keras.text.metaspace_bpe_tokenizer import SETTINGS_FILE, MetaspaceBpeTokenizer
 from bert_keras.text.sentencepiece_tokenizer import (
     MODEL_FILE,
     SentencePieceTokenizer,
@@ -59,7 +60,8 @@ def load_tokenizer(path, lower_case=None):
     tokenizer files are there). Without: XlmRobertaTokenizer (sentencepiece.bpe.model),
     DebertaV3Tokenizer (spm.model), SentencePieceTokenizer (spiece.model or Google's *.model,
     ALBERT), WordPieceTokenizer (vocab.txt) or ByteBpeTokenizer (vocab.json + merges.txt,
-    RoBERTa; ModernBertTokenizer when the vocab has ModernBERT's [CLS] and no <s>), in that
+    RoBERTa; ModernBertTokenizer when the vocab has ModernBERT's [CLS] and no <s>;
+    MetaspaceBpeTokenizer beside a metaspace_bpe.json, mmBERT's Gemma-style BPE), in that
     order. Either way a directory with none of them but a `tokenizer.json` (WordPiece,
     byte-level BPE, XLM-R's or DeBERTa's Unigram) is converted to them first
     (`tokenizer_json.convert`, cached)."""
@@ -87,6 +89,8 @@ def load_tokenizer(path, lower_case=None):
 def _byte_bpe_class(path):
     """The byte-level BPE class of a directory without config.json (a task or encoder
     directory of ours): ModernBERT's when its vocab.json names [CLS] and no <s>."""
+    if _has(path, SETTINGS_FILE):
+        return MetaspaceBpeTokenizer
     vocab = read_json(os.path.join(path, VOCAB_FILE))
     modern = ModernBertTokenizer.special_tokens["cls"]
     if modern in vocab and ByteBpeTokenizer.special_tokens["cls"] not in vocab:
@@ -142,6 +146,8 @@ def _load(tokenizer_class, path, lower_case):
     if tokenizer_class is WordPieceTokenizer:
         kwargs = {} if lower_case is None else dict(lower_case=lower_case)
         return WordPieceTokenizer.from_pretrained(path, **kwargs)
+    if tokenizer_class is ModernBertTokenizer and _has(path, SETTINGS_FILE):
+        tokenizer_class = MetaspaceBpeTokenizer  # ModernBERT's Gemma-style kind (mmBERT)
     tokenizer = tokenizer_class.from_pretrained(path)
     if (tokenizer_class is SentencePieceTokenizer and lower_case is not None
             and lower_case != tokenizer.lower_case):

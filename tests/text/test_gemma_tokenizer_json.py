@@ -1,0 +1,100 @@
+"""A ModernBERT directory whose tokenizer.json is Gemma-style (mmBERT's: BPE with byte
+fallback, spaces as "▁", the whole text one word): `load_tokenizer` tokenizes in the graph as
+transformers does (ids, offsets, words, packing; tests/fixtures/make_gemma_tokenizer_json.py),
+eagerly, in tf.data and from a reloaded SavedModel; what it does not compute is refused in one
+line naming the file."""
+
+import json
+import pathlib
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_keras.errors import InputError
+from bert_keras.text import tokenizer_json
+from bert_keras.text.metaspace_bpe_tokenizer import MetaspaceBpeTokenizer
+from bert_keras.text.tokenizers import load_tokenizer
+
+FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / \
+    "modernbert_gemma_tokenizer_json"
+REFERENCE = json.loads((FIXTURE / "reference.json").read_text(encoding="utf-8"))
+TEXTS, ROWS = REFERENCE["texts"], REFERENCE["rows"]
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """Converted tokenizers go to this test's own temp directory."""
+    monkeypatch.setattr(tokenizer_json.tempfile, "tempdir", str(tmp_path / "systemp"))
+    (tmp_path / "systemp").mkdir()
+
+
+def char_of_byte(text):
+    table = [i for i, ch in enumerate(text) for _ in ch.encode("utf-8")]
+    return np.array(table + [len(text)])
+
+
+def test_ids_offsets_and_words_equal_transformers():
+    tokenizer = load_tokenizer(str(FIXTURE))
+    assert type(tokenizer) is MetaspaceBpeTokenizer
+    assert (tokenizer.pad_id, tokenizer.sep_id, tokenizer.cls_id, tokenizer.unk_id,
+            tokenizer.mask_id) == (0, 1, 2, 3, 4)
+    want = [row["ids"] for row in ROWS]
+    assert any(5 <= i < 5 + 256 for row in want for i in row)  # byte-fallback pieces
+    assert tokenizer.tokenize(TEXTS).to_list() == want
+    batch = tf.data.Dataset.from_tensor_slices(TEXTS).batch(len(TEXTS)).map(tokenizer.tokenize)
+    assert next(iter(batch)).to_list() == want  # in the graph of tf.data
+    ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(TEXTS))
+    assert ids.to_list() == want
+    for i, (text, row) in enumerate(zip(TEXTS, ROWS)):
+        to_char = char_of_byte(text)
+        offsets = np.stack([to_char[starts[i].numpy()], to_char[ends[i].numpy()]], -1)
+        assert offsets.reshape(-1, 2).tolist() == row["offsets"], repr(text)
+    words = tokenizer.tokenize_words_with_offsets(tf.constant(TEXTS))[0]
+    for i, (text, row) in enumerate(zip(TEXTS, ROWS)):  # pieces per word of word_ids()
+        want_words = [row["words"].count(w) for w in sorted(set(row["words"]))]
+        assert words[i].row_lengths().numpy().tolist() == want_words, repr(text)
+    # The template's packing: [CLS] A [SEP] and [CLS] A [SEP] B [SEP] with <bos> and <eos>.
+    cls, sep = tokenizer.cls_id, tokenizer.sep_id
+    assert REFERENCE["single"] == [cls] + want[0] + [sep]
+    assert REFERENCE["pair"] == [cls] + want[0] + [sep] + want[1] + [sep]
+    assert tokenizer.separators_between == 1 and not tokenizer.pair_type_ids
+    text = "Héllo  wörld 🦄 東京"
+    assert tokenizer.detokenize(tokenizer.tokenize([text])).numpy()[0].decode() == text
+
+
+def test_a_saved_model_serves_transformers_ids(tmp_path):
+    tokenizer = load_tokenizer(str(FIXTURE))
+    module = tf.Module()
+    module.tokenizer = tokenizer
+    module.serve = tf.function(lambda texts: tokenizer.tokenize(texts).to_tensor(-1),
+                               input_signature=[tf.TensorSpec([None], tf.string)])
+    tf.saved_model.save(module, str(tmp_path / "saved"))
+    served = tf.saved_model.load(str(tmp_path / "saved")).serve(tf.constant(TEXTS)).numpy()
+    for row, want in zip(served, ROWS):
+        assert row[row >= 0].tolist() == want["ids"]
+
+
+def _spec():
+    return json.loads((FIXTURE / "tokenizer.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda spec: spec.update(normalizer={"type": "NFKC"}),
+     "tokenizer.json: a BPE model with byte_fallback whose normalizer is not Replace"),
+    (lambda spec: spec.update(pre_tokenizer={"type": "Whitespace"}),
+     "tokenizer.json: a Gemma-style BPE whose pre_tokenizer is 'Whitespace'"),
+    (lambda spec: spec["post_processor"]["single"].pop(),
+     "tokenizer.json: its post_processor is not a template [CLS] $A [SEP]"),
+], ids=["normalizer", "pre-tokenizer", "template"])
+def test_what_it_does_not_compute_is_one_line_naming_the_file(tmp_path, change, problem):
+    directory = tmp_path / "mmbert_like"
+    shutil.copytree(FIXTURE, directory)
+    spec = _spec()
+    change(spec)
+    (directory / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        load_tokenizer(str(directory))
+    message = str(error.value)
+    assert problem in message and str(directory) in message and "\n" not in message, message
