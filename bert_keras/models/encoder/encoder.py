@@ -13,7 +13,7 @@ from bert_keras.checkpoints import own
 from bert_keras.checkpoints.transformers_spec import TransformersSpec, no_generator
 from bert_keras.errors import InputError
 from bert_keras.models.encoder.config import DEFAULT_VOCAB_SIZE, PRESETS, EncoderConfig
-from bert_keras.models.layers import disentangled
+from bert_keras.models.layers import disentangled, packing
 from bert_keras.models.layers import transformer as layers
 from bert_keras.models.layers.dense import Dense
 from bert_keras.names import INPUT_NAMES
@@ -63,7 +63,9 @@ class _Stack:
     project_before_norm: bool = False  # DeBERTa's order: projection, then layer norm
     mask_embeddings: bool = False  # DeBERTa: padded rows' embeddings zeroed
 
-    def __call__(self, inputs, output_positions=None, training=None):
+    def __call__(self, inputs, output_positions=None, training=None, unpadded=False):
+        """`unpadded`: the blocks run on the real tokens alone (`packing.PackedRows`); the
+        outputs' padded rows hold zeros."""
         tokens = self.token_embedding(inputs["input_word_ids"])  # (B, T, E)
         if self.segment_embedding:  # the sum in BERT's order (float addition is not associative)
             type_ids = inputs["input_type_ids"]
@@ -82,23 +84,32 @@ class _Stack:
         if self.projection and not self.project_before_norm:
             x = self.projection(x)  # (B, T, H)
         relative = self.relative_embedding(x) if self.relative_embedding else None  # (2S, H)
+        packed = packing.PackedRows(mask) if unpadded else None
+        if packed:
+            x = packed.pack(x)  # (R, H)
         groups = len(self.blocks)
         encoder_outputs = []
         for i in range(self.num_layers):
             # Layer i of `groups` weight-sharing groups (ALBERT's rule; groups == layers: BERT).
             block = self.blocks[i * groups // self.num_layers]
             if output_positions is None or i < self.num_layers - 1:
-                x = block(x, mask, training=training,
-                          relative_embeddings=relative)  # (B, T, H)
+                x = block(x, mask, training=training, relative_embeddings=relative,
+                          packed=packed)  # (B, T, H), or (R, H)
             else:  # rows [CLS] + output_positions only: (B, 1 + P, H)
                 rows = ops.zeros((ops.shape(mask)[0], 1), "int32")
                 if not _no_rows(output_positions):
                     rows = ops.concatenate([rows, ops.cast(output_positions, "int32")], axis=1)
-                x = block(x, mask, training=training, query_positions=rows,
-                          relative_embeddings=relative)
+                x = block(packed.unpack(x) if packed else x, mask, training=training,
+                          query_positions=rows, relative_embeddings=relative)
             encoder_outputs.append(x)
         if self.final_layer_norm:
             x = encoder_outputs[-1] = self.final_layer_norm(x)
+        if packed:  # (B, T, H) again: graphs unpack only the outputs they read
+            if output_positions is None:
+                x = packed.unpack(x)
+            else:  # padded rows asked for are zeros too
+                x = x * ops.cast(ops.take_along_axis(mask, rows, axis=1), x.dtype)[:, :, None]
+            encoder_outputs = [packed.unpack(output) for output in encoder_outputs[:-1]] + [x]
         first = ops.take(x, 0, axis=1)  # (B, H): [CLS] / <s>
         if output_positions is not None:  # without the [CLS] row the shortcut added
             x = x[:, 1:]
@@ -248,13 +259,17 @@ class BertEncoder(keras.Model):
         """The tanh dense layer on [CLS] that gives `pooled_output`; None without one."""
         return self._stack.pooler or None
 
-    def call(self, inputs, training=None, mask=None, output_positions=None):
-        """The functional graph; with `output_positions`, the shortcut `_Stack` describes."""
-        if output_positions is None:
+    def call(self, inputs, training=None, mask=None, output_positions=None, unpadded=True):
+        """The functional graph in training; with `output_positions`, the shortcut `_Stack`
+        describes. Inference (training falsy) runs `unpadded` unless told not to: the blocks'
+        dense work on the real tokens alone (`packing.py`), padded rows of the outputs 0."""
+        unpadded = bool(unpadded and not training)
+        if output_positions is None and not unpadded:
             return super().call(inputs, training=training, mask=mask)
-        return self._stack(inputs, output_positions, training=training)
+        return self._stack(inputs, output_positions, training=training, unpadded=unpadded)
 
-    def compute_output_spec(self, inputs, training=None, mask=None, output_positions=None):
+    def compute_output_spec(self, inputs, training=None, mask=None, output_positions=None,
+                            unpadded=True):
         spec = super().compute_output_spec(inputs)
         if output_positions is None:
             return spec

@@ -234,15 +234,18 @@ class SelfAttention(keras.layers.Layer):
         self.attention_dropout = Dropout(self.dropout, dtype=self.dtype_policy)
 
     def call(self, inputs, input_mask, training=None, query_positions=None,
-             relative_embeddings=None):
+             relative_embeddings=None, packed=None):
         """inputs (B, T, H) -> (B, T, H); with `query_positions` (B, Q) int, only those
         rows attend (to every key): (B, Q, H). `relative_embeddings` (2S, H): the encoder's
-        relative table, with `disentangled_attention`."""
+        relative table, with `disentangled_attention`. `packed` (`packing.PackedRows`):
+        inputs and outputs are the real tokens' rows (R, H), attention runs padded."""
         # The dense layers run on (B*T, H): oneDNN fuses a rank-2 matmul with its bias
         # add, but not the tensordot Keras uses on rank 3.
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         hidden_size = self.num_heads * self.head_size
-        qkv = self.qkv(ops.reshape(inputs, (-1, hidden_size)))  # (B*T, 3H)
+        qkv = self.qkv(ops.reshape(inputs, (-1, hidden_size)))  # (B*T or R, 3H)
+        if packed is not None:
+            batch, length, qkv = packed.batch, packed.length, packed.unpack(qkv)  # (B, T, 3H)
         qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_size))
         qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # (3, B, N, T, D)
         # unstack, not qkv[0], qkv[1], qkv[2]: the gradient of a slice writes a zero-filled
@@ -271,6 +274,8 @@ class SelfAttention(keras.layers.Layer):
         else:
             context = self._self_attend(query, key, value, input_mask, training)  # (B, N, T, D)
         context = ops.transpose(context, (0, 2, 1, 3))  # (B, Q, N, D)
+        if packed is not None:
+            return self.output_dense(packed.pack(context))  # (R, H)
         context = ops.reshape(context, (-1, hidden_size))  # (B*Q, H)
         return ops.reshape(self.output_dense(context), (batch, length, hidden_size))
 
@@ -495,18 +500,20 @@ class TransformerBlock(keras.layers.Layer):
         self.dropout_layer = Dropout(self.dropout, dtype=policy)
 
     def call(self, inputs, input_mask, training=None, query_positions=None,
-             relative_embeddings=None):
+             relative_embeddings=None, packed=None):
         """inputs (B, T, H) -> (B, T, H); with `query_positions` (B, Q) int, the block's
         output at those rows only, (B, Q, H), for a fraction of the work: keys and values
         still come from every row, but the rest of the block runs on Q rows.
-        `relative_embeddings`: the encoder's relative table, for disentangled attention."""
+        `relative_embeddings`: the encoder's relative table, for disentangled attention.
+        `packed` (`packing.PackedRows`): inputs and outputs are the real tokens' rows (R, H)."""
         if self.pre_norm:
             return self._pre_norm_call(inputs, input_mask, training, query_positions,
-                                       relative_embeddings)
+                                       relative_embeddings, packed)
         batch, length, hidden_size = ops.shape(inputs)[0], ops.shape(inputs)[1], inputs.shape[-1]
         attended = self.attention(inputs, input_mask, training=training,
                                   query_positions=query_positions,
-                                  relative_embeddings=relative_embeddings)  # (B, T or Q, H)
+                                  relative_embeddings=relative_embeddings,
+                                  packed=packed)  # (B, T or Q, H), or (R, H)
         if query_positions is not None:
             inputs = tf.gather(inputs, query_positions, batch_dims=1)  # (B, Q, H)
             length = ops.shape(query_positions)[1]
@@ -516,15 +523,16 @@ class TransformerBlock(keras.layers.Layer):
                                self.attention_layer_norm, training)
         x = self._add_and_norm(x, self._feed_forward(x, training), self.output_layer_norm,
                                training)
-        return ops.reshape(x, (batch, length, hidden_size))  # (B, T, H)
+        return x if packed is not None else ops.reshape(x, (batch, length, hidden_size))
 
     def _pre_norm_call(self, inputs, input_mask, training, query_positions,
-                       relative_embeddings):
+                       relative_embeddings, packed):
         batch, length, hidden_size = ops.shape(inputs)[0], ops.shape(inputs)[1], inputs.shape[-1]
         normed = self.attention_layer_norm(inputs) if self.attention_layer_norm else inputs
         attended = self.attention(normed, input_mask, training=training,
                                   query_positions=query_positions,
-                                  relative_embeddings=relative_embeddings)  # (B, T or Q, H)
+                                  relative_embeddings=relative_embeddings,
+                                  packed=packed)  # (B, T or Q, H), or (R, H)
         if query_positions is not None:
             inputs = tf.gather(inputs, query_positions, batch_dims=1)  # (B, Q, H)
             length = ops.shape(query_positions)[1]
@@ -532,7 +540,7 @@ class TransformerBlock(keras.layers.Layer):
         x = x + self.dropout_layer(ops.reshape(attended, (-1, hidden_size)), training=training)
         hidden = self._feed_forward(self.output_layer_norm(x), training)
         x = x + self.dropout_layer(hidden, training=training)
-        return ops.reshape(x, (batch, length, hidden_size))  # (B, T, H)
+        return x if packed is not None else ops.reshape(x, (batch, length, hidden_size))
 
     def _feed_forward(self, x, training):
         """(B*T, H) -> (B*T, H): the intermediate dense, its activation (gated or not), the
