@@ -134,6 +134,11 @@ class BertEncoder(keras.Model):
     rows and [CLS] alone, so heads that read a few rows (classifiers, masked LMs) skip most
     of its work.
 
+    Inference (`training` falsy) runs unpadded (`unpadded=False` asks for the padded path):
+    the blocks' dense work on the batch's real tokens alone (`packing.PackedRows`), so
+    padding costs nearly nothing; real rows are the padded path's to float32 rounding, and
+    padded rows of `sequence_output` and `encoder_outputs` are 0.
+
     Example:
     >>> import numpy as np
     >>> import bert_keras as bk
