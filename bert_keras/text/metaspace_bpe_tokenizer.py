@@ -1,8 +1,10 @@
-"""Gemma-style BPE (mmBERT's `tokenizer.json`), in-graph with core TF ops: the text's spaces
-become "▁" (the normalizer `Replace(" ", "▁")`), the whole text is one word (Gemma's
-pre-tokenizer `Split(" ")` finds no space left), its characters are the first symbols (a
-character not in the vocab: its UTF-8 bytes as the pieces `<0xXX>`, byte fallback), then the
-merges, lowest rank first, as `ByteBpeTokenizer._merge` applies them (transformers' order).
+"""Gemma-style BPE (mmBERT's `tokenizer.json`), in-graph with core TF ops: the added tokens
+(<mask>, <bos>, ...) are cut out of the text first, each one piece, as transformers matches
+them (leftmost, the longest first); each stretch between them is one word (Gemma's
+pre-tokenizer `Split(" ")` finds no space left after the normalizer `Replace(" ", "▁")`), its
+characters the first symbols (a character not in the vocab: its UTF-8 bytes as the pieces
+`<0xXX>`, byte fallback), then the merges, lowest rank first, as `ByteBpeTokenizer._merge`
+applies them (transformers' order). U+E001 (private use) in a text cuts it too.
 
 `tokenizer_json.convert` writes such a tokenizer.json as `vocab.json`, `merges.txt` (only its
 `#version` line: a merge piece may hold a line break, which that format cannot) and
@@ -11,7 +13,7 @@ template and tokenizer_config.json); `settings` reads and checks the tokenizer.j
 
 Offsets: a piece's UTF-8 byte span in the original text (a "▁" is the space it replaced; a
 byte piece gets its whole character's span, as transformers gives it); words are
-transformers' `word_ids()`: the whole text one word.
+transformers' `word_ids()`: each stretch between added tokens one word, each added token one.
 """
 
 import json
@@ -22,6 +24,7 @@ import tensorflow as tf
 from bert_keras.errors import InputError
 from bert_keras.files import read_json
 from bert_keras.text.byte_bpe_tokenizer import (
+    _MARK,
     _NO_RANK,
     MERGES_FILE,
     VOCAB_FILE,
@@ -82,7 +85,18 @@ def settings(spec, model, config, source, merges):
         raise InputError(f"{source}: no {', '.join(missing)} token (the post-processor's "
                          "template, tokenizer_config.json's pad_token / mask_token and "
                          "model.unk_token name them).")
-    return {"merges": merges, "special_tokens": specials, "byte_fallback": True}
+    added = []
+    for entry in spec.get("added_tokens") or []:
+        content = entry.get("content") if isinstance(entry, dict) else None
+        flags = [k for k in ("lstrip", "rstrip", "single_word", "normalized") if entry.get(k)]
+        if not isinstance(content, str) or not content or flags or any(
+                c in content for c in (" ", SPACE, _MARK)):
+            raise InputError(f"{source}: added_tokens has {str(entry)[:80]}; only added tokens "
+                             "without spaces and without lstrip, rstrip, single_word or "
+                             "normalized are read.")
+        added.append(content)
+    return {"merges": merges, "special_tokens": specials, "added_tokens": added,
+            "byte_fallback": True}
 
 
 class MetaspaceBpeTokenizer(ModernBertTokenizer):
@@ -120,6 +134,16 @@ class MetaspaceBpeTokenizer(ModernBertTokenizer):
             raise InputError(f"{self.vocab_file} lacks the special tokens {missing} or the byte "
                              f"pieces {absent_bytes[:3]} of its {SETTINGS_FILE}.")
         merges = [f"{a} {b}" for a, b in found["merges"]]
+        added = sorted(found.get("added_tokens") or [], key=len, reverse=True)  # longest first
+        absent = [t for t in added if t not in index]
+        if absent:
+            raise InputError(f"{self.vocab_file} lacks the added tokens {absent[:3]} of its "
+                             f"{SETTINGS_FILE}.")
+        # RE2 tries alternatives in order: the longest of those starting at a place wins.
+        self._added_pattern = "|".join(_escape(t) for t in added) or None
+        self._added = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant(added + [_MARK], tf.string), tf.ones(len(added) + 1, tf.bool)),
+            default_value=False)
         self._vocab = Tokens(sorted(index, key=index.get))
         self.vocab_size = len(self._vocab)
         for role in ("cls", "sep", "pad", "unk", "mask"):
@@ -148,9 +172,14 @@ class MetaspaceBpeTokenizer(ModernBertTokenizer):
             tf.io.gfile.copy(source, os.path.join(directory, name), True)
 
     def pre_tokenize(self, texts):
-        """Texts [B] -> the normalized texts as one word each [B, (0 or 1)]."""
-        words = tf.RaggedTensor.from_tensor(tf.expand_dims(
-            tf.strings.regex_replace(texts, " ", SPACE), 1))
+        """Texts [B] -> words [B, (W)]: the added tokens, and the normalized stretches between
+        them."""
+        if self._added_pattern is None:
+            words = tf.RaggedTensor.from_tensor(tf.expand_dims(texts, 1))
+        else:
+            words = tf.strings.split(tf.strings.regex_replace(
+                texts, self._added_pattern, rf"{_MARK}\0{_MARK}"), _MARK)
+        words = words.with_flat_values(tf.strings.regex_replace(words.flat_values, " ", SPACE))
         return keep_values(words, tf.strings.length(words.flat_values) > 0)
 
     def _known(self, chars):
@@ -170,24 +199,35 @@ class MetaspaceBpeTokenizer(ModernBertTokenizer):
     def _bpe(self, texts):
         words = self.pre_tokenize(texts)  # (B, (W))
         distinct, index = tf.unique(words.flat_values)
-        chars = tf.strings.unicode_split(distinct, "UTF-8")  # (U, (C))
+        added = self._added.lookup(distinct)  # (U,) an added token: one symbol, never merged
+        chars = tf.strings.unicode_split(tf.where(added, "", distinct), "UTF-8")  # (U, (C))
         per_char = self._symbols(chars.flat_values)  # (C, (n))
-        symbols = tf.RaggedTensor.from_row_splits(per_char.flat_values, tf.gather(
-            per_char.row_splits, chars.row_splits), validate=False)  # (U, (S))
+        symbols = tf.concat([keep_values(tf.RaggedTensor.from_tensor(distinct[:, None]), added),
+                             tf.RaggedTensor.from_row_splits(per_char.flat_values, tf.gather(
+                                 per_char.row_splits, chars.row_splits), validate=False)],
+                            axis=1)  # (U, (S))
         merged = self._merge(symbols.flat_values, symbols.row_splits)
         return words, tf.gather(merged, index)
 
     def _pieces_with_offsets(self, texts):
         codes, char_starts, char_ends = char_spans(texts)
         valid = tf.strings.unicode_encode(codes, "UTF-8")
-        chars = tf.strings.unicode_split(tf.strings.regex_replace(valid, " ", SPACE), "UTF-8")
-        # Symbols of each character (1, or its bytes' pieces), and the character of each.
-        count = self._symbols(chars.flat_values).row_lengths()
-        char_of_symbol = tf.repeat(tf.range(tf.size(count)), tf.cast(count, tf.int32))
         words, merged = self._bpe(valid)
+        # The words' characters are the text's but U+E001 (the cuts): where each one is.
+        flat_codes = codes.flat_values
+        kept = tf.boolean_mask(tf.range(tf.size(flat_codes)), flat_codes != ord(_MARK))
+        added = self._added.lookup(words.flat_values)  # (W,)
+        chars = tf.strings.unicode_split(words.flat_values, "UTF-8")  # (W, (C))
+        # Symbols of each character (1, or its bytes' pieces; 1 in an added token), and the
+        # character of each symbol.
+        count = tf.where(tf.gather(added, chars.value_rowids()), tf.constant(1, tf.int64),
+                         self._symbols(chars.flat_values).row_lengths())
+        char_of_symbol = tf.gather(kept, tf.repeat(tf.range(tf.size(count)),
+                                                   tf.cast(count, tf.int32)))
         pieces = merged.flat_values
-        size = tf.strings.length(tf.strings.regex_replace(pieces, _BYTE_PIECE, "#"),
-                                 unit="UTF8_CHAR")  # (P,) symbols
+        size = tf.where(self._added.lookup(pieces), tf.strings.length(pieces, unit="UTF8_CHAR"),
+                        tf.strings.length(tf.strings.regex_replace(pieces, _BYTE_PIECE, "#"),
+                                          unit="UTF8_CHAR"))  # (P,) symbols
         limit = tf.cumsum(size)
         start = tf.gather(char_starts, tf.gather(char_of_symbol, limit - size))
         end = tf.gather(char_ends, tf.gather(char_of_symbol, limit - 1))
@@ -207,6 +247,11 @@ class MetaspaceBpeTokenizer(ModernBertTokenizer):
         text = tf.where(raw != "", raw, tf.strings.regex_replace(pieces, SPACE, " "))
         joined = tf.strings.reduce_join(ids.with_flat_values(text), axis=-1)
         return tf.strings.unicode_transcode(joined, "UTF-8", "UTF-8", errors="replace")
+
+
+def _escape(text):
+    """`text` as an RE2 pattern that matches it literally."""
+    return "".join(c if c.isalnum() else "\\" + c if c.isascii() else c for c in text)
 
 
 def json_text(found):

@@ -1,8 +1,8 @@
 """A ModernBERT directory whose tokenizer.json is Gemma-style (mmBERT's: BPE with byte
-fallback, spaces as "▁", the whole text one word): `load_tokenizer` tokenizes in the graph as
-transformers does (ids, offsets, words, packing; tests/fixtures/make_gemma_tokenizer_json.py),
-eagerly, in tf.data and from a reloaded SavedModel; what it does not compute is refused in one
-line naming the file."""
+fallback, spaces as "▁", the text one word between added tokens): `load_tokenizer` tokenizes
+in the graph as transformers does (ids, offsets, words, packing, added tokens in the text;
+tests/fixtures/make_gemma_tokenizer_json.py), eagerly, in tf.data and from a reloaded
+SavedModel; what it does not compute is refused in one line naming the file."""
 
 import json
 import pathlib
@@ -87,7 +87,9 @@ def _spec():
      "tokenizer.json: a Gemma-style BPE whose pre_tokenizer is 'Whitespace'"),
     (lambda spec: spec["post_processor"]["single"].pop(),
      "tokenizer.json: its post_processor is not a template [CLS] $A [SEP]"),
-], ids=["normalizer", "pre-tokenizer", "template"])
+    (lambda spec: spec["added_tokens"][4].update(lstrip=True),
+     "tokenizer.json: added_tokens has {'id': 4, 'content': '<mask>'"),
+], ids=["normalizer", "pre-tokenizer", "template", "lstrip"])
 def test_what_it_does_not_compute_is_one_line_naming_the_file(tmp_path, change, problem):
     directory = tmp_path / "mmbert_like"
     shutil.copytree(FIXTURE, directory)
