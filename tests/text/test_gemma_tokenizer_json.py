@@ -1,8 +1,8 @@
 """A ModernBERT directory whose tokenizer.json is Gemma-style (mmBERT's: BPE with byte
 fallback, spaces as "▁", the text one word between added tokens): `load_tokenizer` tokenizes
 in the graph as transformers does (ids, offsets, words, packing, added tokens in the text;
-tests/fixtures/make_gemma_tokenizer_json.py), eagerly, in tf.data and from a reloaded
-SavedModel; what it does not compute is refused in one line naming the file."""
+tests/fixtures/make_gemma_tokenizer_json.py), eagerly, in tf.data and served by an
+export; what it does not compute is refused in one line naming the file."""
 
 import json
 import pathlib
@@ -12,13 +12,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import bert_keras as bk
 from bert_keras.errors import InputError
+from bert_keras.serving import export
 from bert_keras.text import tokenizer_json
-from bert_keras.text.metaspace_bpe_tokenizer import MetaspaceBpeTokenizer
+from bert_keras.text.metaspace_bpe_tokenizer import SETTINGS_FILE, MetaspaceBpeTokenizer
 from bert_keras.text.tokenizers import load_tokenizer
 
-FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / \
-    "modernbert_gemma_tokenizer_json"
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURE = FIXTURES / "modernbert_gemma_tokenizer_json"
 REFERENCE = json.loads((FIXTURE / "reference.json").read_text(encoding="utf-8"))
 TEXTS, ROWS = REFERENCE["texts"], REFERENCE["rows"]
 
@@ -64,16 +66,28 @@ def test_ids_offsets_and_words_equal_transformers():
     assert tokenizer.detokenize(tokenizer.tokenize([text])).numpy()[0].decode() == text
 
 
-def test_a_saved_model_serves_transformers_ids(tmp_path):
-    tokenizer = load_tokenizer(str(FIXTURE))
-    module = tf.Module()
-    module.tokenizer = tokenizer
-    module.serve = tf.function(lambda texts: tokenizer.tokenize(texts).to_tensor(-1),
-                               input_signature=[tf.TensorSpec([None], tf.string)])
-    tf.saved_model.save(module, str(tmp_path / "saved"))
-    served = tf.saved_model.load(str(tmp_path / "saved")).serve(tf.constant(TEXTS)).numpy()
-    for row, want in zip(served, ROWS):
-        assert row[row >= 0].tolist() == want["ids"]
+def test_the_export_serves_transformers_ids(tmp_path):
+    """An encoder export of ModernBERT's fixture weights with this tokenizer.json ships the
+    converted files, and its `preprocess` signature, reloaded, packs transformers' ids."""
+    directory = tmp_path / "mmbert_like"
+    directory.mkdir()
+    shutil.copy(FIXTURES / "families" / "modernbert" / "model.safetensors", directory)
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(FIXTURE / name, directory)
+    config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    weights = json.loads((FIXTURES / "families" / "modernbert" / "config.json").read_text())
+    config["vocab_size"] = weights["vocab_size"]  # rows beyond the tokenizer's: never looked up
+    (directory / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    seq_length = 32
+    path = export.run_export(bk.ExportConfig(
+        encoder_dir=str(directory), export_dir_base=str(tmp_path / "saved"),
+        seq_length=seq_length, dtype="float32"))
+    assert (pathlib.Path(path) / "assets" / SETTINGS_FILE).is_file()
+    out = tf.saved_model.load(path).signatures["preprocess"](text=tf.constant(TEXTS))
+    ids, mask = out["input_word_ids"].numpy(), out["input_mask"].numpy()
+    for i, row in enumerate(ROWS):
+        served = ids[i][mask[i] == 1].tolist()
+        assert served == [2] + row["ids"][:seq_length - 2] + [1], repr(TEXTS[i])
 
 
 def _spec():
