@@ -16,6 +16,7 @@ Example:
 """
 
 import atexit
+import hashlib
 import os
 import pathlib
 import pickle
@@ -26,10 +27,14 @@ import tempfile
 import threading
 
 SERVER = pathlib.Path(__file__).resolve().parent / "tool_server.py"
+# `[sys.executable, TWO_CPU_DEVICES, "tools/X.py", ...]`: the tool on two logical CPU devices
+# (two replicas for --distribution_strategy=mirrored), forked like any tool.
+TWO_CPU_DEVICES = str(pathlib.Path(__file__).resolve().parent / "two_cpu_devices.py")
 REPO = pathlib.Path(__file__).resolve().parents[2]
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}  # TF's own start-up chatter
 _lock = threading.Lock()
 _server = None
+_code_dir = None  # run_code's scripts
 
 
 def _start_server():
@@ -119,15 +124,18 @@ class Started:
         return self.returncode
 
 
-def start(argv, cwd=REPO, env=None):
+def start(argv, cwd=REPO, env=None, stdout=os.devnull, stderr=os.devnull):
     """subprocess.Popen(argv, stdout=DEVNULL, stderr=DEVNULL), forked from the server for a
     Python tool (`[sys.executable, "tools/X.py", ...]`): for tests that kill a tool while it
-    runs (`os.kill(started.pid, SIGKILL)`, then `started.wait()` before the next tool call)."""
+    runs (`os.kill(started.pid, SIGKILL)`, then `started.wait()` before the next tool call),
+    or run it beside another process (a worker of a local cluster). `stdout`, `stderr`: the
+    paths of files for its output (default: discarded)."""
     argv = [os.fspath(a) for a in argv]
+    stdout, stderr = os.fspath(stdout), os.fspath(stderr)
     if not _is_tool(argv):
-        return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-    return Started(argv, cwd, env, None, b"", stdout=os.devnull, stderr=os.devnull)
+        with open(stdout, "wb") as out, open(stderr, "wb") as err:
+            return subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err)
+    return Started(argv, cwd, env, None, b"", stdout=stdout, stderr=stderr)
 
 
 def _serve(argv, cwd, env, timeout, data, stdout=None, stderr=None):
@@ -152,6 +160,19 @@ def run(argv, **kwargs):
     if returncode is None:
         raise subprocess.TimeoutExpired(argv, kwargs["timeout"], out, err)
     return subprocess.CompletedProcess(argv, returncode, out, err)
+
+
+def run_code(code, *args, **kwargs):
+    """subprocess.run([sys.executable, "-c", code, *args], **kwargs), forked from the server as
+    `run` forks a tool: the code is written to a file first (sys.argv[0] is its path)."""
+    global _code_dir
+    if _code_dir is None:
+        _code_dir = tempfile.mkdtemp(prefix="tool_runner_code_")
+        atexit.register(shutil.rmtree, _code_dir, True)
+    script = pathlib.Path(_code_dir, f"code_{hashlib.sha1(code.encode()).hexdigest()[:16]}.py")
+    if not script.exists():
+        script.write_text(code)
+    return run([sys.executable, script, *args], **kwargs)
 
 
 def run_on_terminal(argv, terminal, env=None, cwd=REPO, timeout=600):

@@ -1,4 +1,8 @@
-"""Tests for tools/pretrain.py: help, usage errors before any work, a tiny run, kill -9 + resume."""
+"""Tests for tools/pretrain.py: help, usage errors before any work, a tiny run, kill -9 + resume.
+
+One tiny run per objective (the `runs` fixture) is shared by the tests that read it: what a run
+writes, the seed's determinism, distillation from a run's directory, and each objective's
+resume from a checkpoint, checked against the run that was not stopped."""
 
 import functools
 import glob
@@ -7,11 +11,12 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import signal
-import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 import tool_runner  # tests/support: tools forked without their imports
@@ -76,20 +81,11 @@ def test_documents_per_chunk_must_be_positive():
 
 
 def test_global_batch_not_divisible_by_replicas_is_a_usage_error(tmp_path):
-    # Two logical CPU devices make `mirrored` two replicas (set before TF starts, in-process).
-    argv = TOOL[1:] + [TINY, f"--model_dir={tmp_path / 'run'}", "--distribution_strategy=mirrored",
-                       "--global_batch_size=9"]
-    code = (
-        "import sys, tensorflow as tf\n"
-        "cpu = tf.config.list_physical_devices('CPU')[0]\n"
-        "tf.config.set_logical_device_configuration("
-        "cpu, [tf.config.LogicalDeviceConfiguration()] * 2)\n"
-        f"sys.argv = {argv!r}\n"
-        f"__file__ = {TOOL[1]!r}\n"
-        f"exec(open({TOOL[1]!r}).read())\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
-                          timeout=300, env=ENV)
+    # Two logical CPU devices make `mirrored` two replicas.
+    proc = tool_runner.run([sys.executable, tool_runner.TWO_CPU_DEVICES, *TOOL[1:], TINY,
+                            f"--model_dir={tmp_path / 'run'}", "--distribution_strategy=mirrored",
+                            "--global_batch_size=9"],
+                           capture_output=True, text=True, cwd=REPO, timeout=300, env=ENV)
     assert proc.returncode == 1
     assert ("global_batch_size=9 is not divisible by num_replicas (2)" in proc.stderr
             ), proc.stderr[-2000:]
@@ -144,24 +140,126 @@ def _check_resuming_with_another_model_size_names_the_changed_settings(model_dir
     assert json.loads((model_dir / "run_config.json").read_text())["preset"] == "bert_tiny"
 
 
-def test_tiny_flagfile_runs_one_seed_gives_the_same_loss_curve_and_another_seed_does_not(
-        tmp_path):
-    """The tiny flagfile's run writes everything fine-tuning needs; --seed seeds the weights
-    and dropout too, not just the data (CPU, float32); a resume with another model size names
-    the changed settings. Three runs share the work of what were three tests."""
-    def run(name, seed):
-        model_dir = tmp_path / name
-        proc = _run(TINY, f"--model_dir={model_dir}", f"--seed={seed}", "--log_every=1")
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        history = json.loads((model_dir / "history.json").read_text())
-        return proc, model_dir, [values["loss"] for _, values in history]
+# Per objective, the tiny flagfile's run (6 steps, checkpoints at steps 3 and 6) with a history
+# entry per step: the `runs` fixture's. Distillation's teacher is the masked LM's run directory.
+OBJECTIVE_FLAGS = {
+    "mlm": ["--seed=3"],
+    "electra": ["--objective=electra", "--pair_mode=none"],
+    "distill": ["--objective=distill", "--pair_mode=none"],
+}
 
-    proc, first_dir, first = run("a", 3)
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """`runs(objective)`: (proc, model_dir, flags) of that objective's tiny run, made once for
+    the module; a test that changes the directory works on a copy."""
+    made, base = {}, tmp_path_factory.mktemp("runs")
+
+    def run(objective):
+        if objective not in made:
+            model_dir = base / objective
+            flags = [TINY, f"--model_dir={model_dir}", "--log_every=1",
+                     *OBJECTIVE_FLAGS[objective]]
+            if objective == "distill":
+                flags.append(f"--teacher_checkpoint={run('mlm')[1]}")
+            proc = _run(*flags)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            made[objective] = proc, model_dir, flags
+        return made[objective]
+
+    return run
+
+
+def _losses(model_dir):
+    return [values["loss"] for _, values in json.loads((model_dir / "history.json").read_text())]
+
+
+def test_tiny_flagfile_run_writes_what_fine_tuning_needs_and_another_seed_other_losses(
+        runs, tmp_path):
+    """The tiny flagfile's run writes everything fine-tuning needs; --seed seeds the weights
+    and dropout too, not just the data (CPU, float32): another seed gives other losses (a
+    fresh run of the same seed gives the same ones: the killed run of
+    test_a_kill_inside_a_checkpoint_write_leaves_shards_that_the_resume_removes); a resume
+    with another model size names the changed settings."""
+    proc, first_dir, _ = runs("mlm")  # --seed=3
     _check_writes_everything_fine_tuning_needs(proc, first_dir)
+    first = _losses(first_dir)
     assert len(first) == 6
-    assert run("b", 3)[2] == first
-    assert run("c", 4)[2] != first
+    other = tmp_path / "other_seed"
+    proc = _run(TINY, f"--model_dir={other}", "--seed=4", "--log_every=1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _losses(other) != first
     _check_resuming_with_another_model_size_names_the_changed_settings(first_dir)
+
+
+def _as_if_killed_between_the_checkpoints(model_dir):
+    """What a kill -9 of the run in `model_dir` between its checkpoints at steps 3 and 6
+    leaves: checkpoint 3 named by the state file, the run's records (run_config.json,
+    TensorBoard), and none of what a finished run adds (history.json, encoder/, final/)."""
+    checkpoints = model_dir / "checkpoints"
+    for path in checkpoints.glob("ckpt-6.*"):
+        path.unlink()
+    (checkpoints / "checkpoint").write_text(
+        'model_checkpoint_path: "ckpt-3"\nall_model_checkpoint_paths: "ckpt-3"\n')
+    for name in ("encoder", "final"):
+        shutil.rmtree(model_dir / name, ignore_errors=True)
+    (model_dir / "history.json").unlink()
+    config = json.loads((model_dir / "run_config.json").read_text())
+    (model_dir / "run_config.json").write_text(json.dumps({**config, "model_dir": str(model_dir)}))
+
+
+def _check_the_same_figures_from_step_4(model_dir, straight):
+    """The history of a run resumed at step 3 (steps 4-6) is that of the run not stopped."""
+    got, want = (json.loads((d / "history.json").read_text()) for d in (model_dir, straight))
+    assert [step for step, _ in got] == [4, 5, 6]
+    for (_, values), (_, expected) in zip(got, want[3:], strict=True):
+        del values["examples_per_second"], expected["examples_per_second"]
+        assert values == pytest.approx(expected, rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("objective", ["electra", "distill"])
+def test_each_objective_resumes_from_its_checkpoint_to_the_figures_of_a_run_not_stopped(
+        runs, tmp_path, objective):
+    """Each objective's model, optimizer, sampling and data position come back from a
+    checkpoint: the same command, rerun on what a kill between two checkpoints leaves, ends
+    with the losses, metrics and encoder of the run that was not stopped, and logs its
+    objective's TensorBoard scalars from the step after the checkpoint. (The masked LM's:
+    test_a_kill_inside_a_checkpoint_write_leaves_shards_that_the_resume_removes; a real kill
+    -9 at a moment the test does not choose:
+    test_kill_9_mid_training_then_the_same_command_resumes.)"""
+    _, straight, flags = runs(objective)
+    model_dir = tmp_path / "run"
+    shutil.copytree(straight, model_dir)
+    _as_if_killed_between_the_checkpoints(model_dir)
+    rerun = _run(*[f"--model_dir={model_dir}" if flag.startswith("--model_dir=") else flag
+                   for flag in flags])
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "Resuming from checkpoint" in rerun.stdout and "at step 3 of 6" in rerun.stdout
+    assert "Finished at step 6 (started at 3)" in rerun.stdout
+    assert "changed settings" not in rerun.stderr, rerun.stderr[-3000:]
+    first_progress = next(line for line in rerun.stdout.splitlines() if line.startswith("step "))
+    assert first_progress.startswith("step 4/6 ["), rerun.stdout[-2000:]  # not from zero
+    _check_the_same_figures_from_step_4(model_dir, straight)
+    from bert_keras.models.encoder import BertEncoder
+
+    # The encoder kept: BERT's, ELECTRA's discriminator, the student (1 of bert_tiny's 2 layers).
+    encoder, reference = (BertEncoder.from_pretrained(str(d / "encoder"))
+                          for d in (model_dir, straight))
+    assert encoder.num_layers == (1 if objective == "distill" else 2)
+    for a, b in zip(encoder.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert (model_dir / "final" / "task.json").exists() == (objective != "electra")
+    # TensorBoard: the rerun's event file starts after the checkpoint step and holds every loss
+    # term and the objective's own metrics.
+    import tensorflow as tf
+
+    newest = max(glob.glob(str(model_dir / "train" / "events.out.tfevents.*")),
+                 key=os.path.getmtime)
+    events = [event for event in tf.compat.v1.train.summary_iterator(newest)
+              if event.summary.value]
+    assert sorted({event.step for event in events}) == [4, 5, 6]
+    tags = {value.tag for event in events for value in event.summary.value}
+    assert OBJECTIVE_SCALARS[objective] | {"loss", "learning_rate"} <= tags, sorted(tags)
 
 
 def test_a_truncated_tfrecord_file_is_named(tmp_path):
@@ -180,25 +278,8 @@ def test_a_truncated_tfrecord_file_is_named(tmp_path):
     assert f"{data}: truncated record" in proc.stderr and "truncated or corrupt" in proc.stderr
 
 
-def _tiny_teacher(directory):
-    """A bert_tiny masked LM over the bundled vocab, saved as a pretraining task directory."""
-    import bert_keras as bk
-    from bert_keras.tasks import task_io
-
-    tokenizer = bk.BertTokenizer(str(REPO / "bert_keras" / "assets" / "vocab.txt"))
-    teacher = bk.BertPretrainer(bk.BertEncoder.from_preset(
-        "bert_tiny", vocab_size=tokenizer.vocab_size), next_sentence=False)
-    task_io.save_task(str(directory), teacher, tokenizer, task="pretraining", seq_length=32)
-    return directory
-
-
-def test_a_teacher_without_a_masked_lm_head_is_one_line(tmp_path):
-    import bert_keras as bk
-
-    tokenizer = bk.BertTokenizer(str(REPO / "bert_keras" / "assets" / "vocab.txt"))
-    encoder_dir = tmp_path / "encoder"
-    bk.BertEncoder.from_preset("bert_tiny", vocab_size=tokenizer.vocab_size).save_pretrained(
-        str(encoder_dir), tokenizer)
+def test_a_teacher_without_a_masked_lm_head_is_one_line(runs, tmp_path):
+    encoder_dir = runs("mlm")[1] / "encoder"  # a run's encoder/, not the run: no heads
     proc = _run(TINY, f"--model_dir={tmp_path / 'run'}", "--objective=distill",
                 "--pair_mode=none", f"--teacher_checkpoint={encoder_dir}")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
@@ -218,15 +299,13 @@ OBJECTIVE_SCALARS = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("objective", ["mlm", "electra", "distill"])
-def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path, objective):
+def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path):
+    """A real kill -9 at whatever point the run has reached a second after its first
+    checkpoint, of the masked LM (each objective's resume from a checkpoint:
+    test_each_objective_resumes_from_its_checkpoint_to_the_figures_of_a_run_not_stopped)."""
     model_dir = tmp_path / "run"
     args = TOOL + [TINY, f"--model_dir={model_dir}", "--train_steps=60", "--checkpoint_every=5",
-                   "--log_every=5", "--warmup_steps=5", f"--objective={objective}"]
-    if objective != "mlm":
-        args.append("--pair_mode=none")
-    if objective == "distill":
-        args.append(f"--teacher_checkpoint={_tiny_teacher(tmp_path / 'teacher')}")
+                   "--log_every=5", "--warmup_steps=5"]
     proc = tool_runner.start(args, cwd=REPO, env=ENV)
     index = model_dir / "checkpoints" / "checkpoint"
     deadline = time.time() + 300
@@ -252,10 +331,8 @@ def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path, objective):
     assert f"Finished at step 60 (started at {start})" in rerun.stdout
     from bert_keras.models.encoder import BertEncoder
 
-    # The encoder kept: BERT's, ELECTRA's discriminator, the student (1 of bert_tiny's 2 layers).
-    encoder = BertEncoder.from_pretrained(str(model_dir / "encoder"))
-    assert encoder.num_layers == (1 if objective == "distill" else 2)
-    assert (model_dir / "final" / "task.json").exists() == (objective != "electra")
+    assert BertEncoder.from_pretrained(str(model_dir / "encoder")).num_layers == 2
+    assert (model_dir / "final" / "task.json").exists()
     first_progress = next(line for line in rerun.stdout.splitlines() if line.startswith("step "))
     assert int(first_progress.split()[1].split("/")[0]) > start  # progress continues from there
     # TensorBoard: the rerun's event file starts after the checkpoint step.
@@ -265,10 +342,10 @@ def test_kill_9_mid_training_then_the_same_command_resumes(tmp_path, objective):
                    key=os.path.getmtime)
     steps = [e.step for e in tf.compat.v1.train.summary_iterator(files[-1]) if e.summary.value]
     assert min(steps) > start and max(steps) == 60
-    # Every loss term and the objective's own metrics are TensorBoard scalars.
+    # Every loss term and the masked LM's own metrics are TensorBoard scalars.
     tags = {value.tag for path in files for event in tf.compat.v1.train.summary_iterator(path)
             for value in event.summary.value}
-    assert OBJECTIVE_SCALARS[objective] | {"loss", "learning_rate"} <= tags, sorted(tags)
+    assert OBJECTIVE_SCALARS["mlm"] | {"loss", "learning_rate"} <= tags, sorted(tags)
 
 
 @pytest.mark.slow
@@ -289,21 +366,32 @@ def test_nan_loss_from_a_huge_learning_rate_stops_with_the_step_and_keeps_checkp
 
 @pytest.mark.slow
 def test_a_kill_inside_a_checkpoint_write_leaves_shards_that_the_resume_removes(
-        tmp_path, killed_in_checkpoint_write):
+        runs, tmp_path, killed_in_checkpoint_write):
     """TensorFlow writes a checkpoint's shards to ckpt-N_temp/ and then merges them: a kill in
-    between leaves that directory. The run that resumes there removes it (and nothing else)."""
+    between leaves that directory. The run that resumes there removes it (and nothing else)
+    and ends with the losses of the masked LM's run that was not stopped, whose command it
+    is; the killed run, a fresh one of the same seed, had that run's losses too."""
+    _, straight, flags = runs("mlm")  # checkpoints at steps 3 and 6, a history entry a step
     model_dir = tmp_path / "run"
+    flags = [f"--model_dir={model_dir}" if flag.startswith("--model_dir=") else flag
+             for flag in flags]
     checkpoints = model_dir / "checkpoints"
-    args = TOOL + [TINY, f"--model_dir={model_dir}"]  # checkpoints at steps 3 and 6
-    killed = killed_in_checkpoint_write(args, 2, cwd=REPO, env=ENV, capture_output=True,
+    killed = killed_in_checkpoint_write(TOOL + flags, 2, cwd=REPO, env=ENV, capture_output=True,
                                         timeout=600)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     assert (checkpoints / "ckpt-6_temp").is_dir() and (checkpoints / "ckpt-3.index").exists()
     assert not (checkpoints / "ckpt-6.index").exists()
     (checkpoints / "notes-1_temp").mkdir()  # not the writer's: kept
     (checkpoints / "notes-1_temp" / "mine.txt").write_text("keep")
+    import tensorflow as tf
 
-    rerun = _run(TINY, f"--model_dir={model_dir}")
+    [events] = glob.glob(str(model_dir / "train" / "events.out.tfevents.*"))
+    logged = {event.step: float(tf.make_ndarray(value.tensor))
+              for event in tf.compat.v1.train.summary_iterator(events)
+              for value in event.summary.value if value.tag == "loss"}
+    assert [logged[step] for step in range(1, 7)] == pytest.approx(_losses(straight), rel=1e-6)
+
+    rerun = _run(*flags)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "Resuming from checkpoint" in rerun.stdout and "at step 3 of 6" in rerun.stdout
     killed = checkpoints / "ckpt-6_temp"
@@ -311,3 +399,4 @@ def test_a_kill_inside_a_checkpoint_write_leaves_shards_that_the_resume_removes(
     assert sorted(p.name for p in checkpoints.iterdir()
                   if p.name.endswith("_temp")) == ["notes-1_temp"]
     assert (checkpoints / "ckpt-6.index").exists()
+    _check_the_same_figures_from_step_4(model_dir, straight)
