@@ -1,13 +1,16 @@
 """Sentence-embedding exports (task type `embedding`): `bk.export_model(embedder)` and
 `tools/export.py --encoder_dir=... --pooling=... --normalize --truncate_dim=D` serve
 `text -> embeddings`, equal to `BertEmbedder.predict` (and to transformers' recipe, cut to D
-and renormalized) in a process without this project; bad flags are refused in one line."""
+and renormalized) in a process without this project; bad flags are refused in one line. A
+third pooling runs through the same serving functions in this process (the SavedModel adds
+nothing per pooling; its SentencePiece tokenizer is served so in tests/families/)."""
 
 import json
 import pathlib
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import bert_keras as bk
 from bert_keras.serving import export
@@ -21,7 +24,8 @@ FAMILIES = FIXTURES / "families"
 REF = np.load(FIXTURES / "embedding_references.npz")
 TEXTS = [str(t) for t in REF["texts"]]
 # (fixture, pooling, normalize): WordPiece, SentencePiece and byte-level BPE tokenizers.
-EXPORTS = {"distilbert": ("distilbert", "mean", True), "albert": ("albert", "cls", False)}
+EXPORTS = {"distilbert": ("distilbert", "mean", True)}
+IN_PROCESS = {"albert": ("albert", "cls", False)}
 TOOL_FIXTURE = "roberta"
 TRUNCATE_DIM = 16  # the tool's export: a Matryoshka cut of the fixture's 32 values
 
@@ -34,7 +38,7 @@ def _tool_reference(rows=None):
 
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
-    """{name: (embedder, version dir)}: two exports by `bk.export_model`, one by the tool."""
+    """{name: (embedder, version dir)}: one export by `bk.export_model`, one by the tool."""
     base = tmp_path_factory.mktemp("saved_models")
     out = {}
     for name, (fixture, pooling, normalize) in EXPORTS.items():
@@ -66,6 +70,24 @@ def test_metadata_and_signature(exports):
         assert serving["outputs"] == {"embeddings": {
             "dtype": "float32", "shape": [None, embedder.truncate_dim or 32],
             "doc": get_task("embedding").output_docs["embeddings"]}}  # the task's own
+
+
+def test_in_process_serving_functions_embed_as_predict():
+    texts = np.array(TEXTS + ["word " * 5000, b"caf\xe9 invalid utf-8"], dtype=object)
+    for name, (fixture, pooling, normalize) in IN_PROCESS.items():
+        embedder = bk.BertEmbedder.from_pretrained(FAMILIES / fixture, pooling=pooling,
+                                                   normalize=normalize, seq_length=16)
+        info = dict(task="embedding", labels=None, seq_length=16,
+                    lower_case=embedder.preprocessor.tokenizer.lower_case, text_fields=["text"])
+        fns = export.serving_functions(embedder, embedder.preprocessor.tokenizer, info)
+        assert fns.task.export_metadata(fns) == {"pooling": pooling, "normalize": normalize,
+                                                 "truncate_dim": None}
+        out = fns.serve(tf.constant(texts))["embeddings"].numpy()
+        assert out.dtype == np.float32 and out.shape == (len(texts), 32)
+        batch = [t if isinstance(t, bytes) else t.encode() for t in texts]  # the same bytes
+        np.testing.assert_allclose(out, embedder.predict(batch, verbose=0), atol=1e-5,
+                                   err_msg=name)
+        assert fns.serve(tf.constant([], tf.string))["embeddings"].shape == (0, 32)
 
 
 def test_served_embeddings_equal_predict_without_the_project(tmp_path, exports):
