@@ -6,6 +6,12 @@ characters the first symbols (a character not in the vocab: its UTF-8 bytes as t
 `<0xXX>`, byte fallback), then the merges, lowest rank first, as `ByteBpeTokenizer._merge`
 applies them (transformers' order). U+E001 (private use) in a text cuts it too.
 
+Speed: where no merge makes a piece with "▁" after another character (Gemma's vocabulary,
+trained with split_by_whitespace), no merge crosses the place before a "▁" that follows
+another character, so a word is merged in parts cut there: the same pieces, but the parts
+repeat across texts (each distinct one merged once) and the merge loop runs as many steps as
+the longest part needs, not the whole text.
+
 `tokenizer_json.convert` writes such a tokenizer.json as `vocab.json`, `merges.txt` (only its
 `#version` line: a merge piece may hold a line break, which that format cannot) and
 `metaspace_bpe.json` (the merges as pairs and the special tokens of the post-processor's
@@ -18,6 +24,7 @@ transformers' `word_ids()`: each stretch between added tokens one word, each add
 
 import json
 import os
+import re
 
 import tensorflow as tf
 
@@ -134,6 +141,8 @@ class MetaspaceBpeTokenizer(ModernBertTokenizer):
             raise InputError(f"{self.vocab_file} lacks the special tokens {missing} or the byte "
                              f"pieces {absent_bytes[:3]} of its {SETTINGS_FILE}.")
         merges = [f"{a} {b}" for a, b in found["merges"]]
+        self._cut_at_spaces = not any(re.search(f"[^{SPACE}]{SPACE}", a + b)
+                                      for a, b in found["merges"])
         added = sorted(found.get("added_tokens") or [], key=len, reverse=True)  # longest first
         absent = [t for t in added if t not in index]
         if absent:
@@ -198,7 +207,13 @@ class MetaspaceBpeTokenizer(ModernBertTokenizer):
 
     def _bpe(self, texts):
         words = self.pre_tokenize(texts)  # (B, (W))
-        distinct, index = tf.unique(words.flat_values)
+        flat = words.flat_values
+        if self._cut_at_spaces:  # no merge crosses a cut: see the module's docstring
+            parts = tf.strings.split(tf.strings.regex_replace(
+                flat, f"([^{SPACE}]){SPACE}", rf"\1{_MARK}{SPACE}"), _MARK)  # (W, (k))
+        else:
+            parts = tf.RaggedTensor.from_tensor(flat[:, None])
+        distinct, index = tf.unique(parts.flat_values)
         added = self._added.lookup(distinct)  # (U,) an added token: one symbol, never merged
         chars = tf.strings.unicode_split(tf.where(added, "", distinct), "UTF-8")  # (U, (C))
         per_char = self._symbols(chars.flat_values)  # (C, (n))
@@ -206,8 +221,9 @@ class MetaspaceBpeTokenizer(ModernBertTokenizer):
                              tf.RaggedTensor.from_row_splits(per_char.flat_values, tf.gather(
                                  per_char.row_splits, chars.row_splits), validate=False)],
                             axis=1)  # (U, (S))
-        merged = self._merge(symbols.flat_values, symbols.row_splits)
-        return words, tf.gather(merged, index)
+        merged = tf.gather(self._merge(symbols.flat_values, symbols.row_splits), index)
+        return words, tf.RaggedTensor.from_row_splits(
+            merged, parts.row_splits, validate=False).merge_dims(1, 2)  # (W, (pieces))
 
     def _pieces_with_offsets(self, texts):
         codes, char_starts, char_ends = char_spans(texts)

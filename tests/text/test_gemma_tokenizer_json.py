@@ -37,30 +37,41 @@ def char_of_byte(text):
     return np.array(table + [len(text)])
 
 
-def test_ids_offsets_and_words_equal_transformers():
-    tokenizer = load_tokenizer(str(FIXTURE))
+@pytest.mark.parametrize("across_spaces", [False, True], ids=["gemma", "across spaces"])
+def test_ids_offsets_and_words_equal_transformers(tmp_path, across_spaces):
+    """Gemma's vocabulary (merged in parts cut before "▁") and one whose pieces cross spaces
+    (merged whole)."""
+    directory, rows = FIXTURE, ROWS
+    if across_spaces:
+        directory = tmp_path / "across_spaces"
+        shutil.copytree(FIXTURE, directory)
+        shutil.copy(FIXTURE / "tokenizer_across_spaces.json", directory / "tokenizer.json")
+        rows = REFERENCE["rows_across_spaces"]
+    tokenizer = load_tokenizer(str(directory))
     assert type(tokenizer) is MetaspaceBpeTokenizer
+    assert tokenizer._cut_at_spaces is not across_spaces
     assert (tokenizer.pad_id, tokenizer.sep_id, tokenizer.cls_id, tokenizer.unk_id,
             tokenizer.mask_id) == (0, 1, 2, 3, 4)
-    want = [row["ids"] for row in ROWS]
+    want = [row["ids"] for row in rows]
     assert any(5 <= i < 5 + 256 for row in want for i in row)  # byte-fallback pieces
     assert tokenizer.tokenize(TEXTS).to_list() == want
     batch = tf.data.Dataset.from_tensor_slices(TEXTS).batch(len(TEXTS)).map(tokenizer.tokenize)
     assert next(iter(batch)).to_list() == want  # in the graph of tf.data
     ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(TEXTS))
     assert ids.to_list() == want
-    for i, (text, row) in enumerate(zip(TEXTS, ROWS)):
+    for i, (text, row) in enumerate(zip(TEXTS, rows)):
         to_char = char_of_byte(text)
         offsets = np.stack([to_char[starts[i].numpy()], to_char[ends[i].numpy()]], -1)
         assert offsets.reshape(-1, 2).tolist() == row["offsets"], repr(text)
     words = tokenizer.tokenize_words_with_offsets(tf.constant(TEXTS))[0]
-    for i, (text, row) in enumerate(zip(TEXTS, ROWS)):  # pieces per word of word_ids()
+    for i, (text, row) in enumerate(zip(TEXTS, rows)):  # pieces per word of word_ids()
         want_words = [row["words"].count(w) for w in sorted(set(row["words"]))]
         assert words[i].row_lengths().numpy().tolist() == want_words, repr(text)
     # The template's packing: [CLS] A [SEP] and [CLS] A [SEP] B [SEP] with <bos> and <eos>.
     cls, sep = tokenizer.cls_id, tokenizer.sep_id
-    assert REFERENCE["single"] == [cls] + want[0] + [sep]
-    assert REFERENCE["pair"] == [cls] + want[0] + [sep] + want[1] + [sep]
+    if not across_spaces:
+        assert REFERENCE["single"] == [cls] + want[0] + [sep]
+        assert REFERENCE["pair"] == [cls] + want[0] + [sep] + want[1] + [sep]
     assert tokenizer.separators_between == 1 and not tokenizer.pair_type_ids
     text = "Héllo  wörld 🦄 東京"
     assert tokenizer.detokenize(tokenizer.tokenize([text])).numpy()[0].decode() == text
