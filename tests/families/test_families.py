@@ -244,6 +244,16 @@ PUBLISHED = {
                           type_vocab_size=2, hidden_dropout_prob=0.1,
                           attention_probs_dropout_prob=0.1, layer_norm_eps=1e-12,
                           initializer_range=0.02),
+    **{preset: dict(model_type="modernbert", vocab_size=50368, num_hidden_layers=layers,
+                    hidden_size=hidden, num_attention_heads=heads, intermediate_size=ffn,
+                    hidden_activation="gelu", max_position_embeddings=8192,
+                    global_attn_every_n_layers=3, local_attention=128,
+                    global_rope_theta=160000.0, local_rope_theta=10000.0, norm_eps=1e-05,
+                    norm_bias=False, attention_bias=False, mlp_bias=False,
+                    attention_dropout=0.0, mlp_dropout=0.0, embedding_dropout=0.0,
+                    initializer_range=0.02)
+       for preset, layers, hidden, heads, ffn in (("modernbert_base", 22, 768, 12, 1152),
+                                                  ("modernbert_large", 28, 1024, 16, 2624))},
 }
 
 

@@ -1,8 +1,8 @@
-"""ModernBERT's pretraining recipe (issue 68): the modernbert presets are the encoders the
-family reads from ModernBERT's released config.json files, the flagfiles are its recipe
-(masked LM only, 30% masked), and one tiny run with ModernBERT's tokenizer masks 30% of the
-tokens, trains an encoder whose window is below its sequence length, and saves one that the
-family reads back and that `bk.save_transformers` writes as a ModernBertModel."""
+"""ModernBERT's pretraining recipe (issue 68): modernbert_tiny and _mini are modernbert_base
+(the released encoder: tests/families/test_families.py) at BERT's sizes, the flagfiles are
+its recipe (masked LM only, 30% masked), and one tiny run with ModernBERT's tokenizer masks
+30% of the tokens, trains an encoder whose window is below its sequence length, and saves one
+that the family reads back and that `bk.save_transformers` writes as a ModernBertModel."""
 
 import json
 import pathlib
@@ -15,7 +15,6 @@ import bert_keras as bk
 from bert_keras import configs
 from bert_keras.data.pretraining import pipeline
 from bert_keras.families import modernbert
-from bert_keras.models.encoder.config import EncoderConfig
 from bert_keras.text.tokenizers import load_tokenizer
 from bert_keras.training import pretraining
 from bert_keras.training.pretraining_config import PretrainConfig
@@ -24,23 +23,7 @@ REPO = pathlib.Path(__file__).resolve().parents[3]
 CORPUS = REPO / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
 TOKENIZER_DIR = REPO / "tests" / "fixtures" / "families" / "modernbert"  # byte-level BPE, 1,005
 
-# The keys of answerdotai/ModernBERT-base's and -large's config.json that the family reads.
-RELEASED = dict(vocab_size=50368, hidden_activation="gelu", max_position_embeddings=8192,
-                global_attn_every_n_layers=3, local_attention=128, global_rope_theta=160000.0,
-                local_rope_theta=10000.0, norm_eps=1e-5, norm_bias=False, attention_bias=False,
-                mlp_bias=False, attention_dropout=0.0, mlp_dropout=0.0, embedding_dropout=0.0,
-                initializer_range=0.02)
-SHAPES = {"modernbert_base": dict(num_hidden_layers=22, hidden_size=768, num_attention_heads=12,
-                                  intermediate_size=1152),
-          "modernbert_large": dict(num_hidden_layers=28, hidden_size=1024,
-                                   num_attention_heads=16, intermediate_size=2624)}
 SIZES = ("num_layers", "hidden_size", "num_heads", "intermediate_size")
-
-
-@pytest.mark.parametrize("preset", sorted(SHAPES))
-def test_the_presets_are_the_released_encoders(preset):
-    released = modernbert.encoder_config({**RELEASED, **SHAPES[preset]}, preset)
-    assert bk.PRESETS[preset] == EncoderConfig(**released)
 
 
 def test_tiny_and_mini_are_base_at_bert_tiny_and_mini_sizes():
