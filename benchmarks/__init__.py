@@ -7,8 +7,8 @@ Its parts (each module's docstring says more):
 
   sections.py                the sections and the worker functions by name
   encoder.py, training.py,   one section each: inference, pretrain + finetune, data, export,
-  pipeline.py, export.py,    ModernBERT-base against PyTorch's ModernBertModel
-  modernbert.py
+  pipeline.py, export.py,    ModernBERT-base and DeBERTa-v3-base against transformers'
+  modernbert.py, deberta.py  PyTorch models (what those two share: versus_torch.py)
   flops.py                   model FLOPs and the peak section (matmul GFLOP/s)
   runner.py, inputs.py,      workers in subprocesses, interleaved; their shared inputs;
   timing.py                  timing inside a worker

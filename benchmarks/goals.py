@@ -82,8 +82,10 @@ def throughput_goals(rows, specs, basis):
         peer, least = spec["peer"], spec["least_ratio"]
         for preset in presets(rows):
             ours = f"best {BERT_KERAS} {word}".strip()
-            shapes = groups(rows, section, preset) or {preset: []}
-            for shape, group in shapes.items():
+            shapes = groups(rows, section, preset)
+            if not shapes and spec.get("skip_unmeasured_presets"):
+                continue
+            for shape, group in (shapes or {preset: []}).items():
                 goal = f"{what} {shape}: {ours} ≥ {least:.2f}x best {peer}"
                 if not group:
                     found.append(Goal(goal, "", f"not measured (no {section} rows for {preset})"))
@@ -135,17 +137,24 @@ def train_peak_goals(rows, shares, basis):
     return found
 
 
-def export_goals(rows, spec):
-    """Batch-1 latency of the exports, each dtype against the peer (PyTorch eager) of the same
-    dtype: bert_keras's p50 and p99 (of one row) both at most the peer's."""
-    peer = spec["peer"]
+def export_goals(rows, specs):
+    """Batch-1 latency of the exports (each spec: a section's), each dtype against the peer
+    (PyTorch eager) of the same dtype: bert_keras's p50 and p99 (of one row) both at most the
+    peer's."""
+    return [goal for spec in specs for goal in _export_goals(rows, spec)]
+
+
+def _export_goals(rows, spec):
+    peer, section = spec["peer"], spec["section"]
     p99 = {(row["shape"], row["system"]): row.get("value") for row in rows
-           if row["section"] == "export" and row["metric"] == "latency p99 ms"}
+           if row["section"] == section and row["metric"] == "latency p99 ms"}
     found = []
     for preset in presets(rows):
         for dtype in spec["dtypes"]:
-            shapes = groups(rows, "export", preset, "latency p50 ms", " ids") or {preset: []}
-            for shape, group in shapes.items():
+            shapes = groups(rows, section, preset, "latency p50 ms", " ids")
+            if not shapes and spec.get("skip_unmeasured_presets"):
+                continue
+            for shape, group in (shapes or {preset: []}).items():
                 goal = (f"exported model latency {shape} {dtype}: {BERT_KERAS} p50 and p99 "
                         f"≤ {peer} {dtype}")
                 ours, theirs = best(group, BERT_KERAS, word=dtype), best(group, peer, word=dtype)

@@ -13,21 +13,12 @@ family module (`encoder_config`), as an import of a checkpoint of that shape wou
 """
 
 import os
-import resource
-import time
 
 from absl import flags
 
+from benchmarks import versus_torch
 from benchmarks.inputs import fixed_inputs, worker_inputs, write_real_inputs
-from benchmarks.runner import (
-    best_round,
-    measure_interleaved,
-    measure_rounds,
-    section_hook,
-    wanted,
-)
-from benchmarks.timing import configure_tf, time_calls
-from benchmarks.training import torch_train_step
+from benchmarks.runner import best_round, measure_interleaved, measure_rounds, section_hook
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("modernbert_layers", 22, "Layers of the modernbert section's encoders "
@@ -53,41 +44,10 @@ def config_dict(layers):
                              for i in range(layers)])
 
 
-def _peak_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-
-
-def _rss_mb():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
-
-
 def _long_input(length):
     batch = fixed_inputs(1, length)
     batch["input_type_ids"][:] = 0  # one segment: ModernBERT has no token types
     return batch
-
-
-def _measure(spec, fn, batches):
-    """sequences/s over `batches` (fixed, mixed) or the long document's latency and memory."""
-    if spec["shape"] == "long":
-        loaded = _rss_mb()
-        fn(batches[0])  # warm-up: traces, allocates
-        times, cpu = [], []
-        start = time.perf_counter()
-        while len(times) < 2 or time.perf_counter() - start < spec["seconds"]:
-            t, c = time.perf_counter(), time.process_time()
-            fn(batches[0])
-            times.append(time.perf_counter() - t)
-            cpu.append(time.process_time() - c)
-        peak = _peak_mb()
-        # On a shared machine the CPU seconds of a call say more than its wall clock.
-        return dict(latency_ms=1000 * min(times), seq_per_cpu_s=1 / min(cpu), peak_mb=peak,
-                    above_model_mb=peak - loaded)
-    timing = time_calls(fn, batches, spec["seconds"], warmup=1, min_passes=1)
-    rates = timing.rates(sum(len(b["input_mask"]) for b in batches) / len(batches))
-    return dict(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],
-                seq_per_cpu_s=rates["per_cpu_s"])
 
 
 def _batches(spec):
@@ -102,108 +62,31 @@ def _batches(spec):
 # Systems: each worker function takes the spec and returns a dict of measurements.
 
 def run_bert_keras_modernbert(spec):
-    import tensorflow as tf
-
     from bert_keras.families import modernbert
-    from bert_keras.models.encoder import BertEncoder
-    from bert_keras.models.encoder.inference import cast_for_inference
 
-    configure_tf(spec)
     arguments = modernbert.encoder_config(config_dict(spec["layers"]), "benchmark")
-    dtype = "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32"
-    encoder = BertEncoder(dtype=dtype, **arguments)
-    if spec["shape"] == "train":
-        from bert_keras.tasks.classification import BertClassifier
-
-        model = BertClassifier(encoder, num_classes=2)
-        batch = dict(x=fixed_inputs(*FIXED), y=fixed_inputs(*FIXED)["input_mask"][:, 0])
-        timing = time_calls(lambda b: model.train_on_batch(**b), [batch], spec["seconds"],
-                            warmup=1, min_passes=2)
-        rates = timing.rates(FIXED[0])
-        return dict(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],
-                    seq_per_cpu_s=rates["per_cpu_s"])
-    if spec.get("cast"):
-        encoder = cast_for_inference(encoder, spec["cast"])
-    signature = {name: tf.TensorSpec([None, None], tf.int32)
-                 for name in ("input_word_ids", "input_mask", "input_type_ids")}
-
-    @tf.function(input_signature=[signature])
-    def infer(inputs):
-        return encoder(inputs, training=False)["sequence_output"]
-
-    return _measure(spec, lambda batch: infer(batch).numpy(), _batches(spec))
+    return versus_torch.run_bert_keras(spec, arguments, _batches(spec))
 
 
 def run_huggingface_modernbert(spec):
-    import contextlib
-
-    import torch
     import transformers
 
-    torch.manual_seed(0)
     config = transformers.ModernBertConfig(**config_dict(spec["layers"]))
-    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if spec["dtype"] == "bfloat16"
-                else contextlib.nullcontext())
 
-    def inputs(batch):
-        return dict(input_ids=torch.from_numpy(batch["input_word_ids"]).long(),
-                    attention_mask=torch.from_numpy(batch["input_mask"]).long())
+    def model(classifier):
+        kind = (transformers.ModernBertForSequenceClassification if classifier
+                else transformers.ModernBertModel)
+        return kind._from_config(config, attn_implementation=spec["attention"])
 
-    if spec["shape"] == "train":
-        model = transformers.ModernBertForSequenceClassification._from_config(
-            config, attn_implementation=spec["attention"]).train()
-        batch = dict(inputs(fixed_inputs(*FIXED)), labels=torch.ones(FIXED[0], dtype=torch.long))
-        step = torch_train_step(model, autocast)
-        timing = time_calls(step, [batch], spec["seconds"], warmup=1, min_passes=2)
-        rates = timing.rates(FIXED[0])
-        return dict(seq_per_s=rates["best_per_s"], seq_per_s_mean=rates["per_s"],
-                    seq_per_cpu_s=rates["per_cpu_s"], torch_threads=torch.get_num_threads())
-    model = transformers.ModernBertModel._from_config(
-        config, attn_implementation=spec["attention"]).eval()
-
-    def fn(batch):
-        with torch.inference_mode(), autocast:
-            return model(**inputs(batch)).last_hidden_state.float().numpy()
-
-    return dict(_measure(spec, fn, _batches(spec)), torch_threads=torch.get_num_threads())
+    return versus_torch.run_torch(spec, model, _batches(spec))
 
 
 # ---------------------------------------------------------------------------------------------
 # Parent side.
 
-def _specs(base, shape):
-    ours, theirs = "bert_keras_modernbert", "huggingface_modernbert"
-    specs = [("bert_keras f32", dict(base, worker=ours, dtype="float32")),
-             ("HF torch f32 eager", dict(base, worker=theirs, dtype="float32",
-                                         attention="eager")),
-             ("HF torch f32 sdpa", dict(base, worker=theirs, dtype="float32",
-                                        attention="sdpa")),
-             ("HF torch bf16 autocast sdpa", dict(base, worker=theirs, dtype="bfloat16",
-                                                  attention="sdpa"))]
-    if shape == "train":
-        specs.insert(0, ("bert_keras bf16", dict(base, worker=ours, dtype="bfloat16")))
-    else:
-        specs.insert(0, ("bert_keras bf16 weights", dict(base, worker=ours, dtype="bfloat16",
-                                                         cast="bfloat16")))
-    return [(label, spec) for label, spec in specs if wanted(label)]
-
-
-def _rows(section, shape, specs, results):
-    rows = []
-    for label, _ in specs:
-        result = results[label]
-        metrics = ((("latency ms", "latency_ms"), ("MB peak RSS", "peak_mb"),
-                    ("MB peak RSS above the loaded model", "above_model_mb"))
-                   if "latency" in section else
-                   (("sequences/s" + (" (train step)" if "train" in section else ""),
-                     "seq_per_s"),))
-        for metric, key in metrics:
-            timed = key in ("seq_per_s", "latency_ms")  # MB rows: no rates
-            rows.append(dict(section=section, shape=shape, system=label, metric=metric,
-                             value=result.get(key),
-                             cpu=result.get("seq_per_cpu_s") if timed else None,
-                             mean=result.get("seq_per_s_mean"), error=result.get("error")))
-    return rows
+TORCH_SYSTEMS = (("f32 eager", dict(dtype="float32", attention="eager")),
+                 ("f32 sdpa", dict(dtype="float32", attention="sdpa")),
+                 ("bf16 autocast sdpa", dict(dtype="bfloat16", attention="sdpa")))
 
 
 @section_hook("modernbert")
@@ -227,11 +110,12 @@ def modernbert_rows(presets, seconds, workdir):
             continue
         base = dict(layers=layers, shape=shape, seconds=seconds, long_length=long_length,
                     real_inputs=real_inputs, seq=512)
-        specs = _specs(base, shape)
+        specs = versus_torch.specs(base, shape, "bert_keras_modernbert",
+                                   "huggingface_modernbert", TORCH_SYSTEMS)
         if shape == "long":  # the best round: the lowest latency
             results = {label: best_round(found, "latency_ms", lowest=True) for label, found
                        in measure_rounds(specs, FLAGS.rounds, FLAGS.timeout).items()}
         else:
             results = measure_interleaved(specs, FLAGS.rounds, FLAGS.timeout, "seq_per_s")
-        rows += _rows(section, described, specs, results)
+        rows += versus_torch.rows(section, described, specs, results)
     return rows

@@ -21,7 +21,9 @@ benchmark environment (torch, transformers and keras-hub next to bert_keras:
 Sections: peak (matmul GFLOP/s), encoder (inference, fixed 32x128 and real sentences),
 pretrain, finetune, data, export, int8, modernbert (ModernBERT-base against transformers'
 PyTorch ModernBertModel: 8x512, mixed lengths, one 8,192-token document, a train step;
-benchmarks/modernbert.py). A section whose bert_keras module is not there yet is
+benchmarks/modernbert.py), deberta (DeBERTa-v3-base against transformers' PyTorch
+DebertaV2Model: 32x128, 8x512, the export's batch-1 latency, a train step;
+benchmarks/deberta.py). A section whose bert_keras module is not there yet is
 reported as such and skipped. --rows_json=FILE also saves the measured rows (with the
 machine); --render_from=FILE writes the section from such a file without running anything;
 --output='' prints the section only (compared with the repository's BENCHMARKS.md).

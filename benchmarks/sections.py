@@ -8,6 +8,7 @@ the section modules registers their hooks (runner.SECTION_HOOKS).
 import tempfile
 
 from benchmarks import (
+    deberta,
     encoder,
     export,
     flops,
@@ -20,7 +21,8 @@ from benchmarks import (
 )
 from benchmarks.runner import SECTION_HOOKS
 
-SECTIONS = ("peak", "encoder", "pretrain", "finetune", "data", "export", "int8", "modernbert")
+SECTIONS = ("peak", "encoder", "pretrain", "finetune", "data", "export", "int8", "modernbert",
+            "deberta")
 
 # The worker functions, by the name a spec gives (--worker runs one in this process).
 WORKERS = {
@@ -42,6 +44,10 @@ WORKERS = {
     "torch_optimizer": optimizer.run_torch_optimizer,
     "bert_keras_modernbert": modernbert.run_bert_keras_modernbert,
     "huggingface_modernbert": modernbert.run_huggingface_modernbert,
+    "bert_keras_deberta": deberta.run_bert_keras_deberta,
+    "huggingface_deberta": deberta.run_huggingface_deberta,
+    "bert_keras_deberta_export": deberta.run_bert_keras_deberta_export,
+    "huggingface_deberta_serving": deberta.run_huggingface_deberta_serving,
     "tokenizer": tokenizing.run_tokenizer,  # python -m benchmarks.tokenizing
 }
 
