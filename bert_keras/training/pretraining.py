@@ -33,7 +33,6 @@ Example:
 """
 
 import contextlib
-import json
 import os
 
 import keras
@@ -42,7 +41,7 @@ from absl import logging
 
 from bert_keras.data.pretraining import documents, pipeline, records
 from bert_keras.errors import InputError
-from bert_keras.files import expand_patterns, write_json
+from bert_keras.files import exists, expand_patterns, read_json, write_json
 from bert_keras.tasks import task_io
 from bert_keras.text.tokenizer import WordPieceTokenizer
 from bert_keras.text.tokenizers import load_tokenizer
@@ -195,7 +194,6 @@ def _append_history(path, history, initial_step):
     """Keeps model_dir/history.json ([step, {metric: value}] per logging window) whole across
     resumes: windows before this run's first step come from the earlier runs."""
     earlier = []
-    if os.path.exists(path):
-        with open(path) as f:
-            earlier = [entry for entry in json.load(f) if entry[0] <= initial_step]
+    if exists(path):  # at a URL too (tf.io.gfile): os.path would miss it and drop the windows
+        earlier = [entry for entry in read_json(path, expect=list) if entry[0] <= initial_step]
     write_json(path, earlier + [[step, values] for step, values in history])

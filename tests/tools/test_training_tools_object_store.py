@@ -324,4 +324,6 @@ def test_pretrain_killed_in_a_checkpoint_write_at_a_url_resumes_and_a_longer_rer
         longer.stdout[-2000:])
     assert "Finished at step 9 (started at 6)" in longer.stdout
     assert (checkpoints / "ckpt-9.index").exists()
+    # The window of the run before (step 6) kept, read back from the URL.
+    assert [entry[0] for entry in json.loads((model_dir / "history.json").read_text())] == [6, 9]
     assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]
