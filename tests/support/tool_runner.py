@@ -77,8 +77,10 @@ class Started:
         for name in ("stdout", "stderr"):
             open(paths[name], "wb").close()
         self._outputs = paths["stdout"], paths["stderr"]
-        paths.update({name: path for name, path in (("stdout", stdout), ("stderr", stderr))
-                      if path is not None})
+        for name, path in (("stdout", stdout), ("stderr", stderr)):
+            if path is not None:  # the tool opens it write-only: it must exist
+                open(path, "wb").close()
+                paths[name] = path
         request = dict(argv=argv, cwd=os.fspath(cwd or os.getcwd()), env=dict(env or os.environ),
                        timeout=timeout, **paths)
         self.argv, self.returncode, self._waited = argv, None, False

@@ -7,14 +7,17 @@ after training (best/ reload, eval and test predictions) waits for no other work
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
-import textwrap
+import time
 
 import numpy as np
 import pytest
 from ports import free_ports  # tests/support
 from topic_finetuning import topic_classification_args  # tests/support
+
+import tool_runner  # tests/support: tools forked without their imports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "bert_keras" / "assets"
@@ -95,31 +98,38 @@ def predicted_here(task_dir, texts):
 def one_process(encoder_without_dropout, tmp_path_factory):
     """The output dir of one process fine-tuning the `REFERENCE` case."""
     out = tmp_path_factory.mktemp("one") / "run"
-    proc = subprocess.run(tool_args(encoder_without_dropout, out, **CASES[REFERENCE]), cwd=ROOT,
-                          env=ENV, capture_output=True, text=True, timeout=600)
+    proc = tool_runner.run(tool_args(encoder_without_dropout, out, **CASES[REFERENCE]), cwd=ROOT,
+                           env=ENV, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
 
 def run_two_local_workers(args, tmp_path):
-    """Runs `args` as the two workers of a loopback cluster; their exit codes and stderr. A
-    worker still running at the end (one waiting on the other's collective) is killed."""
+    """Runs `args` as the two workers of a loopback cluster; their exit codes and stderr. The
+    chief is forked from the tool server (tool_runner), the other worker is a fresh
+    interpreter. A worker still running at the end (one waiting on the other's collective) is
+    killed."""
     cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
     procs, logs = [], [tmp_path / f"worker{index}.log" for index in range(2)]
     try:
         for index, log in enumerate(logs):
             tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
             env = dict(ENV, TF_CONFIG=tf_config, TMPDIR=str(tmp_path))
-            with log.open("w") as stderr:  # a file: a chatty worker never blocks on a pipe
-                procs.append(subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=stderr,
-                                              cwd=tmp_path, env=env))
-        for proc in procs:
-            proc.wait(timeout=600)
+            if index == 0:  # stderr to a file: a chatty worker never blocks on a pipe
+                procs.append(tool_runner.start(args, cwd=tmp_path, env=env, stderr=log))
+            else:
+                with log.open("w") as stderr:
+                    procs.append(subprocess.Popen(args, stdout=subprocess.DEVNULL,
+                                                  stderr=stderr, cwd=tmp_path, env=env))
+        procs[1].wait(timeout=600)
+        deadline = time.monotonic() + 600
+        while procs[0].poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         for proc in procs:
             if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
     return [proc.returncode for proc in procs], [log.read_text()[-3000:] for log in logs]
 
 
@@ -150,16 +160,10 @@ def test_two_local_workers_fine_tune_into_a_url_like_one_process(
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(":")]
 
 
-_MIRRORED = textwrap.dedent("""
-    import sys
-    import tensorflow as tf
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    sys.argv = sys.argv[1:]
-    sys.path.insert(0, {tools!r})
-    import runpy
-    runpy.run_path(sys.argv[0], run_name="__main__")
-""")
+def run_on_two_cpu_devices(args, timeout):
+    """Runs the tool of `args` (forked, as tool_runner runs tools) on two logical CPU devices."""
+    return tool_runner.run([sys.executable, tool_runner.TWO_CPU_DEVICES, *args[1:]], cwd=ROOT,
+                           env=ENV, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.slow
@@ -168,8 +172,7 @@ def test_mirrored_on_two_cpu_devices_fine_tunes_like_one_device(
     out = tmp_path / "run"
     args = tool_args(encoder_without_dropout, out, distribution_strategy="mirrored",
                      **CASES[REFERENCE])
-    proc = subprocess.run([sys.executable, "-c", _MIRRORED.format(tools=str(ROOT)), *args[1:]],
-                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+    proc = run_on_two_cpu_devices(args, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert_same_training(json.loads((out / "metrics.json").read_text()),
                          json.loads((one_process / "metrics.json").read_text()))
@@ -180,8 +183,7 @@ def test_a_batch_the_replicas_cannot_split_is_refused_before_any_work(
     out = tmp_path / "run"
     args = tool_args(encoder_without_dropout, out, distribution_strategy="mirrored",
                      train_batch_size=15)
-    proc = subprocess.run([sys.executable, "-c", _MIRRORED.format(tools=str(ROOT)), *args[1:]],
-                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    proc = run_on_two_cpu_devices(args, timeout=300)
     assert proc.returncode == 1
     assert ("--train_batch_size=15 is not divisible by the 2 replicas of "
             "--distribution_strategy=mirrored") in proc.stderr, proc.stderr[-2000:]

@@ -8,9 +8,11 @@ import glob
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import keras
 import numpy as np
@@ -22,6 +24,8 @@ from bert_keras import optimization
 from bert_keras.training import loop as training
 from bert_keras.training import pretraining
 from bert_keras.training import strategy as strategy_lib
+
+import tool_runner  # tests/support: scripts forked without their imports
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CORPUS = REPO / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
@@ -198,11 +202,9 @@ def test_run_pretraining_mixed_bfloat16_learns_and_saves_the_encoder(tmp_path):
 
 # --- strategies in subprocesses -----------------------------------------------------------
 
+# Run by tool_runner.TWO_CPU_DEVICES: two logical CPU devices, forked from the tool server.
 _STRATEGY_SCRIPT = textwrap.dedent("""
     import json, sys
-    import tensorflow as tf
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     sys.path.insert(0, {repo!r})
     from bert_keras.data.pretraining import pipeline as pretraining_data
     from bert_keras.training import pretraining
@@ -225,11 +227,13 @@ _STRATEGY_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_mirrored_on_two_cpu_devices_matches_one_device(tmp_path):
-    script = _STRATEGY_SCRIPT.format(repo=str(REPO), corpus=str(CORPUS),
-                                     data=str(tmp_path / "data.tfrecord"),
-                                     model_dir=str(tmp_path / "run_"))
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=600, cwd=REPO, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    script = tmp_path / "strategies.py"
+    script.write_text(_STRATEGY_SCRIPT.format(repo=str(REPO), corpus=str(CORPUS),
+                                              data=str(tmp_path / "data.tfrecord"),
+                                              model_dir=str(tmp_path / "run_")))
+    proc = tool_runner.run([sys.executable, tool_runner.TWO_CPU_DEVICES, script],
+                           capture_output=True, text=True, timeout=600, cwd=REPO,
+                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     lines = [line for line in proc.stdout.splitlines() if line.startswith("LOSSES ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     losses = json.loads(lines[0][len("LOSSES "):])
@@ -252,20 +256,42 @@ _WORKER_SCRIPT = textwrap.dedent("""
 """)
 
 
+def _popen(argv, cwd, env, stdout, stderr):
+    with open(stdout, "w") as out, open(stderr, "w") as err:
+        return subprocess.Popen(argv, stdout=out, stderr=err, cwd=cwd, env=env)
+
+
 @pytest.mark.slow
 def test_multi_worker_mirrored_two_local_workers_write_one_checkpoint(tmp_path):
     model_dir = tmp_path / "run"
     cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
-    script = _WORKER_SCRIPT.format(repo=str(REPO), corpus=str(CORPUS), model_dir=str(model_dir))
-    procs = []
-    for index in range(2):
-        tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
-        env = dict(os.environ, TF_CONFIG=tf_config, TF_CPP_MIN_LOG_LEVEL="2", TMPDIR=str(tmp_path))
-        procs.append(subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, cwd=REPO, env=env))
+    script = tmp_path / "worker.py"
+    script.write_text(_WORKER_SCRIPT.format(repo=str(REPO), corpus=str(CORPUS),
+                                            model_dir=str(model_dir)))
+    procs, outputs = [], [tmp_path / f"worker{index}.{name}" for index in range(2)
+                          for name in ("out", "err")]
+    try:
+        for index in range(2):
+            tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
+            env = dict(os.environ, TF_CONFIG=tf_config, TF_CPP_MIN_LOG_LEVEL="2",
+                       TMPDIR=str(tmp_path))
+            # The chief forked from the tool server (TensorFlow imported), the other worker a
+            # fresh interpreter.
+            launch = tool_runner.start if index == 0 else _popen
+            procs.append(launch([sys.executable, script], cwd=REPO, env=env,
+                                stdout=outputs[2 * index], stderr=outputs[2 * index + 1]))
+        procs[1].wait(timeout=600)
+        deadline = time.monotonic() + 600
+        while procs[0].poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
     results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=600)
+    for index, proc in enumerate(procs):
+        out, err = (path.read_text() for path in outputs[2 * index:2 * index + 2])
         lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
         assert proc.returncode == 0 and lines, err[-3000:]
         results.append(json.loads(lines[0][len("RESULT "):]))
