@@ -13,6 +13,7 @@ wrong shape is an error naming it).
 
 from bert_keras import checkpoints
 from bert_keras.checkpoints import huggingface
+from bert_keras.tasks.pretraining import head_checkpoint
 from bert_keras.tasks.pretraining.electra import ElectraPretrainer
 from bert_keras.tasks.pretraining.model import BertPretrainer
 
@@ -43,5 +44,6 @@ def with_checkpoint_heads(encoder, path, family=None):
     names = checkpoints.pretraining_head_name_map(
         fmt, model.masked_lm_head.name, getattr(model.next_sentence_head, "name", None),
         next_sentence=next_sentence, **({"family": family.MODEL_TYPE} if family else {}))
+    names = head_checkpoint.masked_lm_names(model.masked_lm_head, names)
     checkpoints.assign_weights(model, names, tensors, path, partial=True)
     return model

@@ -153,8 +153,10 @@ class DistillationPretrainer(ObjectiveModel):
             raise ValueError(f"The student's hidden size {student.hidden_size} differs from the "
                              f"teacher's {teacher.encoder.hidden_size}; the cosine loss compares "
                              "their hidden states.")
+        # The student's head is a copy of the teacher's (its weights are set below).
         self.student_pretrainer = BertPretrainer(student, next_sentence=False,
-                                                 mlm_activation=teacher.masked_lm_head.activation)
+                                                 mlm_activation=teacher.masked_lm_head.activation,
+                                                 mlm_norm_bias=teacher.masked_lm_head.norm_bias)
         self.student_pretrainer.masked_lm_head.set_weights(teacher.masked_lm_head.get_weights())
         self.encoder = student
         self.temperature = temperature

@@ -34,11 +34,21 @@ def load_pretraining_heads(pretrainer, checkpoint, fmt=None, family=DEFAULT_MODE
         if fmt == "huggingface":
             family = huggingface.read_config(checkpoint)[0]
         checkpoint = tensors
-    name_map = checkpoints.pretraining_head_name_map(
+    name_map = masked_lm_names(pretrainer.masked_lm_head, checkpoints.pretraining_head_name_map(
         fmt, pretrainer.masked_lm_head.name, getattr(pretrainer.next_sentence_head, "name", None),
         next_sentence=pretrainer.next_sentence, family=family,
-    )
+    ))
     checkpoints.assign_weights(pretrainer, name_map, checkpoint, source, partial=True)
+
+
+def masked_lm_names(masked_lm_head, names):
+    """A pretraining-head name map (`checkpoints.pretraining_head_name_map`) without the layer
+    norm bias where `masked_lm_head` has none (`norm_bias=False`, as ModernBERT's, whose files
+    with `norm_bias` false hold no such tensor: the family reads it as zeros)."""
+    if masked_lm_head.norm_bias:
+        return names
+    beta = f"{masked_lm_head.name}/transform_layer_norm/beta"
+    return {path: source for path, source in names.items() if path != beta}
 
 
 def masked_lm_activation(path):
@@ -78,8 +88,8 @@ def masked_lm_spec(model, encoder, masked_lm_head, pair_head=None, ignored=()):
             if pair.num_classes != 2:
                 raise InputError(f"{what}: its pair head has {pair.num_classes} classes; "
                                  "transformers' has 2.")
-        names = huggingface.pretraining_head_name_map(
-            masked_lm_head.name, getattr(pair, "name", None), pair is not None, family.MODEL_TYPE)
+        names = masked_lm_names(masked_lm_head, huggingface.pretraining_head_name_map(
+            masked_lm_head.name, getattr(pair, "name", None), pair is not None, family.MODEL_TYPE))
         return [(layer, {k: v for k, v in names.items() if k.startswith(f"{layer.name}/")})
                 for layer in (masked_lm_head, pair) if layer is not None]
 
@@ -90,7 +100,7 @@ def masked_lm_spec(model, encoder, masked_lm_head, pair_head=None, ignored=()):
 
 def check_masked_lm(mlm, family, encoder, what):
     """InputError naming `what` where `family`'s transformers masked-LM head computes
-    something other than `mlm` (activation, layer norm epsilon, the tied decoder)."""
+    something other than `mlm` (activation, layer norm epsilon and bias, the tied decoder)."""
     arch = encoder.architecture
     expected = family.MASKED_LM_HEAD.activation or arch["activation"]
     if mlm.activation != expected:
@@ -100,6 +110,9 @@ def check_masked_lm(mlm, family, encoder, what):
         raise InputError(f"{what}: its masked-LM head's layer norm epsilon "
                          f"{mlm.layer_norm_epsilon} is not the encoder's "
                          f"{arch['layer_norm_epsilon']}, as transformers' is.")
+    if arch["norm_bias"] and not mlm.norm_bias:
+        raise InputError(f"{what}: its masked-LM head's layer norm has no bias and its "
+                         "encoder's norms have one; transformers' head norm has one too.")
     if mlm.decoder_table is not encoder.token_embedding.embeddings:
         raise InputError(f"{what}: its masked-LM decoder is not tied to the word embeddings; "
                          "transformers' is.")

@@ -11,9 +11,9 @@ as keras-hub and PyTorch autocast do; the other heads end in a float32 layer
 
 Variable paths (for `pretraining_head_name_map`): a `MaskedLMHead` named "masked_lm_head"
 owns `masked_lm_head/transform/{kernel,bias}`, `masked_lm_head/transform_layer_norm/
-{gamma,beta}` and `masked_lm_head/decoder/output_bias`; its decoder matrix is the encoder's
-`token_embedding/embeddings` (tied: the same variable). A `NextSentenceHead` named
-"next_sentence_head" owns `next_sentence_head/logits/{kernel,bias}`.
+{gamma,beta}` (no beta with `norm_bias=False`) and `masked_lm_head/decoder/output_bias`; its
+decoder matrix is the encoder's `token_embedding/embeddings` (tied: the same variable). A
+`NextSentenceHead` named "next_sentence_head" owns `next_sentence_head/logits/{kernel,bias}`.
 """
 
 import keras
@@ -48,6 +48,9 @@ class MaskedLMHead(keras.layers.Layer):
         activation: transform activation, a name of
             `bert_keras.models.layers.activations.get_activation`.
         layer_norm_epsilon, initializer_range: as in BertEncoder.
+        norm_bias: a bias (beta) in the transform's layer norm. Pretrainers pass their
+            encoder's (`EncoderConfig.norm_bias`: ModernBERT's head norm has none, as its
+            encoder's); True, the default, is what heads saved before this option had.
 
     `get_config` stores `vocab_size`, not the shared layer: `from_config` builds a head with
     its own (untied) table of that shape. Task models re-tie in their own `from_config`.
@@ -71,6 +74,7 @@ class MaskedLMHead(keras.layers.Layer):
         activation="gelu",
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        norm_bias=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -93,6 +97,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.norm_bias = norm_bias
 
     @property
     def decoder_table(self):
@@ -123,7 +128,8 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.transform.build((None, None, hidden_size))
         self.transform_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="transform_layer_norm"
+            epsilon=self.layer_norm_epsilon, center=self.norm_bias, dtype=self.dtype_policy,
+            name="transform_layer_norm"
         )
         self.transform_layer_norm.build((None, None, width))
         # In the compute dtype (module docstring): under mixed_bfloat16, a float32 projection
@@ -164,6 +170,7 @@ class MaskedLMHead(keras.layers.Layer):
             activation=self.activation,
             layer_norm_epsilon=self.layer_norm_epsilon,
             initializer_range=self.initializer_range,
+            norm_bias=self.norm_bias,
         )
         return config
 

@@ -44,6 +44,9 @@ class BertPretrainer(BertTaskModel):
         next_sentence: add the NSP/SOP head.
         mlm_activation: the MLM transform's activation; None: the encoder's (as Google's
             `run_pretraining.py`, which uses `hidden_act`).
+        mlm_norm_bias: a bias in the MLM transform's layer norm; None: as the encoder's norms
+            (`EncoderConfig.norm_bias`), as transformers' heads (ModernBERT's has none). A
+            config saved before this option reads as True: those heads had one.
 
     Example:
     >>> import numpy as np
@@ -64,13 +67,17 @@ class BertPretrainer(BertTaskModel):
 
     default_learning_rate = 1e-4
 
-    def __init__(self, encoder, next_sentence=True, mlm_activation=None, **kwargs):
+    def __init__(self, encoder, next_sentence=True, mlm_activation=None, mlm_norm_bias=None,
+                 **kwargs):
         policy = encoder.head_dtype_policy
+        if mlm_norm_bias is None:
+            mlm_norm_bias = encoder.encoder_config.norm_bias
         mlm_head = heads.MaskedLMHead(
             encoder.token_embedding,
             activation=mlm_activation or encoder.activation,
             layer_norm_epsilon=encoder.layer_norm_epsilon,
             initializer_range=encoder.initializer_range,
+            norm_bias=mlm_norm_bias,
             dtype=policy,
             name="masked_lm_head",
         )
@@ -128,4 +135,10 @@ class BertPretrainer(BertTaskModel):
         return self._complete(y, sample_weight, drop=drop)
 
     def _task_config(self):
-        return dict(next_sentence=self.next_sentence, mlm_activation=self.mlm_activation)
+        return dict(next_sentence=self.next_sentence, mlm_activation=self.mlm_activation,
+                    mlm_norm_bias=self.masked_lm_head.norm_bias)
+
+    @classmethod
+    def from_config(cls, config):
+        # Saved before mlm_norm_bias: the head had a norm bias whatever the encoder's norms.
+        return super().from_config({"mlm_norm_bias": True, **config})

