@@ -1,6 +1,6 @@
-"""Crash safety of fine-tuning: kill -9 mid-epoch (before and after a --checkpoint_every
-checkpoint inside the epoch) and during the best/ save, then the same command resumes and ends
-with the metrics of an uninterrupted run; best/ and encoder directories are replaced
+"""Crash safety of fine-tuning: kill -9 during the best/ save, inside a checkpoint write, and
+mid-epoch after a --checkpoint_every checkpoint inside the epoch, then the same command resumes
+and ends with the metrics of an uninterrupted run; best/ and encoder directories are replaced
 atomically; a new run removes an earlier run's outputs; a rerun with other flags or data is
 refused."""
 
@@ -253,46 +253,15 @@ def test_a_rerun_on_other_data_is_refused_and_a_complete_run_is_not_retrained(
 
 
 @pytest.mark.slow
-def test_kill_9_mid_epoch_then_the_same_command_resumes_with_the_same_results(
-        tiny_checkpoint, uninterrupted, tmp_path):
-    out = tmp_path / "run"
-    args = tool_args(tiny_checkpoint, out)
-
-    def in_epoch_2():  # metrics.json is written last at the end of epoch 1
-        try:
-            return len(metrics_of(out)["epochs"]) == 1
-        except (OSError, ValueError, KeyError):
-            return False
-
-    proc = kill_when(args, in_epoch_2)
-    assert proc.returncode == -signal.SIGKILL
-    assert saved_position(out) == (1, 0) and len(metrics_of(out)["epochs"]) == 1
-
-    # Other flags: refused, naming them, and the unfinished run is left as it was.
-    other = run_tool(tool_args(tiny_checkpoint, out, learning_rate=2e-3, max_seq_length=48))
-    assert other.returncode == 1
-    assert "finetune: " in other.stderr and "Traceback" not in other.stderr
-    assert "--learning_rate=0.002 (was 0.001)" in other.stderr
-    assert "--max_seq_length=48 (was 64)" in other.stderr
-    assert "unfinished run" in other.stderr and saved_position(out) == (1, 0)
-
-    rerun = run_tool(args + ["--verbose=2"])  # verbosity may change
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    resumed = [line for line in rerun.stdout.splitlines() if line.startswith("Resuming from")]
-    assert resumed and "epoch 1 of 3 done, training from epoch 2" in resumed[0], rerun.stdout
-    assert not [line for line in rerun.stdout.splitlines() if line.startswith("epoch 1:")]
-    assert_same_results(out, uninterrupted)
-
-    again = run_tool(args)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert "holds the complete run of these flags" in again.stdout
-    assert not [line for line in again.stdout.splitlines() if line.startswith("epoch ")]
-    assert_same_results(out, uninterrupted)
-
-
-@pytest.mark.slow
-def test_kill_9_during_the_best_save_keeps_a_complete_best_and_resumes(
-        tiny_checkpoint, uninterrupted, tmp_path):
+def test_kills_during_the_best_save_and_inside_a_checkpoint_write_then_the_same_command_resumes(
+        tiny_checkpoint, uninterrupted, tmp_path, killed_in_checkpoint_write):
+    """One run killed twice, then finished, with the results of the uninterrupted run: a kill
+    -9 during epoch 1's best/ save (after its checkpoint) leaves a complete best/ or none;
+    a rerun with other flags is refused and changes nothing; the same command (verbosity may
+    change) resumes after epoch 1 and is killed between writing epoch 2's checkpoint shards
+    (checkpoints/ckpt-STEP_temp/) and merging them; the next rerun resumes after epoch 1
+    again, removes the shards, never logs epoch 1 again and ends as if uninterrupted; a
+    rerun of the complete run trains nothing."""
     from bert_keras.tasks import registry
 
     out = tmp_path / "run"
@@ -305,32 +274,35 @@ def test_kill_9_during_the_best_save_keeps_a_complete_best_and_resumes(
     if (out / "best").exists():  # a previous save, complete
         registry.load_task(str(out / "best"))
 
-    rerun = run_tool(args)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert "epoch 1 of 3 done" in rerun.stdout, rerun.stdout
-    assert_same_results(out, uninterrupted)
-    model, _, info = registry.load_task(str(out / "best"))
-    assert info["metrics"] == metrics_of(out)["eval"]
+    # Other flags: refused, naming them, and the unfinished run is left as it was.
+    other = run_tool(tool_args(tiny_checkpoint, out, learning_rate=2e-3, max_seq_length=48))
+    assert other.returncode == 1
+    assert "finetune: " in other.stderr and "Traceback" not in other.stderr
+    assert "--learning_rate=0.002 (was 0.001)" in other.stderr
+    assert "--max_seq_length=48 (was 64)" in other.stderr
+    assert "unfinished run" in other.stderr and saved_position(out) == (1, 0)
 
-
-@pytest.mark.slow
-def test_kill_9_inside_the_checkpoint_write_leaves_shards_that_the_resume_removes(
-        tiny_checkpoint, uninterrupted, tmp_path, killed_in_checkpoint_write):
-    """Killed between writing epoch 2's checkpoint shards (checkpoints/ckpt-STEP_temp/, STEP =
-    2 epochs of steps) and merging them: the rerun resumes from epoch 1, removes the shards,
-    ends as if uninterrupted."""
-    out = tmp_path / "run"
-    args = tool_args(tiny_checkpoint, out)
-    killed = killed_in_checkpoint_write(args, 2, cwd=ROOT, env=ENV, capture_output=True,
-                                        text=True, timeout=300)
+    killed = killed_in_checkpoint_write(args + ["--verbose=2"], 1, cwd=ROOT, env=ENV,
+                                        capture_output=True, text=True, timeout=300)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    removed = out / "checkpoints" / f"ckpt-{2 * metrics_of(out)['steps_per_epoch']}_temp"
+    assert resume_line(killed.stdout).endswith("epoch 1 of 3 done, training from epoch 2."), \
+        killed.stdout
+    removed = out / "checkpoints" / "ckpt-80_temp"  # epoch 2 ends at step 2 x 640 / 16
     assert removed.is_dir() and saved_position(out) == (1, 0)
 
     rerun = run_tool(args)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert "epoch 1 of 3 done" in rerun.stdout, rerun.stdout
+    assert "epoch 1 of 3 done, training from epoch 2" in resume_line(rerun.stdout)
+    assert not [line for line in rerun.stdout.splitlines() if line.startswith("epoch 1:")]
     assert f"unfinished checkpoint(s) of a killed run: {removed}" in rerun.stderr
+    assert_same_results(out, uninterrupted)
+    model, _, info = registry.load_task(str(out / "best"))
+    assert info["metrics"] == metrics_of(out)["eval"]
+
+    again = run_tool(args)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "holds the complete run of these flags" in again.stdout
+    assert not [line for line in again.stdout.splitlines() if line.startswith("epoch ")]
     assert_same_results(out, uninterrupted)
 
 
