@@ -5,7 +5,6 @@ import gzip
 import json
 import os
 import pathlib
-import subprocess
 import sys
 
 import numpy as np
@@ -21,11 +20,11 @@ TOOL = ROOT / "tools" / "finetune.py"
 def run_tool(args, prelude=None):
     """Runs the tool in a subprocess (absl flags are process-global); returns CompletedProcess."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    options = dict(cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     if prelude is None:
-        cmd = [sys.executable, str(TOOL), *args]
-    else:  # Python run before the tool in the same process, e.g. a TFDS mock.
-        cmd = [sys.executable, "-c", prelude, *args]
-    return tool_runner.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        return tool_runner.run([sys.executable, str(TOOL), *args], **options)
+    # Python run before the tool in the same process, e.g. a TFDS mock.
+    return tool_runner.run_code(prelude, *args, **options)
 
 
 def common(checkpoint, out, **extra):
@@ -195,10 +194,10 @@ print(json.dumps(errors))
 
 
 def check_flags(argvs):
-    """The tool's check_flags() on each argv, in one subprocess: error strings or None."""
+    """The tool's check_flags() on each argv, in one process: error strings or None."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, "-c", _CHECK_FLAGS, str(TOOL), json.dumps(argvs)],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    result = tool_runner.run_code(_CHECK_FLAGS, str(TOOL), json.dumps(argvs), cwd=ROOT, env=env,
+                                  capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
