@@ -19,10 +19,9 @@ MODEL_DIR/train; the resolved flags in MODEL_DIR/run_config.json; held-out figur
 fails before it saved anything (bad text, Ctrl-C before the first checkpoint) removes the
 MODEL_DIR it created. Recipes: flags/pretrain_{tiny,mini,base,large}.flags (BERT),
 pretrain_{electra_small,electra_base,roberta_base,albert_base,distilbert}.flags,
-pretrain_deberta_v3_{mini,base}.flags and pretrain_modernbert_{mini,base}.flags. --helpfull
-lists every flag (strategy, precision, optimizer, two-phase sequence length, checkpoints). The
-flags are the fields of `bert_keras.training.pretraining_config.PretrainConfig`, where each is
-documented and checked.
+pretrain_{deberta_v3,modernbert}_{mini,base}.flags. --helpfull lists every flag (strategy,
+precision, optimizer, two-phase sequence length, checkpoints): the fields of
+`bert_keras.training.pretraining_config.PretrainConfig`, where each is documented and checked.
 """
 
 from bert_keras_tools import startup  # first: quiets TensorFlow's start-up
