@@ -21,10 +21,12 @@ import os
 import pathlib
 import pickle
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 SERVER = pathlib.Path(__file__).resolve().parent / "tool_server.py"
 # `[sys.executable, TWO_CPU_DEVICES, "tools/X.py", ...]`: the tool on two logical CPU devices
@@ -138,6 +140,33 @@ def start(argv, cwd=REPO, env=None, stdout=os.devnull, stderr=os.devnull):
         with open(stdout, "wb") as out, open(stderr, "wb") as err:
             return subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err)
     return Started(argv, cwd, env, None, b"", stdout=stdout, stderr=stderr)
+
+
+def run_two_workers(argv, cwd, envs, outputs, timeout=600):
+    """Runs `argv` as the two workers of a local cluster: worker 0 (the chief) forked from the
+    server, worker 1 a fresh interpreter (`start` forks a tool only; a script runs as is).
+    `envs[i]`: worker i's environment (its TF_CONFIG); `outputs[i]`: its (stdout, stderr)
+    file paths. Waits up to `timeout` s for each, then kills one still running (waiting on the
+    other's collective). Returns the two exit codes."""
+    procs = []
+    try:
+        for index, (env, (stdout, stderr)) in enumerate(zip(envs, outputs)):
+            if index == 0:
+                procs.append(start(argv, cwd=cwd, env=env, stdout=stdout, stderr=stderr))
+            else:
+                with open(stdout, "wb") as out, open(stderr, "wb") as err:
+                    procs.append(subprocess.Popen([os.fspath(a) for a in argv], cwd=cwd,
+                                                  env=env, stdout=out, stderr=err))
+        procs[1].wait(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while procs[0].poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return [proc.returncode for proc in procs]
 
 
 def _serve(argv, cwd, env, timeout, data, stdout=None, stderr=None):

@@ -16,7 +16,6 @@ import tensorflow as tf
 import bert_keras as bk
 from bert_keras.errors import InputError
 from bert_keras.serving import export
-from bert_keras.text import tokenizer_json
 from bert_keras.text.deberta_tokenizer import DebertaV3Tokenizer
 from bert_keras.text.tokenizers import load_tokenizer
 
@@ -27,11 +26,7 @@ REFERENCE = json.loads((FIXTURE / "reference.json").read_text(encoding="utf-8"))
 TEXTS, ROWS = REFERENCE["texts"], REFERENCE["rows"]
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    """Converted tokenizers go to this test's own temp directory."""
-    monkeypatch.setattr(tokenizer_json.tempfile, "tempdir", str(tmp_path / "systemp"))
-    (tmp_path / "systemp").mkdir()
+pytestmark = pytest.mark.usefixtures("own_tokenizer_cache")  # tests/text/conftest.py
 
 
 def _fields(data):

@@ -15,7 +15,6 @@ import tensorflow as tf
 import bert_keras as bk
 from bert_keras.errors import InputError
 from bert_keras.serving import export
-from bert_keras.text import tokenizer_json
 from bert_keras.text.metaspace_bpe_tokenizer import SETTINGS_FILE, MetaspaceBpeTokenizer
 from bert_keras.text.tokenizers import load_tokenizer
 
@@ -25,11 +24,7 @@ REFERENCE = json.loads((FIXTURE / "reference.json").read_text(encoding="utf-8"))
 TEXTS, ROWS = REFERENCE["texts"], REFERENCE["rows"]
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    """Converted tokenizers go to this test's own temp directory."""
-    monkeypatch.setattr(tokenizer_json.tempfile, "tempdir", str(tmp_path / "systemp"))
-    (tmp_path / "systemp").mkdir()
+pytestmark = pytest.mark.usefixtures("own_tokenizer_cache")  # tests/text/conftest.py
 
 
 def char_of_byte(text):

@@ -18,11 +18,7 @@ TEXTS = json.loads((FAMILIES / "texts.json").read_text(encoding="utf-8"))["texts
 CLASSIC = {"vocab.txt", "vocab.json", "merges.txt", "spiece.model"}
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    """Converted tokenizers go to this test's own temp directory."""
-    monkeypatch.setattr(tokenizer_json.tempfile, "tempdir", str(tmp_path / "systemp"))
-    os.makedirs(tmp_path / "systemp")
+pytestmark = pytest.mark.usefixtures("own_tokenizer_cache")  # tests/text/conftest.py
 
 
 def json_only(name, tmp_path, drop=CLASSIC):

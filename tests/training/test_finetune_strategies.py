@@ -7,10 +7,7 @@ after training (best/ reload, eval and test predictions) waits for no other work
 import json
 import os
 import pathlib
-import signal
-import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -110,27 +107,13 @@ def run_two_local_workers(args, tmp_path):
     interpreter. A worker still running at the end (one waiting on the other's collective) is
     killed."""
     cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
-    procs, logs = [], [tmp_path / f"worker{index}.log" for index in range(2)]
-    try:
-        for index, log in enumerate(logs):
-            tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
-            env = dict(ENV, TF_CONFIG=tf_config, TMPDIR=str(tmp_path))
-            if index == 0:  # stderr to a file: a chatty worker never blocks on a pipe
-                procs.append(tool_runner.start(args, cwd=tmp_path, env=env, stderr=log))
-            else:
-                with log.open("w") as stderr:
-                    procs.append(subprocess.Popen(args, stdout=subprocess.DEVNULL,
-                                                  stderr=stderr, cwd=tmp_path, env=env))
-        procs[1].wait(timeout=600)
-        deadline = time.monotonic() + 600
-        while procs[0].poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-    return [proc.returncode for proc in procs], [log.read_text()[-3000:] for log in logs]
+    logs = [tmp_path / f"worker{index}.log" for index in range(2)]
+    envs = [dict(ENV, TMPDIR=str(tmp_path), TF_CONFIG=json.dumps(
+        {"cluster": cluster, "task": {"type": "worker", "index": index}})) for index in range(2)]
+    # stderr to a file: a chatty worker never blocks on a pipe.
+    returncodes = tool_runner.run_two_workers(args, tmp_path, envs,
+                                              [(os.devnull, log) for log in logs])
+    return returncodes, [log.read_text()[-3000:] for log in logs]
 
 
 @pytest.mark.parametrize("case", CASES)

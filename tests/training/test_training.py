@@ -8,11 +8,8 @@ import glob
 import json
 import os
 import pathlib
-import signal
-import subprocess
 import sys
 import textwrap
-import time
 
 import keras
 import numpy as np
@@ -256,11 +253,6 @@ _WORKER_SCRIPT = textwrap.dedent("""
 """)
 
 
-def _popen(argv, cwd, env, stdout, stderr):
-    with open(stdout, "w") as out, open(stderr, "w") as err:
-        return subprocess.Popen(argv, stdout=out, stderr=err, cwd=cwd, env=env)
-
-
 @pytest.mark.slow
 def test_multi_worker_mirrored_two_local_workers_write_one_checkpoint(tmp_path):
     model_dir = tmp_path / "run"
@@ -268,32 +260,15 @@ def test_multi_worker_mirrored_two_local_workers_write_one_checkpoint(tmp_path):
     script = tmp_path / "worker.py"
     script.write_text(_WORKER_SCRIPT.format(repo=str(REPO), corpus=str(CORPUS),
                                             model_dir=str(model_dir)))
-    procs, outputs = [], [tmp_path / f"worker{index}.{name}" for index in range(2)
-                          for name in ("out", "err")]
-    try:
-        for index in range(2):
-            tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
-            env = dict(os.environ, TF_CONFIG=tf_config, TF_CPP_MIN_LOG_LEVEL="2",
-                       TMPDIR=str(tmp_path))
-            # The chief forked from the tool server (TensorFlow imported), the other worker a
-            # fresh interpreter.
-            launch = tool_runner.start if index == 0 else _popen
-            procs.append(launch([sys.executable, script], cwd=REPO, env=env,
-                                stdout=outputs[2 * index], stderr=outputs[2 * index + 1]))
-        procs[1].wait(timeout=600)
-        deadline = time.monotonic() + 600
-        while procs[0].poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
+    outputs = [(tmp_path / f"worker{index}.out", tmp_path / f"worker{index}.err")
+               for index in range(2)]
+    envs = [dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TMPDIR=str(tmp_path), TF_CONFIG=json.dumps(
+        {"cluster": cluster, "task": {"type": "worker", "index": index}})) for index in range(2)]
+    returncodes = tool_runner.run_two_workers([sys.executable, script], REPO, envs, outputs)
     results = []
-    for index, proc in enumerate(procs):
-        out, err = (path.read_text() for path in outputs[2 * index:2 * index + 2])
-        lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
-        assert proc.returncode == 0 and lines, err[-3000:]
+    for returncode, (stdout, stderr) in zip(returncodes, outputs):
+        lines = [line for line in stdout.read_text().splitlines() if line.startswith("RESULT ")]
+        assert returncode == 0 and lines, stderr.read_text()[-3000:]
         results.append(json.loads(lines[0][len("RESULT "):]))
     assert [r["chief"] for r in results] == [True, False]
     assert all(r["replicas"] == 2 for r in results)
