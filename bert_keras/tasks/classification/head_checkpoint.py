@@ -88,10 +88,10 @@ def classifier_spec(classifier, generator=False, head_config=None, extra_files=N
 
     def head_names(family, what):
         table = families.task_head(family, TRANSFORMERS_HEAD)
-        if classifier.pooling not in _poolings(family):
+        if classifier.pooling not in family_poolings(family):
             raise InputError(f"{what}: pooling={classifier.pooling!r}; transformers' "
                              f"{family.MODEL_TYPE} classifier reads "
-                             f"{' or '.join(map(repr, _poolings(family)))}.")
+                             f"{' or '.join(map(repr, family_poolings(family)))}.")
         check_family_head(head, table, family, what, "classification head")
         check_pooled_input(table, classifier.encoder, family, what, "classifier")
         return [(head, head_name_map(family, head.name))]
@@ -115,8 +115,9 @@ def classifier_spec(classifier, generator=False, head_config=None, extra_files=N
                             extra_files=extra_files)
 
 
-def _poolings(family):
-    """What `family`'s *ForSequenceClassification may pool (`pooling`): "cls" by default."""
+def family_poolings(family):
+    """What `family`'s classifier heads (*ForSequenceClassification, *ForMultipleChoice) may
+    pool (`pooling`, config.json's `classifier_pooling`): "cls" by default."""
     return getattr(family, "CLASSIFIER_POOLINGS", ("cls",))
 
 
@@ -126,7 +127,7 @@ def _check_classifier_options(classifier, what):
     leave out, so only this check keeps them from being written as a [CLS] classifier)."""
     # The poolings of the families of its tokenizer (each family's own: head_names).
     tokenizer = getattr(getattr(classifier, "preprocessor", None), "tokenizer", None)
-    read = {p for family in families.FAMILIES.values() for p in _poolings(family)
+    read = {p for family in families.FAMILIES.values() for p in family_poolings(family)
             if tokenizer is None or type(tokenizer) is family.TOKENIZER}
     if classifier.pooling not in read:
         others = "".join(f" or {p!r}" for p in sorted(read - {"cls"}))

@@ -15,6 +15,7 @@ from bert_keras.checkpoints.transformers_spec import (
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.classification import head_checkpoint as classification_head
+from bert_keras.tasks.classification.head_checkpoint import family_poolings
 
 TRANSFORMERS_HEAD = "ForMultipleChoice"
 
@@ -36,11 +37,6 @@ def head_arguments(path):
     """
     arguments = head_checkpoints.task_head_arguments(path, TRANSFORMERS_HEAD) if path else {}
     return dict(arguments, pooling=pooling(path)) if arguments else {}
-
-
-def _poolings(family):
-    """What `family`'s *ForMultipleChoice may pool: its classifier's (`classifier_pooling`)."""
-    return getattr(family, "CLASSIFIER_POOLINGS", ("cls",))
 
 
 def head_name_map(family, head):
@@ -90,10 +86,10 @@ def multiple_choice_spec(model, generator=False):
 
     def head_names(family, what):
         table = families.task_head(family, TRANSFORMERS_HEAD)
-        if model.pooling not in _poolings(family):
+        if model.pooling not in family_poolings(family):
             raise InputError(f"{what}: pooling={model.pooling!r}; transformers' "
                              f"{family.MODEL_TYPE} multiple-choice head reads "
-                             f"{' or '.join(map(repr, _poolings(family)))}.")
+                             f"{' or '.join(map(repr, family_poolings(family)))}.")
         check_family_head(head, table, family, what, "multiple-choice head")
         check_pooled_input(table, model.encoder, family, what, "multiple-choice head")
         return [(head, head_name_map(family, head.name))]
