@@ -11,7 +11,7 @@ import shutil
 
 import numpy as np
 import pytest
-import tensorflow as tf
+from tokenizer_reference import assert_tokenizes_as_reference
 
 import bert_keras as bk
 from bert_keras.errors import InputError
@@ -82,11 +82,6 @@ def json_only(tmp_path, spec=None, config=None, model=True):
     return directory
 
 
-def char_of_byte(text):
-    table = [i for i, ch in enumerate(text) for _ in ch.encode("utf-8")]
-    return np.array(table + [len(text)])
-
-
 @pytest.mark.parametrize("with_config_json", [True, False])
 def test_ids_and_offsets_equal_transformers(tmp_path, with_config_json):
     tokenizer = load_tokenizer(str(json_only(tmp_path, model=with_config_json)))
@@ -95,20 +90,7 @@ def test_ids_and_offsets_equal_transformers(tmp_path, with_config_json):
     assert tokenizer.vocab == load_tokenizer(str(SOURCE)).vocab
     assert (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.unk_id,
             tokenizer.mask_id) == (0, 1, 2, 3, 500)
-    want = [row["ids"] for row in ROWS]
-    assert tokenizer.tokenize(TEXTS).to_list() == want
-    batch = tf.data.Dataset.from_tensor_slices(TEXTS).batch(len(TEXTS)).map(tokenizer.tokenize)
-    assert next(iter(batch)).to_list() == want  # in the graph of tf.data
-    ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(TEXTS))
-    assert ids.to_list() == want
-    for i, (text, row) in enumerate(zip(TEXTS, ROWS)):
-        to_char = char_of_byte(text)
-        offsets = np.stack([to_char[starts[i].numpy()], to_char[ends[i].numpy()]], -1)
-        assert offsets.reshape(-1, 2).tolist() == row["offsets"], repr(text)
-    words = tokenizer.tokenize_words_with_offsets(tf.constant(TEXTS))[0]
-    for i, (text, row) in enumerate(zip(TEXTS, ROWS)):  # pieces per word of word_ids()
-        want_words = [row["words"].count(w) for w in sorted(set(row["words"]))]
-        assert words[i].row_lengths().numpy().tolist() == want_words, repr(text)
+    assert_tokenizes_as_reference(tokenizer, TEXTS, ROWS)
 
 
 def _mask_in_vocab(spec):

@@ -8,9 +8,9 @@ import json
 import pathlib
 import shutil
 
-import numpy as np
 import pytest
 import tensorflow as tf
+from tokenizer_reference import assert_tokenizes_as_reference
 
 import bert_keras as bk
 from bert_keras.errors import InputError
@@ -25,11 +25,6 @@ TEXTS, ROWS = REFERENCE["texts"], REFERENCE["rows"]
 
 
 pytestmark = pytest.mark.usefixtures("own_tokenizer_cache")  # tests/text/conftest.py
-
-
-def char_of_byte(text):
-    table = [i for i, ch in enumerate(text) for _ in ch.encode("utf-8")]
-    return np.array(table + [len(text)])
 
 
 @pytest.mark.parametrize("across_spaces", [False, True], ids=["gemma", "across spaces"])
@@ -49,19 +44,7 @@ def test_ids_offsets_and_words_equal_transformers(tmp_path, across_spaces):
             tokenizer.mask_id) == (0, 1, 2, 3, 4)
     want = [row["ids"] for row in rows]
     assert any(5 <= i < 5 + 256 for row in want for i in row)  # byte-fallback pieces
-    assert tokenizer.tokenize(TEXTS).to_list() == want
-    batch = tf.data.Dataset.from_tensor_slices(TEXTS).batch(len(TEXTS)).map(tokenizer.tokenize)
-    assert next(iter(batch)).to_list() == want  # in the graph of tf.data
-    ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(TEXTS))
-    assert ids.to_list() == want
-    for i, (text, row) in enumerate(zip(TEXTS, rows)):
-        to_char = char_of_byte(text)
-        offsets = np.stack([to_char[starts[i].numpy()], to_char[ends[i].numpy()]], -1)
-        assert offsets.reshape(-1, 2).tolist() == row["offsets"], repr(text)
-    words = tokenizer.tokenize_words_with_offsets(tf.constant(TEXTS))[0]
-    for i, (text, row) in enumerate(zip(TEXTS, rows)):  # pieces per word of word_ids()
-        want_words = [row["words"].count(w) for w in sorted(set(row["words"]))]
-        assert words[i].row_lengths().numpy().tolist() == want_words, repr(text)
+    assert_tokenizes_as_reference(tokenizer, TEXTS, rows)
     # The template's packing: [CLS] A [SEP] and [CLS] A [SEP] B [SEP] with <bos> and <eos>.
     cls, sep = tokenizer.cls_id, tokenizer.sep_id
     if not across_spaces:

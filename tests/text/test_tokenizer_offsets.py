@@ -12,20 +12,13 @@ import pathlib
 import numpy as np
 import pytest
 import tensorflow as tf
+from tokenizer_reference import char_of_byte
 
 from bert_keras.text.tokenizers import load_tokenizer
 
 FAMILIES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "families"
 REFERENCE = json.loads((FAMILIES / "offsets.json").read_text(encoding="utf-8"))
 TEXTS = REFERENCE["texts"]
-
-
-def char_of_byte(text):
-    """int [len(utf8) + 1]: the character index at each byte offset of `text`."""
-    table = []
-    for i, ch in enumerate(text):
-        table += [i] * len(ch.encode("utf-8"))
-    return np.array(table + [len(text)])
 
 
 @pytest.mark.parametrize("name", ["distilbert", "roberta", "albert", "xlm_roberta"])

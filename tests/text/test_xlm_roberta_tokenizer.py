@@ -12,6 +12,7 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+from tokenizer_reference import char_of_byte
 
 import bert_keras as bk
 from bert_keras.errors import InputError
@@ -27,13 +28,6 @@ TEXTS, ROWS = REFERENCE["texts"], REFERENCE["rows"]
 @pytest.fixture(scope="module")
 def tokenizer():
     return load_tokenizer(str(FIXTURE))
-
-
-def char_of_byte(text):
-    table = []
-    for i, ch in enumerate(text):
-        table += [i] * len(ch.encode("utf-8"))
-    return np.array(table + [len(text)])
 
 
 def test_ids_offsets_and_words_equal_transformers(tokenizer):
