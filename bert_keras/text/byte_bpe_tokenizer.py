@@ -36,10 +36,10 @@ VOCAB_FILE, MERGES_FILE = "vocab.json", "merges.txt"
 # `regex`'s \s (Unicode White_Space), which GPT-2 and tokenizers use: not \x1c-\x1f, which
 # Python's `re` \s and str.isspace() also have.
 _WS = r"\t\n\x{0b}\f\r\x{85}\p{Z}"
-_MARK = "\uE001"  # a private-use character: never in text that matters, never a piece
-_PIECES = (rf"'s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+| ?[^{_WS}\p{{L}}\p{{N}}{_MARK}]+"
+CUT_MARK = "\uE001"  # a private-use character: never in text that matters, never a piece
+_PIECES = (rf"'s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+| ?[^{_WS}\p{{L}}\p{{N}}{CUT_MARK}]+"
            rf"|[{_WS}]+")
-_NO_RANK = 2 ** 30
+NO_RANK = 2 ** 30
 _SPACE = "\u0120"  # GPT-2's character for the byte of " "
 
 
@@ -185,7 +185,7 @@ class ByteBpeTokenizer(tf.Module):
             tf.lookup.KeyValueTensorInitializer(char_strings, byte_strings), default_value="")
         self._tokens = tf.constant(list(self._vocab))
         self._ranks = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
-            tf.constant(merges), tf.range(len(merges), dtype=tf.int32)), default_value=_NO_RANK)
+            tf.constant(merges), tf.range(len(merges), dtype=tf.int32)), default_value=NO_RANK)
         self._ids = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant(list(index)), tf.constant(list(index.values()), tf.int32)),
             default_value=self.unk_id)
@@ -205,10 +205,12 @@ class ByteBpeTokenizer(tf.Module):
     def pre_tokenize(self, texts):
         """Texts [B] -> GPT-2's pieces [B, (W)] (strings)."""
         # \s+(?!\S): a run of whitespace that a non-space follows gives up its last character.
-        marked = tf.strings.regex_replace(texts, rf"([{_WS}]+)([{_WS}][^{_WS}])", rf"\1{_MARK}\2")
-        # A _MARK before every piece (no piece holds one), then the text cut at the marks:
+        marked = tf.strings.regex_replace(texts, rf"([{_WS}]+)([{_WS}][^{_WS}])",
+                                          rf"\1{CUT_MARK}\2")
+        # A CUT_MARK before every piece (no piece holds one), then the text cut at the marks:
         # a whole-match rewrite runs RE2's DFA, ~10x faster than tf_text.regex_split.
-        parts = tf.strings.split(tf.strings.regex_replace(marked, _PIECES, rf"{_MARK}\0"), _MARK)
+        parts = tf.strings.split(tf.strings.regex_replace(marked, _PIECES, rf"{CUT_MARK}\0"),
+                                 CUT_MARK)
         return keep_values(parts, tf.strings.length(parts.flat_values) > 0)  # (B, (W))
 
     def tokenize(self, texts):
@@ -272,9 +274,9 @@ class ByteBpeTokenizer(tf.Module):
         char_size = (1 + tf.cast(flat_codes >= 0x80, tf.int32)
                      + tf.cast(flat_codes >= 0x800, tf.int32)
                      + tf.cast(flat_codes >= 0x10000, tf.int32))  # (C,) UTF-8 bytes
-        # Bytes of each character in the pre-tokens: `pre_tokenize` drops _MARK, even where
+        # Bytes of each character in the pre-tokens: `pre_tokenize` drops CUT_MARK, even where
         # the text had it.
-        char_size = tf.where(flat_codes == ord(_MARK), 0, char_size)
+        char_size = tf.where(flat_codes == ord(CUT_MARK), 0, char_size)
         char_of_byte = tf.repeat(tf.range(tf.size(char_size)), char_size)  # pre-tokens' bytes
         words, merged = self._bpe(tf.strings.unicode_encode(codes, "UTF-8"))
         # The pre-tokens tile each text in order, and their pieces tile the pre-tokens, so the
@@ -309,10 +311,10 @@ class ByteBpeTokenizer(tf.Module):
         def step(symbols, words, done_symbols, done_words):
             # Pair i is symbols i and i + 1, a pair where both are of one word.
             ranks = tf.where(words[1:] == words[:-1], self._ranks.lookup(
-                tf.strings.join([symbols[:-1], symbols[1:]], separator=" ")), _NO_RANK)
+                tf.strings.join([symbols[:-1], symbols[1:]], separator=" ")), NO_RANK)
             best = tf.math.unsorted_segment_min(ranks, words[:-1], num_words)  # (W,)
-            word_best = tf.gather(best, words)  # (S,) _NO_RANK: no merge left in its word
-            candidate = (ranks == word_best[:-1]) & (ranks < _NO_RANK)
+            word_best = tf.gather(best, words)  # (S,) NO_RANK: no merge left in its word
+            candidate = (ranks == word_best[:-1]) & (ranks < NO_RANK)
             # Non-overlapping, left to right: in a run of consecutive candidates (the pair
             # (x, x) in x x x ...), every second one. A run never crosses words: a pair
             # across two words is no candidate.
@@ -324,7 +326,7 @@ class ByteBpeTokenizer(tf.Module):
             following = tf.concat([symbols, [""]], 0)[1:]
             new = tf.where(tf.concat([chosen, [False]], 0),
                            tf.strings.join([symbols, following]), symbols)
-            finished = word_best >= _NO_RANK  # (S,)
+            finished = word_best >= NO_RANK  # (S,)
             keep = ~tf.concat([[False], chosen], 0) & ~finished  # not a right half, not done
             return (tf.boolean_mask(new, keep), tf.boolean_mask(words, keep),
                     tf.concat([done_symbols, tf.boolean_mask(symbols, finished)], 0),

@@ -31,9 +31,9 @@ import tensorflow as tf
 from bert_keras.errors import InputError
 from bert_keras.files import read_json
 from bert_keras.text.byte_bpe_tokenizer import (
-    _MARK,
-    _NO_RANK,
+    CUT_MARK,
     MERGES_FILE,
+    NO_RANK,
     VOCAB_FILE,
     ModernBertTokenizer,
     char_spans,
@@ -97,7 +97,7 @@ def settings(spec, model, config, source, merges):
         content = entry.get("content") if isinstance(entry, dict) else None
         flags = [k for k in ("lstrip", "rstrip", "single_word", "normalized") if entry.get(k)]
         if not isinstance(content, str) or not content or flags or any(
-                c in content for c in (" ", SPACE, _MARK)):
+                c in content for c in (" ", SPACE, CUT_MARK)):
             raise InputError(f"{source}: added_tokens has {str(entry)[:80]}; only added tokens "
                              "without spaces and without lstrip, rstrip, single_word or "
                              "normalized are read.")
@@ -151,7 +151,7 @@ class MetaspaceBpeTokenizer(ModernBertTokenizer):
         # RE2 tries alternatives in order: the longest of those starting at a place wins.
         self._added_pattern = "|".join(_escape(t) for t in added) or None
         self._added = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
-            tf.constant(added + [_MARK], tf.string), tf.ones(len(added) + 1, tf.bool)),
+            tf.constant(added + [CUT_MARK], tf.string), tf.ones(len(added) + 1, tf.bool)),
             default_value=False)
         self._vocab = Tokens(sorted(index, key=index.get))
         self.vocab_size = len(self._vocab)
@@ -160,7 +160,7 @@ class MetaspaceBpeTokenizer(ModernBertTokenizer):
         self._tokens = tf.constant(list(self._vocab))
         self._ranks = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant(merges, tf.string), tf.range(len(merges), dtype=tf.int32)),
-            default_value=_NO_RANK)
+            default_value=NO_RANK)
         self._ids = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant(list(index)), tf.constant(list(index.values()), tf.int32)),
             default_value=self.unk_id)
@@ -187,7 +187,7 @@ class MetaspaceBpeTokenizer(ModernBertTokenizer):
             words = tf.RaggedTensor.from_tensor(tf.expand_dims(texts, 1))
         else:
             words = tf.strings.split(tf.strings.regex_replace(
-                texts, self._added_pattern, rf"{_MARK}\0{_MARK}"), _MARK)
+                texts, self._added_pattern, rf"{CUT_MARK}\0{CUT_MARK}"), CUT_MARK)
         words = words.with_flat_values(tf.strings.regex_replace(words.flat_values, " ", SPACE))
         return keep_values(words, tf.strings.length(words.flat_values) > 0)
 
@@ -210,7 +210,7 @@ class MetaspaceBpeTokenizer(ModernBertTokenizer):
         flat = words.flat_values
         if self._cut_at_spaces:  # no merge crosses a cut: see the module's docstring
             parts = tf.strings.split(tf.strings.regex_replace(
-                flat, f"([^{SPACE}]){SPACE}", rf"\1{_MARK}{SPACE}"), _MARK)  # (W, (k))
+                flat, f"([^{SPACE}]){SPACE}", rf"\1{CUT_MARK}{SPACE}"), CUT_MARK)  # (W, (k))
         else:
             parts = tf.RaggedTensor.from_tensor(flat[:, None])
         distinct, index = tf.unique(parts.flat_values)
@@ -231,7 +231,7 @@ class MetaspaceBpeTokenizer(ModernBertTokenizer):
         words, merged = self._bpe(valid)
         # The words' characters are the text's but U+E001 (the cuts): where each one is.
         flat_codes = codes.flat_values
-        kept = tf.boolean_mask(tf.range(tf.size(flat_codes)), flat_codes != ord(_MARK))
+        kept = tf.boolean_mask(tf.range(tf.size(flat_codes)), flat_codes != ord(CUT_MARK))
         added = self._added.lookup(words.flat_values)  # (W,)
         chars = tf.strings.unicode_split(words.flat_values, "UTF-8")  # (W, (C))
         # Symbols of each character (1, or its bytes' pieces; 1 in an added token), and the
