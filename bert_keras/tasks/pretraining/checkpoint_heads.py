@@ -41,9 +41,6 @@ def with_checkpoint_heads(encoder, path, family=None):
         model = BertPretrainer(encoder, next_sentence=next_sentence)
     else:
         return encoder
-    names = checkpoints.pretraining_head_name_map(
-        fmt, model.masked_lm_head.name, getattr(model.next_sentence_head, "name", None),
-        next_sentence=next_sentence, **({"family": family.MODEL_TYPE} if family else {}))
-    names = head_checkpoint.masked_lm_names(model.masked_lm_head, names)
-    checkpoints.assign_weights(model, names, tensors, path, partial=True)
+    head_checkpoint.load_pretraining_heads(
+        model, tensors, fmt, **({"family": family.MODEL_TYPE} if family else {}), source=path)
     return model

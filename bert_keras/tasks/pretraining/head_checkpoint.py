@@ -14,20 +14,22 @@ from bert_keras.errors import InputError
 from bert_keras.families import DEFAULT_MODEL_TYPE
 
 
-def load_pretraining_heads(pretrainer, checkpoint, fmt=None, family=DEFAULT_MODEL_TYPE):
+def load_pretraining_heads(pretrainer, checkpoint, fmt=None, family=DEFAULT_MODEL_TYPE,
+                           source=None):
     """Sets a BertPretrainer's MLM (and NSP / SOP) head weights from a Google or HF checkpoint.
 
     `checkpoint`: a checkpoint directory (read with `bert_keras.checkpoints.read_tensors`; a
     Hugging Face directory names its family in config.json), or a dict {tensor name: array}
-    with `fmt` "google" / "huggingface" and the Hugging Face `family`. Missing head tensors or
-    wrong shapes raise `CheckpointError` naming them. The encoder weights are loaded
+    with `fmt` "google" / "huggingface" and the Hugging Face `family` (`source`: where it was
+    read, for the errors). Missing head tensors or wrong shapes raise `CheckpointError`
+    naming them. The encoder weights are loaded
     separately (`BertEncoder.from_pretrained`); the tied decoder needs nothing more. Build
     the pretrainer with `mlm_activation=masked_lm_activation(path)`: RoBERTa's and ELECTRA's
     heads do not use the encoder's activation.
 
     >>> load_pretraining_heads(pretrainer, "uncased_L-12_H-768_A-12/")  # doctest: +SKIP
     """
-    source = "the given tensors"
+    source = source or "the given tensors"
     if isinstance(checkpoint, str):
         source = checkpoint
         fmt, tensors = checkpoints.read_tensors(checkpoint)
