@@ -36,7 +36,7 @@ Example:
 """
 
 from bert_keras.errors import InputError
-from bert_keras.serving import saved_model
+from bert_keras.serving import export_options, saved_model
 from bert_keras.serving.export_run import run_export
 from bert_keras.serving.saved_model import (  # noqa: F401  the writer's public names, here too
     METADATA_FILE,
@@ -64,8 +64,8 @@ def export_model(model, export_dir_base, model_name, labels=None, seq_length=Non
     The tokenizer is the model's preprocessor's, the task type its class's
     (`registry.task_of_model`), the label names `labels` or the model's, the inputs those it
     was fit on (`text`, or `text_a` + `text_b`); `seq_length` defaults to the
-    preprocessor's. `kwargs`: version, dtype, top_k, ... of `export_saved_model`. Returns the
-    version directory.
+    preprocessor's. `kwargs`: version, dtype, ... and the task type's export options (top_k,
+    ...) of `export_saved_model`. Returns the version directory.
 
     >>> path = bk.export_model(classifier, "saved_models", "topics",  # doctest: +SKIP
     ...                        labels=["law", "poetry", "prophecy"])
@@ -85,7 +85,7 @@ def export_model(model, export_dir_base, model_name, labels=None, seq_length=Non
 
 
 def export_saved_model(model, tokenizer, info, base_dir, model_name, version=None,
-                       dtype="float32", top_k=5, extra_allowed_ops=(), examples=None,
+                       dtype="float32", extra_allowed_ops=(), examples=None,
                        kernel_layout="auto", calibration_examples=None, task=None, **options):
     """Exports a Keras task model (or bare encoder) to BASE_DIR/MODEL_NAME/VERSION/.
 
@@ -100,7 +100,6 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
         and outputs float32) or "int8" (the encoder's dense kernels and token embeddings stored
         in int8, compute float32: `inference.quantize_for_inference`); never chosen from the
         exporting machine.
-      top_k: fill-mask predictions per [MASK].
       extra_allowed_ops: op names the audit should accept besides core TF and TF Serving's
         tf-text ops (only if your model server links them).
       examples: {input name: list of texts} for the warmup requests (defaults: short English).
@@ -111,19 +110,24 @@ def export_saved_model(model, tokenizer, info, base_dir, model_name, version=Non
         examples (`int8_check.read_calibration_file`) on which the int8 copy is checked
         against float32; the result goes into the metadata ("int8_check") and the log.
       task: its Task object (default: info's task, by name).
-      options: the task type's, None for its default (span QA: max_answer_length, the
-        longest answer; doc_stride and max_windows, how a long context is cut; default:
-        task.json's "decoding", as the run that trained it answered).
+      options: the task type's export options (the fields of its `export_options_class`,
+        flags of tools/export.py), None for their default: span QA's max_answer_length (the
+        longest answer), doc_stride and max_windows (how a long context is cut; default:
+        task.json's "decoding", as the run that trained it answered), tagging's
+        max_windows, reranking's max_pairs, fill-mask's top_k; another type's refused
+        (`export_options.options_of`).
 
     Returns the version directory. Raises `op_audit.OpAuditError` (nothing is left behind)
     if the graph has ops that stock TF Serving lacks; FileExistsError for a taken version.
     """
+    task = task if task is not None else registry.get_task(info["task"])
+    options = export_options.options_of(task, options)
     check_export_base(base_dir, model_name)
+    model, info, task, options = export_options.served(task, model, info, options)
     return saved_model.write_saved_model(
         model, tokenizer, info, base_dir, model_name, version=version, dtype=dtype,
-        top_k=top_k, extra_allowed_ops=extra_allowed_ops, examples=examples,
-        kernel_layout=kernel_layout, calibration_examples=calibration_examples, task=task,
-        **options)
+        extra_allowed_ops=extra_allowed_ops, examples=examples, kernel_layout=kernel_layout,
+        calibration_examples=calibration_examples, task=task, options=options)
 
 
 def export_task(task_dir, base_dir, model_name=None, **kwargs):

@@ -1,4 +1,7 @@
-"""ExportConfig: every option of an export (the flags of tools/export.py).
+"""ExportConfig: every option of an export (the flags of tools/export.py): its own, and
+every task type's export options (`export_options.TaskExportOptions`: the fields of each
+type's `export_options_class`), of which the exported source's type takes its own
+(`export_options.options_of`) once the source is described.
 
 >>> ExportConfig(task_dir="runs/paraphrase/best").seq_length is None
 True
@@ -14,16 +17,16 @@ bert_keras.configs.ConfigError: --pooling='sum' is not one of ('mean', 'cls', 'm
 
 import dataclasses
 
-from bert_keras.configs import Config, check, option
+from bert_keras.configs import check, option
 from bert_keras.models.encoder.inference import KERNEL_LAYOUTS
-from bert_keras.tasks.embedding.pooling import POOLINGS
+from bert_keras.serving.export_options import TaskExportOptions
 
 # No "auto": an export answers the same whatever machine made it (bfloat16 is an opt-in).
 EXPORT_DTYPES = ("float32", "bfloat16", "int8")
 
 
 @dataclasses.dataclass(frozen=True)
-class ExportConfig(Config):
+class ExportConfig(TaskExportOptions):
     """An export of a task directory or a bare encoder to EXPORT_DIR_BASE/NAME/VERSION."""
 
     task_dir: str = option(None, "Trained task directory (task.json, model.keras, vocab.txt).")
@@ -43,31 +46,6 @@ class ExportConfig(Config):
                              "seq_length (128 for --encoder_dir and transformers checkpoints, "
                              "or the position table where shorter); refused beyond the "
                              "position table.")
-    pooling: str = option(None, "With --encoder_dir: export sentence embeddings (serving_default "
-                          "text -> embeddings [B, H]) pooled this way over the real tokens: "
-                          "mean (sentence-transformers' recipe), cls ([CLS]'s sequence output "
-                          "row) or max; default: the bare encoder.", choices=POOLINGS)
-    normalize: bool = option(False, "With --pooling: L2-normalize the embeddings (dot product = "
-                             "cosine; sentence-transformers' Normalize).")
-    truncate_dim: int = option(None, "With --pooling: keep each embedding's first D values, "
-                               "cut before --normalize (sentence-transformers' truncate_dim, "
-                               "for a Matryoshka-trained encoder); default: all.")
-    pairs: bool = option(False, "Serve a classifier of text pairs (inputs text_a, text_b): for "
-                         "a fine-tuned transformers *ForSequenceClassification checkpoint, "
-                         "which does not say; a task directory says it in task.json.")
-    top_k: int = option(5, "Fill-mask predictions per [MASK] (pretraining models).")
-    max_answer_length: int = option(None, "span_qa: longest answer span in tokens; default: "
-                                    "the run's --max_answer_length (task.json), else 30 "
-                                    "(--max_answer_tokens: its former name).")
-    doc_stride: int = option(None, "span_qa: tokens between the starts of two windows of a "
-                             "long context; default: the run's --doc_stride (task.json), "
-                             "else 128.")
-    max_windows: int = option(64, "Most rows of seq_length tokens one text may take: "
-                              "span_qa's windows of a context, tagging's rows of a text; a "
-                              "request with a longer one is refused (InvalidArgument).")
-    max_pairs: int = option(1024, "reranking: most (query, document) pairs one request may "
-                            "hold (batch x documents per query); a larger one is refused "
-                            "(InvalidArgument).")
     allow_ops: tuple = option((), "Extra op names the audit accepts (only if your model server "
                               "links them).")
     calibration_file: str = option(None, "With --dtype=int8: a few hundred examples of the "
@@ -85,29 +63,14 @@ class ExportConfig(Config):
     def validate(self):
         check(bool(self.task_dir) != bool(self.encoder_dir),
               "Give exactly one of --task_dir or --encoder_dir.")
-        check(not (self.pooling and self.task_dir),
-              "--pooling makes an embedder of a bare encoder: give it with --encoder_dir, not "
-              "--task_dir.")
-        check(self.pooling is None or self.pooling in POOLINGS,
-              f"--pooling={self.pooling!r} is not one of {POOLINGS}.")
-        check(not self.normalize or self.pooling,
-              f"--normalize needs --pooling (one of {POOLINGS}).")
-        check(not (self.pairs and self.pooling), "--pairs does not go with --pooling: an "
-              "embedding export takes single texts.")
-        check(self.truncate_dim is None or self.pooling,
-              f"--truncate_dim needs --pooling (one of {POOLINGS}).")
-        check(self.truncate_dim is None or self.truncate_dim >= 1,
-              f"--truncate_dim must be positive, got {self.truncate_dim}.")
         check(self.version is None or self.version >= 1,
               f"--version must be a positive integer, got {self.version}.")
         check(self.seq_length is None or self.seq_length >= 3,
               f"--seq_length must be at least 3, got {self.seq_length}.")
-        for name in ("top_k", "max_answer_length", "doc_stride", "max_windows", "max_pairs"):
-            value = getattr(self, name)
-            check(value is None or value >= 1, f"--{name} must be positive, got {value}.")
         check(self.dtype in EXPORT_DTYPES, f"--dtype={self.dtype!r} is not one of {EXPORT_DTYPES}.")
         check(not self.calibration_file or self.dtype == "int8",
               f"--calibration_file checks an int8 export: give it with --dtype=int8, not "
               f"--dtype={self.dtype}.")
         check(self.kernel_layout in KERNEL_LAYOUTS,
               f"--kernel_layout={self.kernel_layout!r} is not one of {KERNEL_LAYOUTS}.")
+        super().validate()  # each task type's options, checked by its class

@@ -47,14 +47,14 @@ def read_metadata(export_dir):
         return json.load(f)
 
 
-def serving_functions(model, tokenizer, info, dtype="float32", top_k=5, kernel_layout="auto",
-                      task=None, **options):
+def serving_functions(model, tokenizer, info, dtype="float32", kernel_layout="auto", task=None,
+                      options=None):
     """The ServingFunctions an export of `model` traces: over its inference copy
     (`cast_for_inference`: `dtype`, `kernel_layout`), so what runs them runs the export's
     computation. `task`: its Task object (default: info's task by name); `options`: the task
-    type's (`ServingFunctions`)."""
+    type's export options object (`Task.export_options_class`; None: its defaults)."""
     return sigs.ServingFunctions(cast_for_inference(model, dtype, kernel_layout), tokenizer,
-                                 info, top_k=top_k, task=task, **options)
+                                 info, task=task, options=options)
 
 
 def signature_functions(functions):
@@ -110,10 +110,11 @@ def describe_signatures(signatures, task=None):
 
 
 def write_saved_model(model, tokenizer, info, base_dir, model_name, version=None,
-                      dtype="float32", top_k=5, extra_allowed_ops=(), examples=None,
-                      kernel_layout="auto", calibration_examples=None, task=None, **options):
+                      dtype="float32", extra_allowed_ops=(), examples=None,
+                      kernel_layout="auto", calibration_examples=None, task=None, options=None):
     """Writes BASE_DIR/MODEL_NAME/VERSION/ (the arguments of `export.export_saved_model`;
-    `task`: the Task object, default info's task by name); the caller has checked BASE_DIR
+    `task`: the Task object, default info's task by name; `options`: its type's export
+    options object, None for their defaults); the caller has checked BASE_DIR
     (`versions.check_export_base`). Returns the version directory."""
     model_dir = os.path.join(os.fspath(base_dir), model_name)
     version = versions.next_version(model_dir) if version is None else int(version)
@@ -127,8 +128,7 @@ def write_saved_model(model, tokenizer, info, base_dir, model_name, version=None
     transposed = uses_transposed_kernels(dtype, kernel_layout)  # a bad name fails here
     if calibration_examples is not None and dtype != "int8":
         raise InputError(f"{int8_check.FLAG} checks an int8 export; this one is {dtype}.")
-    functions = serving_functions(model, tokenizer, info, dtype, top_k, kernel_layout, task,
-                                  **options)
+    functions = serving_functions(model, tokenizer, info, dtype, kernel_layout, task, options)
     signatures = {name: fn.get_concrete_function()
                   for name, fn in signature_functions(functions).items()}
     metadata = dict(
@@ -141,8 +141,8 @@ def write_saved_model(model, tokenizer, info, base_dir, model_name, version=None
     )
     metadata.update(functions.task.export_metadata(functions))
     if calibration_examples is not None:
-        reference = serving_functions(model, tokenizer, info, "float32", top_k, "keras", task,
-                                      **options)
+        reference = serving_functions(model, tokenizer, info, "float32", "keras",
+                                      functions.task, functions.options)
         check = int8_check.compare_outputs(reference, functions, calibration_examples)
         logging.info("int8 against float32 on %d calibration examples: agreement %s, largest "
                      "difference %s", check["examples"], check["agreement"],

@@ -27,13 +27,11 @@ type ids all 0 for a model with one token type, so that they are what the model 
 `encode` takes them).
 """
 
-import difflib
-
 import tensorflow as tf
 
 from bert_keras.errors import InputError
 from bert_keras.serving.input_checks import checked_strings, checked_texts, checked_token_ids
-from bert_keras.tasks.registry import TASK_TYPES, get_task
+from bert_keras.tasks.registry import get_task
 from bert_keras.text.packing import pack_with, shortest_packing
 
 
@@ -44,22 +42,21 @@ class ServingFunctions:
       model: the Keras task model (or a bare BertEncoder).
       tokenizer: its tokenizer (WordPiece, byte-level BPE or SentencePiece).
       info: the task.json dict (task, labels, seq_length, text_fields).
-      top_k: fill-mask predictions per [MASK] (pretraining models).
       task: its Task object, as the source's description handed it down (default: info's
         task, by name).
-      options: the task type's export options ({name: value}, None: the task's default), such
-        as span QA's max_answer_length, doc_stride and max_windows.
+      options: its type's export options, an object of `task.export_options_class` (such as
+        span QA's max_answer_length, doc_stride and max_windows; None: their defaults), which
+        the task's serving functions read as `fns.options`.
     """
 
-    def __init__(self, model, tokenizer, info, top_k=5, task=None, **options):
+    def __init__(self, model, tokenizer, info, task=None, options=None):
         self.model = model
         self.info = info
         # Not tracked here: export.py tracks its variables (as Keras' export does).
-        self.options = options
         self.encoder = getattr(model, "encoder", model)
         self.tokenizer = tokenizer
         self.task = task if task is not None else get_task(info["task"])
-        _refuse_unknown_options(options)
+        self.options = _task_options(self.task, options)
         self.text_fields = tuple(self.task.serving_text_fields(info))
         # Refused, not clamped: a request must never be packed other than the model was.
         self.seq_length = int(info["seq_length"])
@@ -72,7 +69,6 @@ class ServingFunctions:
             raise InputError(f"--seq_length={self.seq_length} leaves no room for the text: "
                              f"{info['task']} packs {' + '.join(self.text_fields)} with special "
                              f"tokens into at least {shortest} tokens.")
-        self.top_k = int(top_k)
         self.task.check_serving(self)
         self.labels = self.task.serving_labels(model, info.get("labels"))
         self.label_names = tf.constant(self.labels or [""])
@@ -126,13 +122,12 @@ class ServingFunctions:
         return self.model(dict(inputs, **extra), training=False)
 
 
-def _refuse_unknown_options(options):
-    """TypeError for an export option that no task type reads (a misspelt or old keyword
-    would otherwise be dropped without a word), with the close names."""
-    known = sorted({name for cls in TASK_TYPES.values() for name in cls.export_options})
-    for name in options:
-        if name not in known:
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise TypeError(f"unknown export option {name!r}{hint}; the task types read "
-                            f"{known}.")
+def _task_options(task, options):
+    """`options`, checked to be `task`'s type's export options; None: their defaults."""
+    cls = task.export_options_class
+    if options is None:
+        return cls() if cls is not None else None
+    if cls is None or not isinstance(options, cls):
+        raise TypeError(f"{type(options).__name__} are not the export options of a {task.name} "
+                        f"model ({cls.__name__ if cls else 'it has none'}).")
+    return options

@@ -8,18 +8,21 @@ Shape legend (serving functions): B batch, T packed sequence length.
 'question<TAB>context'
 """
 
+import dataclasses
+
 import numpy as np
 
+from bert_keras.configs import Config, check, option
 from bert_keras.tasks.input_lines import InputLine
 
 
 class TaskServing:
     """The export's serving functions of a task type and the client's view of them."""
 
-    serves_pairs = False  # its export may take two texts (text_a, text_b) per example
-    # The export options (ExportConfig fields, e.g. span QA's doc_stride) its serving
-    # functions read from `fns.options`; an option no task type reads is refused by name.
-    export_options = ()
+    # The Config class of its export's options (e.g. span QA's doc_stride), or None: its
+    # fields are flags of tools/export.py (serving.export_options), given to a source of
+    # another type refused; its serving functions read the object as `fns.options`.
+    export_options_class = None
 
     # -- serving (in-graph; `fns` is the export's serving.signatures.ServingFunctions) ---------
 
@@ -42,6 +45,13 @@ class TaskServing:
         """The options of a fine-tuning run (FinetuneConfig) that its predictions depend on
         beyond the model, kept in task.json's "decoding" for the export."""
         return {}
+
+    def with_export_options(self, model, info, options, source):
+        """(model, info) as its export `options` change what is served, before the serving
+        functions are made: another model (an encoder's embedder) or other inputs (a
+        classifier's pairs); `source`: the exported directory, named in errors (None: a
+        model of user code)."""
+        return model, info
 
     def check_serving(self, fns):
         """InputError (naming the flag) if the export's options leave the task no room."""
@@ -121,16 +131,30 @@ def listed(value):
     return value
 
 
-# Most rows of seq_length tokens one served text may take (the export's `max_windows`:
-# tagging's rows of a long text, span QA's windows of a long context): bounds a request's cost.
-DEFAULT_MAX_WINDOWS = 64
+@dataclasses.dataclass(frozen=True)
+class WindowOptions(Config):
+    """The export option of the task types that cut a long text into rows (tagging's rows of
+    a text, span QA's windows of a context): a bound on a request's cost.
+
+    >>> WindowOptions().max_windows
+    64
+    """
+
+    max_windows: int = option(64, "Most rows of seq_length tokens one text may take (the "
+                              "windows of a context, the rows of a text to tag); a request "
+                              "with a longer one is refused (InvalidArgument).")
+
+    def validate(self):
+        check(self.max_windows >= 1, f"--max_windows must be positive, got {self.max_windows}.")
+
+
 # Rows of the long texts among an export's warmup requests.
 WARMUP_WINDOWS = 4
 
 
 def max_windows(fns):
     """The most rows one served text may take: the export's `max_windows` option."""
-    return int(fns.options.get("max_windows") or DEFAULT_MAX_WINDOWS)
+    return fns.options.max_windows
 
 
 def class_labels(model, labels):

@@ -126,12 +126,12 @@ def test_served_embeddings_equal_predict_without_the_project(tmp_path, exports):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--task_dir=runs/x/best", "--pooling=mean"],
-     "--pooling makes an embedder of a bare encoder: give it with --encoder_dir, not "
-     "--task_dir."),
+    ([f"--task_dir={FAMILIES / 'bert_tagger'}", "--pooling=mean"],
+     f"--pooling is an option of encoder exports, not of {FAMILIES / 'bert_tagger'}'s tagging "
+     "model."),
     ([f"--encoder_dir={FAMILIES / 'distilbert'}", "--normalize"], "--normalize needs --pooling"),
     ([f"--encoder_dir={FAMILIES / 'distilbert'}", "--pooling=mean", "--pairs"],
-     "--pairs does not go with --pooling"),
+     "--pairs is an option of classification, multi_label and regression exports, not of "),
     ([f"--encoder_dir={FAMILIES / 'distilbert'}", "--pooling=sum"],
      "flag --pooling=sum: value should be one of <mean|cls|max>"),
     ([f"--encoder_dir={FAMILIES / 'distilbert'}", "--truncate_dim=8"],

@@ -1,5 +1,5 @@
-"""The options of the sequence-classification task types (the flags of tools/finetune.py
-that only they read).
+"""The options of the sequence-classification task types: the flags of tools/finetune.py
+that only they read, and of tools/export.py (`ClassificationExportOptions`).
 
 >>> ClassificationOptions().pooling, MultiLabelOptions(pooling="mean").pooling
 ('cls', 'mean')
@@ -13,6 +13,8 @@ bert_keras.configs.ConfigError: --head_hidden_layers must be >= 0, got -1.
 Traceback (most recent call last):
 ...
 bert_keras.configs.ConfigError: --multi_label_threshold must be in (0, 1), got 1.5.
+>>> ClassificationExportOptions().pairs
+False
 """
 
 import dataclasses
@@ -64,3 +66,12 @@ class MultiLabelOptions(ClassificationOptions):
         super().validate()
         check(0.0 < self.multi_label_threshold < 1.0, "--multi_label_threshold must be in "
               f"(0, 1), got {self.multi_label_threshold}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassificationExportOptions(Config):
+    """What a classifier's export serves beyond what its source says."""
+
+    pairs: bool = option(False, "Serve a classifier of text pairs (inputs text_a, text_b): for "
+                         "a fine-tuned transformers *ForSequenceClassification checkpoint, "
+                         "which does not say; a task directory says it in task.json.")

@@ -28,7 +28,11 @@ from bert_keras.tasks.classification import (
     tfds_reader,
 )
 from bert_keras.tasks.classification.model import BertClassifier
-from bert_keras.tasks.classification.options import ClassificationOptions, MultiLabelOptions
+from bert_keras.tasks.classification.options import (
+    ClassificationExportOptions,
+    ClassificationOptions,
+    MultiLabelOptions,
+)
 from bert_keras.tasks.raw_examples import PAIRED, TEXTS, RawExamples
 from bert_keras.tasks.task_serving import class_labels
 
@@ -38,10 +42,10 @@ class SequenceClassificationTask(Task):
     `problem_type` (a `problem_types.ProblemType`) and, as `name`, that problem type's task."""
 
     problem_type = problem_types.SINGLE_LABEL
-    serves_pairs = True
     input_line_help = "text, or text_a<TAB>text_b for a model of pairs"
     transformers_head = "ForSequenceClassification"
     options_class = ClassificationOptions
+    export_options_class = ClassificationExportOptions  # --pairs
 
     def read_files(self, paths, file_format, labeled=True, options=None, **reader_options):
         return read_classification_files(paths, file_format, self.problem_type.label_type,
@@ -96,6 +100,10 @@ class SequenceClassificationTask(Task):
 
     def example_rows(self, examples):
         return [dict(text_a=ex.text_a, text_b=ex.text_b, label=ex.label) for ex in examples]
+
+    def with_export_options(self, model, info, options, source):
+        """--pairs: text_a and text_b served, for a checkpoint that does not say."""
+        return model, (dict(info, text_fields=["text_a", "text_b"]) if options.pairs else info)
 
     def serving_text_fields(self, info):
         fields = tuple(info.get("text_fields") or ("text",))

@@ -9,6 +9,7 @@ Shape legend: B batch, P [MASK] tokens of a text, K top-k predictions, V vocabul
 import tensorflow as tf
 
 from bert_keras.tasks.base import Task
+from bert_keras.tasks.pretraining.export_options import FillMaskOptions
 from bert_keras.tasks.pretraining.model import BertPretrainer
 
 MASK_LITERAL = "[MASK]"
@@ -27,6 +28,7 @@ class Pretraining(Task):
     finetunable = False
     needs_label_map = False
     input_line_help = f"text with {MASK_LITERAL} where a word is to be filled in"
+    export_options_class = FillMaskOptions
 
     padded_outputs = ("mask_positions", "top_k_ids", "top_k_tokens", "top_k_scores")
     padding_marker = ("mask_positions", -1)
@@ -35,7 +37,7 @@ class Pretraining(Task):
         return isinstance(model, BertPretrainer)
 
     def export_metadata(self, fns):
-        return {"top_k": fns.top_k}
+        return {"top_k": fns.options.top_k}
 
     def warmup_texts(self, fields):
         return {"text": "masked"}
@@ -56,7 +58,7 @@ class Pretraining(Task):
         dense_positions = positions.to_tensor(0, shape=shape)
         logits = fns.run(inputs, masked_lm_positions=dense_positions)["masked_lm"]
         probs = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)  # (B, P, V)
-        k = min(fns.top_k, len(fns.tokenizer.vocab))
+        k = min(fns.options.top_k, len(fns.tokenizer.vocab))
         top_scores, top_ids = tf.math.top_k(probs, k=k)  # (B, P, K)
         valid_k = tf.broadcast_to(valid[:, :, None], tf.shape(top_ids))
         return {

@@ -1,4 +1,5 @@
-"""RerankingOptions: the flags of tools/finetune.py that only --task=reranking reads.
+"""RerankingOptions: the flags of tools/finetune.py that only --task=reranking reads;
+RerankingExportOptions: those of tools/export.py that only a reranker's export reads.
 
 >>> RerankingOptions().ranking_loss
 'listwise'
@@ -6,6 +7,8 @@
 Traceback (most recent call last):
 ...
 bert_keras.configs.ConfigError: --ranking_loss='pairwise' is not one of ('listwise', 'pointwise').
+>>> RerankingExportOptions().max_pairs
+1024
 """
 
 import dataclasses
@@ -33,3 +36,14 @@ class RerankingOptions(Config):
               f"--ranking_loss={self.ranking_loss!r} is not one of {RANKING_LOSSES}.")
         check(self.max_negatives >= 0,
               f"--max_negatives must be 0 or more, got {self.max_negatives}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class RerankingExportOptions(Config):
+    """A reranker's export: the bound on a request's cost."""
+
+    max_pairs: int = option(1024, "Most (query, document) pairs one request may hold (batch x "
+                            "documents per query); a larger one is refused (InvalidArgument).")
+
+    def validate(self):
+        check(self.max_pairs >= 1, f"--max_pairs must be positive, got {self.max_pairs}.")

@@ -18,11 +18,9 @@ from bert_keras.tasks.input_lines import InputLine
 from bert_keras.tasks.raw_examples import PAIRED, TEXTS, RawExamples
 from bert_keras.tasks.reranking import activations, featurizer, ranking_metrics, reader
 from bert_keras.tasks.reranking.model import BertReranker
-from bert_keras.tasks.reranking.options import RerankingOptions
+from bert_keras.tasks.reranking.options import RerankingExportOptions, RerankingOptions
 from bert_keras.tasks.task_serving import listed
 
-# Most (query, document) pairs one request may hold (the export's --max_pairs).
-DEFAULT_MAX_PAIRS = 1024
 WARMUP_PAIRS = 9  # the largest warmup request: 3 queries of 3 documents
 RANDOM_ORDERS = 20  # shuffles averaged by the random-ranking baseline
 
@@ -51,7 +49,7 @@ class Reranking(Task):
     transformers_head = "ForSequenceClassification"
     options_class = RerankingOptions
     serving_ranks = {"documents": 2}  # [B, K]
-    export_options = ("max_pairs",)
+    export_options_class = RerankingExportOptions
     # A batch is B query groups flattened to B*K rows beside relevance (B, K): dealing its
     # rows out over replicas would tear the groups apart.
     splits_over_replicas = False
@@ -245,4 +243,4 @@ class Reranking(Task):
 
 def max_pairs(fns):
     """The most (query, document) pairs one request may hold: the export's `max_pairs`."""
-    return int(fns.options.get("max_pairs") or DEFAULT_MAX_PAIRS)
+    return fns.options.max_pairs

@@ -1,4 +1,5 @@
-"""SpanQAOptions: how a span-QA run cuts contexts into windows and picks answers.
+"""SpanQAOptions: how a span-QA run cuts contexts into windows and picks answers;
+SpanQAExportOptions: how its export does (the flags of tools/export.py that only span_qa reads).
 
 >>> SpanQAOptions().doc_stride
 128
@@ -6,11 +7,14 @@
 Traceback (most recent call last):
 ...
 bert_keras.configs.ConfigError: --doc_stride must be >= 1, got 0.
+>>> SpanQAExportOptions().doc_stride is None, SpanQAExportOptions().max_windows
+(True, 64)
 """
 
 import dataclasses
 
 from bert_keras.configs import Config, check, option
+from bert_keras.tasks.task_serving import WindowOptions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,3 +42,21 @@ class SpanQAOptions(Config):
         check(max_seq_length > self.max_query_length + 3,
               f"--max_seq_length={max_seq_length} leaves no room for the context after "
               f"--max_query_length={self.max_query_length}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class SpanQAExportOptions(WindowOptions):
+    """An export's windows and answers; unset, as the run that trained it (task.json's
+    "decoding")."""
+
+    max_answer_length: int = option(None, "Longest answer span in tokens; default: the run's "
+                                    "--max_answer_length (task.json), else 30 "
+                                    "(--max_answer_tokens: its former name).")
+    doc_stride: int = option(None, "Tokens between the starts of two windows of a long "
+                             "context; default: the run's --doc_stride (task.json), else 128.")
+
+    def validate(self):
+        super().validate()
+        for name in ("max_answer_length", "doc_stride"):
+            value = getattr(self, name)
+            check(value is None or value >= 1, f"--{name} must be positive, got {value}.")

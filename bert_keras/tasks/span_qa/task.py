@@ -19,7 +19,7 @@ from bert_keras.tasks.span_qa import windows as span_windows
 from bert_keras.tasks.span_qa.answer_inputs import DOC_STRIDE, MAX_ANSWER_LENGTH, MAX_QUERY_LENGTH
 from bert_keras.tasks.span_qa.decoding import decode_feature_answers
 from bert_keras.tasks.span_qa.model import BertSpanQA
-from bert_keras.tasks.span_qa.options import SpanQAOptions
+from bert_keras.tasks.span_qa.options import SpanQAExportOptions, SpanQAOptions
 from bert_keras.tasks.task_serving import WARMUP_WINDOWS, max_windows
 from bert_keras.text.packing import segment_starts
 
@@ -139,24 +139,22 @@ class SpanQA(Task):
                     allow_no_answer=bool(options.version_2_with_negative),
                     null_score_diff_threshold=options.null_score_diff_threshold)
 
-    export_options = ("max_answer_length", "doc_stride", "max_windows")
+    export_options_class = SpanQAExportOptions
 
     def serving_options(self, fns):
-        """The export's windows and answers: its flags, else task.json's "decoding", else
-        `BertSpanQA.answer()`'s defaults."""
+        """The export's windows and answers: its options (`SpanQAExportOptions`), else
+        task.json's "decoding", else `BertSpanQA.answer()`'s defaults."""
         saved = fns.info.get("decoding") or {}
-        flags = fns.options
 
-        def pick(flag, key, default):
-            value = flags.get(flag)
-            return int(value) if value is not None else int(saved.get(key, default))
+        def pick(name, default):
+            value = getattr(fns.options, name)
+            return int(value) if value is not None else int(saved.get(name, default))
 
         return dict(
-            doc_stride=pick("doc_stride", "doc_stride", DOC_STRIDE),
+            doc_stride=pick("doc_stride", DOC_STRIDE),
             max_query_length=int(saved.get("max_query_length", min(MAX_QUERY_LENGTH,
                                                                    fns.seq_length // 2))),
-            max_answer_tokens=pick("max_answer_length", "max_answer_length",
-                                   MAX_ANSWER_LENGTH),
+            max_answer_tokens=pick("max_answer_length", MAX_ANSWER_LENGTH),
             max_windows=max_windows(fns),
             allow_no_answer=bool(saved.get("allow_no_answer", False)),
             null_score_diff_threshold=float(saved.get("null_score_diff_threshold", 0.0)))

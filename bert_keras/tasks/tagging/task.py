@@ -25,7 +25,13 @@ from bert_keras.tasks.tagging import serving as tagging_serving
 from bert_keras.tasks.tagging.crf import check_tag_sequences
 from bert_keras.tasks.tagging.model import BertTokenClassifier
 from bert_keras.tasks.tagging.options import TaggingOptions
-from bert_keras.tasks.task_serving import WARMUP_WINDOWS, class_labels, listed, max_windows
+from bert_keras.tasks.task_serving import (
+    WARMUP_WINDOWS,
+    WindowOptions,
+    class_labels,
+    listed,
+    max_windows,
+)
 
 EXAMPLE_WORDS = ["Mr.", "Bumble's", "letter", "went", "to", "Jerusalem", "."]
 
@@ -57,7 +63,7 @@ class Tagging(Task):
     extension_formats = {".conll": "conll", ".iob": "conll", ".bio": "conll", ".txt": "conll"}
     padded_outputs = ("tokens", "tags", "tag_ids", "tag_scores", "token_starts", "token_ends")
     padding_marker = ("token_starts", -1)
-    export_options = ("max_windows",)  # rows of a long text
+    export_options_class = WindowOptions  # rows of a long text
     ENTITY_FIELDS = ("type", "text", "start", "end", "score")
     input_line_help = ("text; with --words (the tag_words signature), the sentence's words "
                        "separated by spaces, each tagged as given")

@@ -19,6 +19,7 @@ from bert_keras.serving.signatures import ServingFunctions
 from bert_keras.serving.warmup import EXAMPLES
 from bert_keras.tasks import graph_ops
 from bert_keras.tasks.tagging import serving as tagging_serving
+from bert_keras.tasks.task_serving import WindowOptions
 
 from export_harness import _enc, _outputs, run_client
 
@@ -170,7 +171,7 @@ def test_max_windows_is_an_export_option():
     model = bk.BertTokenClassifier.from_pretrained(str(FAMILIES / "bert_tagger"), seq_length=SEQ)
     tokenizer = model.preprocessor.tokenizer
     info = dict(task="tagging", labels=model.labels, seq_length=SEQ, text_fields=["text"])
-    fns = ServingFunctions(model, tokenizer, info, max_windows=3)
+    fns = ServingFunctions(model, tokenizer, info, options=WindowOptions(max_windows=3))
     three, four = "word " * 42, "word " * 43  # 14 pieces a row
     cut = tagging_serving.cut_rows(fns, tf.constant([three, four]), 3)
     assert cut.count.numpy().tolist() == [3, 4]
