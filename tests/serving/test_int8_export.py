@@ -17,7 +17,6 @@ import tool_runner  # tests/support: tools forked without their imports
 from export_harness import (  # noqa: F401  (fixtures too)
     SEQ,
     _enc,
-    _info,
     _keras_inputs,
     _outputs,
     run_client,
@@ -46,13 +45,6 @@ def trained(tokenizer):  # noqa: F811
     model.fit(_keras_inputs(tokenizer, texts[:4096]), labels[:4096], batch_size=64, epochs=3,
               verbose=0)
     return model
-
-
-@pytest.fixture(scope="module")
-def int8_export(tmp_path_factory, tokenizer, trained):  # noqa: F811
-    base = tmp_path_factory.mktemp("saved_models")
-    info = _info("classification", labels=trained.labels)
-    return export.export_saved_model(trained, tokenizer, info, base, "i8", dtype="int8")
 
 
 def _variables_bytes(path):
@@ -97,15 +89,23 @@ def task_dir(tmp_path_factory, tokenizer, trained):  # noqa: F811
     return directory
 
 
-def test_tools_export_int8_checks_it_on_the_calibration_file(tmp_path, task_dir):
+@pytest.fixture(scope="module")
+def int8_export(tmp_path_factory, task_dir):
+    """The version dir of `tools/export.py --dtype=int8` of `trained`'s task directory, checked
+    against float32 on 300 dev definitions (--calibration_file)."""
+    tmp = tmp_path_factory.mktemp("int8")
     _, texts, _ = _topics("dev")
-    calibration = tmp_path / "calibration.txt"
+    calibration = tmp / "calibration.txt"
     calibration.write_text("\n".join(texts[:300]) + "\n")
     proc = tool_runner.run_tool("export", f"--task_dir={task_dir}", "--dtype=int8",
                                 f"--calibration_file={calibration}",
-                                f"--export_dir_base={tmp_path / 'saved'}")
+                                f"--export_dir_base={tmp / 'saved'}")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    check = export.read_metadata(proc.stdout.splitlines()[0])["int8_check"]
+    return proc.stdout.splitlines()[0]
+
+
+def test_tools_export_int8_checks_it_on_the_calibration_file(int8_export):
+    check = export.read_metadata(int8_export)["int8_check"]
     assert check["examples"] == 300
     assert check["agreement"]["label_ids"] >= 0.99, check
     assert 0 < check["max_abs_difference"]["probabilities"] < 0.05, check
