@@ -1,13 +1,22 @@
 """residual_dropout_norm (the XLA-compiled LayerNorm(x + dropout(h)) of train steps) against
-the same math by TensorFlow's autodiff, and the transformer block that uses it."""
+the same math by TensorFlow's autodiff, and the transformer block that uses it; a bfloat16
+export's layer norms fused by oneDNN (fusable_layer_norm)."""
+
+import os
+import pathlib
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import bert_keras as bk
 from bert_keras.models.layers import transformer as layers
 from bert_keras.models.layers.dropout_mask import keep_mask
 from bert_keras.models.layers.residual_norm import residual_dropout_norm
+from bert_keras.serving import export
+from bert_keras.text.tokenizer import BertTokenizer
+
+FAMILIES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "families"
 
 ROWS, WIDTH, EPSILON = 64, 32, 1e-12
 
@@ -72,3 +81,29 @@ def test_block_train_step_without_dropout_equals_inference():
         results.append([y, *grads])
     for got, want in zip(*results, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+
+@pytest.mark.skipif(os.environ.get("TF_ENABLE_ONEDNN_OPTS") != "1",
+                    reason="the _MklLayerNorm fusion is oneDNN's")
+def test_a_bfloat16_export_runs_every_layer_norm_fused(tmp_path):
+    """The embeddings' norm too (its (B, T, H) input once stayed an unfused FusedBatchNormV3):
+    each of bert_tiny's 5 norms one _MklLayerNorm in grappler's graph of a served call."""
+    encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=1000)
+    tokenizer = BertTokenizer(str(FAMILIES / "bert_tagger" / "vocab.txt"))
+    info = dict(task="encoder", labels=None, seq_length=16, lower_case=True,
+                text_fields=["text"])
+    path = export.export_saved_model(encoder, tokenizer, info, str(tmp_path), "tiny",
+                                     dtype="bfloat16")
+    metadata = tf.compat.v1.RunMetadata()
+    with tf.compat.v1.Session(graph=tf.Graph()) as session:
+        signature = tf.compat.v1.saved_model.loader.load(
+            session, ["serve"], path).signature_def["encode"]
+        ids = np.array([[2, 7, 9, 3]], "int32")
+        feed = {signature.inputs["input_word_ids"].name: ids,
+                signature.inputs["input_mask"].name: np.ones_like(ids),
+                signature.inputs["input_type_ids"].name: np.zeros_like(ids)}
+        session.run(signature.outputs["sequence_output"].name, feed, run_metadata=metadata,
+                    options=tf.compat.v1.RunOptions(output_partition_graphs=True))
+    ops = [node.op for part in metadata.partition_graphs for node in part.node]
+    assert ops.count("_MklLayerNorm") == 5 and not any("BatchNorm" in op for op in ops), ops

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 import bert_keras as bk
 from bert_keras.models.encoder.inference import inference_function
+from bert_keras.models.layers.packing import PackedRows
 
 FAMILIES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "families"
 CASES = ["bert_tagger", "modernbert", "deberta_v3"]
@@ -71,6 +72,25 @@ def test_batches_of_no_real_token_or_no_padding(encoder, lengths):
     got = encoder(inputs, training=False)["sequence_output"].numpy()
     assert_unpadded_outputs(got, encoder(inputs, training=False, unpadded=False)[
         "sequence_output"].numpy(), mask)
+
+
+def test_a_batch_without_padding_is_not_gathered():
+    """No padding (every batch of one text): pack and unpack only reshape, in a graph too."""
+    x = np.random.default_rng(2).normal(size=(2, 3, 4)).astype("float32")
+
+    @tf.function(input_signature=[tf.TensorSpec((None, None), tf.int32)])
+    def round_trip(mask):
+        packed = PackedRows(mask)
+        return packed.unpadded, packed.pack(x), packed.unpack(packed.pack(x))
+
+    unpadded, rows, back = round_trip(tf.ones((2, 3), tf.int32))
+    assert bool(unpadded)
+    np.testing.assert_array_equal(rows, x.reshape(6, 4))
+    np.testing.assert_array_equal(back, x)
+    unpadded, rows, back = round_trip(tf.constant([[1, 1, 1], [1, 0, 0]]))
+    assert not bool(unpadded)
+    np.testing.assert_array_equal(rows, x.reshape(6, 4)[:4])
+    np.testing.assert_array_equal(back, x * [[[1], [1], [1]], [[1], [0], [0]]])
 
 
 def test_training_runs_the_padded_graph():

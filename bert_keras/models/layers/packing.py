@@ -14,6 +14,9 @@ unpacked once at the end: padded rows hold zeros.
 
 Both directions are gathers, with the row map computed once: a gather runs on every core,
 where TensorFlow's CPU scatter was 2-9x slower (measured, 32 x 128 tokens, 14-77 real).
+A batch with no padding (every batch of one text, which the packer pads to its own length)
+skips them: its packed rows are the batch's rows, so `pack` and `unpack` only reshape (a
+tf.cond in a graph), the same values without the copies (5% of a batch-1 call).
 
 >>> import numpy as np
 >>> mask = np.array([[1, 1, 0], [1, 0, 0]], "int32")
@@ -43,13 +46,19 @@ class PackedRows:
         count = tf.shape(self.rows)[0]
         # Each position's packed row; padding reads row R, the zero row `unpack` appends.
         self.slots = tf.where(real, tf.cumsum(tf.cast(real, tf.int32)) - 1, count)  # (B*T,)
+        self.unpadded = tf.equal(count, tf.size(real))  # no padding: the rows are the batch's
 
     def pack(self, x):
         """(B, T, ...) -> (R, C), C the product of the trailing (static) sizes."""
-        channels = math.prod(x.shape[2:])
-        return tf.gather(tf.reshape(x, (-1, channels)), self.rows)
+        flat = tf.reshape(x, (-1, math.prod(x.shape[2:])))  # (B*T, C)
+        return tf.cond(self.unpadded, lambda: flat, lambda: tf.gather(flat, self.rows))
 
     def unpack(self, rows):
         """(R, C) -> (B, T, C), zeros at the padding."""
-        padded = tf.concat([rows, tf.zeros((1, rows.shape[-1]), rows.dtype)], axis=0)
-        return tf.reshape(tf.gather(padded, self.slots), (self.batch, self.length, rows.shape[-1]))
+        shape = (self.batch, self.length, rows.shape[-1])
+
+        def scattered():
+            padded = tf.concat([rows, tf.zeros((1, rows.shape[-1]), rows.dtype)], axis=0)
+            return tf.reshape(tf.gather(padded, self.slots), shape)
+
+        return tf.cond(self.unpadded, lambda: tf.reshape(rows, shape), scattered)
