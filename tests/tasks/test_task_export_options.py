@@ -77,3 +77,17 @@ def test_the_export_refuses_it_once_the_source_is_described(tmp_path, monkeypatc
         export_run.run_export(ExportConfig(task_dir=str(qa), max_pairs=64,
                                            export_dir_base=str(tmp_path)))
     assert not list(tmp_path.iterdir())
+
+
+def test_two_definitions_of_one_option_fail_at_import(monkeypatch):
+    """An option two types share is one field of a base class both inherit (as max_windows);
+    the same name written twice would be two flags' worth of knowledge for one flag."""
+    @dataclasses.dataclass(frozen=True)
+    class Again(configs.Config):
+        max_windows: int = configs.option(8, "Rows of a text.")
+
+    monkeypatch.setattr(export_options, "TASK_EXPORT_OPTIONS",
+                        dict(export_options.TASK_EXPORT_OPTIONS, again=Again))
+    with pytest.raises(TypeError, match=r"'max_windows' of Again \(again\) is defined again by "
+                                        r"tagging, span_qa's"):
+        export_options._owners()
