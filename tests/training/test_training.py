@@ -5,6 +5,7 @@ workers run in subprocesses (TF configures devices once per process).
 """
 
 import glob
+import gzip
 import json
 import os
 import pathlib
@@ -26,6 +27,9 @@ import tool_runner  # tests/support: scripts forked without their imports
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CORPUS = REPO / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
+# bert_tiny cut to one narrow layer, for the runs whose figures do not depend on its size: a
+# smaller train step to trace.
+ONE_LAYER = dict(num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64)
 
 
 def _toy_data(inf_at=None):
@@ -213,7 +217,7 @@ _STRATEGY_SCRIPT = textwrap.dedent("""
     for name in ("one_device", "mirrored"):
         result = pretraining.run_pretraining(
             model_dir={model_dir!r} + name, train_data=data, preset="bert_tiny",
-            dropout=0.0, max_seq_length=32,
+            **{one_layer!r}, dropout=0.0, max_seq_length=32,
             max_predictions_per_seq=5, train_steps=4, global_batch_size=8, warmup_steps=1,
             learning_rate=1e-3, checkpoint_every=4, log_every=1, distribution_strategy=name, seed=1,
             progress=False)
@@ -224,8 +228,12 @@ _STRATEGY_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_mirrored_on_two_cpu_devices_matches_one_device(tmp_path):
+    corpus = tmp_path / "corpus.txt"  # the first 3,000 lines: TFRecords of seconds
+    with gzip.open(CORPUS, "rb") as f:
+        corpus.write_bytes(b"".join(next(f) for _ in range(3000)))
     script = tmp_path / "strategies.py"
-    script.write_text(_STRATEGY_SCRIPT.format(repo=str(REPO), corpus=str(CORPUS),
+    script.write_text(_STRATEGY_SCRIPT.format(repo=str(REPO), corpus=str(corpus),
+                                              one_layer=ONE_LAYER,
                                               data=str(tmp_path / "data.tfrecord"),
                                               model_dir=str(tmp_path / "run_")))
     proc = tool_runner.run([sys.executable, tool_runner.TWO_CPU_DEVICES, script],
@@ -245,7 +253,8 @@ _WORKER_SCRIPT = textwrap.dedent("""
     from bert_keras.training import pretraining, strategy
     st = strategy.create_strategy("multi_worker_mirrored")
     result = pretraining.run_pretraining(
-        model_dir={model_dir!r}, train_text={corpus!r}, preset="bert_tiny", max_seq_length=32,
+        model_dir={model_dir!r}, train_text={corpus!r}, preset="bert_tiny", **{one_layer!r},
+        max_seq_length=32,
         max_predictions_per_seq=5, train_steps=4, global_batch_size=8, warmup_steps=1,
         checkpoint_every=2, log_every=2, documents_per_chunk=100, strategy=st, progress=False)
     print("RESULT " + json.dumps(dict(replicas=st.num_replicas_in_sync, chief=strategy.is_chief(st),
@@ -259,7 +268,7 @@ def test_multi_worker_mirrored_two_local_workers_write_one_checkpoint(tmp_path):
     cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
     script = tmp_path / "worker.py"
     script.write_text(_WORKER_SCRIPT.format(repo=str(REPO), corpus=str(CORPUS),
-                                            model_dir=str(model_dir)))
+                                            one_layer=ONE_LAYER, model_dir=str(model_dir)))
     outputs = [(tmp_path / f"worker{index}.out", tmp_path / f"worker{index}.err")
                for index in range(2)]
     envs = [dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TMPDIR=str(tmp_path), TF_CONFIG=json.dumps(
@@ -297,7 +306,7 @@ def test_run_pretraining_two_phases_switch_sequence_length_and_resume_in_phase_2
     pretraining_data.dynamic_pretraining_dataset = recording
     try:
         args = dict(model_dir=str(tmp_path), train_text=str(CORPUS), preset="bert_tiny",
-                    max_seq_length=16, max_predictions_per_seq=3, phase2_seq_length=32,
+                    **ONE_LAYER, max_seq_length=16, max_predictions_per_seq=3, phase2_seq_length=32,
                     phase2_fraction=0.5, global_batch_size=4, warmup_steps=1, checkpoint_every=2,
                     log_every=2, documents_per_chunk=100, progress=False)
         result = pretraining.run_pretraining(train_steps=4, **args)
