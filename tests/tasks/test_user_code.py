@@ -24,12 +24,29 @@ def softmax(logits):
     return e / e.sum(-1, keepdims=True)
 
 
+@pytest.fixture(scope="module")
+def fitted():
+    """`fitted(family)`: a 3-class classifier `from_pretrained` of the family fixture at 32
+    tokens a row, fit one epoch on TEXTS; once per family and module (the round trip and
+    the export of electra_discriminator's share one fit)."""
+    made = {}
+
+    def get(family):
+        if family not in made:
+            model = bk.BertClassifier.from_pretrained(str(FAMILIES / family), num_classes=3,
+                                                      seq_length=32)
+            model.fit(TEXTS, np.array([0, 1, 2, 1]), batch_size=2, epochs=1, verbose=0)
+            made[family] = model
+        return made[family]
+
+    return get
+
+
 @pytest.mark.parametrize("family", ["bert_qa", "roberta", "albert", "distilbert",
                                     "electra_discriminator", "xlm_roberta"])
-def test_every_family_fits_strings_and_round_trips_through_a_keras_file(family, tmp_path):
-    model = bk.BertClassifier.from_pretrained(str(FAMILIES / family), num_classes=3,
-                                              seq_length=32)
-    model.fit(TEXTS, np.array([0, 1, 2, 1]), batch_size=2, epochs=1, verbose=0)
+def test_every_family_fits_strings_and_round_trips_through_a_keras_file(family, fitted,
+                                                                        tmp_path):
+    model = fitted(family)
     before = model.predict(TEXTS, verbose=0)
     model.save(tmp_path / "model.keras")
     again = keras.models.load_model(tmp_path / "model.keras")
@@ -98,10 +115,8 @@ def test_a_directory_without_a_head_needs_num_classes():
 
 
 @pytest.mark.slow
-def test_export_model_serves_what_predict_answers(tmp_path):
-    model = bk.BertClassifier.from_pretrained(str(FAMILIES / "electra_discriminator"),
-                                              num_classes=3, seq_length=32)
-    model.fit(TEXTS, np.array([0, 1, 2, 1]), batch_size=2, verbose=0)
+def test_export_model_serves_what_predict_answers(fitted, tmp_path):
+    model = fitted("electra_discriminator")
     path = bk.export_model(model, export_dir_base=str(tmp_path / "saved"), model_name="topics",
                            labels=["law", "poetry", "prophecy"])
     assert bk.read_metadata(path)["labels"] == ["law", "poetry", "prophecy"]
