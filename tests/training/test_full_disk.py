@@ -1,6 +1,7 @@
-"""A full disk through the tools (subprocesses): each tool runs under a file-size limit
-(`RLIMIT_FSIZE`, set in the child; Python ignores SIGXFSZ, so a write past it fails with
-EFBIG "File too large", as a write to a full disk fails with ENOSPC) smaller than its output.
+"""A full disk through the tools (processes forked by tool_runner): each tool runs under a
+file-size limit (`RLIMIT_FSIZE`, set in the tool's process before the tool starts; Python
+ignores SIGXFSZ, so a write past it fails with EFBIG "File too large", as a write to a full
+disk fails with ENOSPC) smaller than its output.
 
 Each must end with exit status 1, one line naming the output and the problem (no traceback),
 and nothing at the final output path: no file, no temporary sibling.
@@ -10,11 +11,10 @@ import glob
 import gzip
 import os
 import pathlib
-import resource
-import subprocess
-import sys
 
 import pytest
+
+import tool_runner  # tests/support: tools forked without their imports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
@@ -25,18 +25,15 @@ PROBLEM = "cannot write it: File too large"
 def run_tool(tool, *args, max_file_bytes, stdin=None, prelude=None):
     """Runs tools/TOOL.py with every file it writes limited to `max_file_bytes`; `prelude`:
     Python run in the tool's process first (it may lower the limit later itself)."""
-    def limit_file_size():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
-
     script = str(ROOT / "tools" / f"{tool}.py")
-    if prelude is None:
-        command = [sys.executable, script, *args]
-    else:
-        command = [sys.executable, "-c", prelude + (
-            f"\nimport runpy, sys\nsys.argv = [{script!r}] + sys.argv[1:]\n"
-            f"runpy.run_path({script!r}, run_name='__main__')\n"), *args]
-    return subprocess.run(command, input=stdin, capture_output=True, cwd=ROOT, env=ENV,
-                          timeout=600, preexec_fn=limit_file_size)
+    code = (f"import resource, runpy, sys\n"
+            f"resource.setrlimit(resource.RLIMIT_FSIZE, ({max_file_bytes}, {max_file_bytes}))\n"
+            f"{prelude or ''}\n"
+            f"sys.argv = [{script!r}] + sys.argv[1:]\n"
+            f"sys.path[0] = {str(ROOT / 'tools')!r}\n"
+            f"runpy.run_path({script!r}, run_name='__main__')\n")
+    return tool_runner.run_code(code, *args, input=stdin, capture_output=True, cwd=ROOT,
+                                env=ENV, timeout=600)
 
 
 def assert_refused(proc, output, *needles):
