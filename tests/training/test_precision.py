@@ -2,13 +2,14 @@
 elsewhere; an explicit dtype always wins; the tools say which they chose and why."""
 
 import os
-import subprocess
 import sys
 
 import keras
 import pytest
 
 from bert_keras.training import precision
+
+import tool_runner  # tests/support: tools forked without their imports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -83,7 +84,8 @@ def test_the_export_tool_exports_float32_whatever_the_cpu(tmp_path, tiny_encoder
     command = [sys.executable, os.path.join(ROOT, "tools", "export.py"),
                f"--encoder_dir={tmp_path / 'encoder'}", f"--export_dir_base={tmp_path / 'saved'}",
                "--seq_length=16"]
-    proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    proc = tool_runner.run(command, capture_output=True, text=True, cwd=ROOT, env=env,
+                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [line for line in proc.stderr.splitlines() if line.startswith("export.py: dtype")]
     assert lines == ["export.py: dtype float32 (--dtype)"]
@@ -91,7 +93,7 @@ def test_the_export_tool_exports_float32_whatever_the_cpu(tmp_path, tiny_encoder
     from bert_keras.serving import export
 
     assert export.read_metadata(proc.stdout.splitlines()[0])["dtype"] == "float32"
-    refused = subprocess.run(command + ["--dtype=auto"], capture_output=True, text=True, cwd=ROOT,
-                             env=env, timeout=600)
+    refused = tool_runner.run(command + ["--dtype=auto"], capture_output=True, text=True,
+                              cwd=ROOT, env=env, timeout=600)
     assert refused.returncode != 0 and "--dtype" in refused.stderr
     assert "Traceback" not in refused.stderr
