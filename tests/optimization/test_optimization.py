@@ -1,15 +1,15 @@
 """Tests for bert_keras/optimization.py.
 
 The MirroredStrategy checks need 2 logical CPU devices, which must be configured
-before TensorFlow runs any op: they run in a subprocess that executes this file
-as a script (`python tests/optimization/test_optimization.py --mirrored`), so they never clash
-with the device configuration of the pytest worker.
+before TensorFlow runs any op: they run in a process that executes this file as a script
+(`python tests/optimization/test_optimization.py --mirrored`, forked by tests/support/
+tool_runner.py from a process that has imported TensorFlow but configured no device), so they
+never clash with the device configuration of the pytest worker.
 """
 
 import json
 import os
 import pathlib
-import subprocess
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -336,8 +336,10 @@ def _mirrored_main():
 @pytest.fixture(scope="module")
 def mirrored_results():
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), "--mirrored"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    import tool_runner  # tests/support: forked from its server, TensorFlow's devices unset
+
+    proc = tool_runner.run([sys.executable, str(pathlib.Path(__file__).resolve()), "--mirrored"],
+                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULTS ")]
     assert proc.returncode == 0 and lines, proc.stderr[-4000:]
     return json.loads(lines[-1][len("RESULTS "):])
