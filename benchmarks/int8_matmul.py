@@ -60,6 +60,21 @@ def candidates(w):
             return product * scale_t
         return fn
 
+    # SCALED mode, the one that computes right products (on AMX, 2026-12-05): unsigned
+    # activations over [0, max], per-tensor weights (per-channel ranges fail a CHECK).
+    w_max = float(np.abs(w).max())
+    w8_tensor = tf.constant(np.clip(np.round(w / w_max * 127), -127, 127).astype(np.int8))
+    # The shift's product, subtracted after: (x + R) W - R * column sums of W.
+    shift = tf.constant(ACTIVATION_RANGE * w8_tensor.numpy().astype(np.float64).sum(axis=0)
+                        * w_max / 127, tf.float32)
+
+    def scaled_quantized(x, top):  # x >= 0, at most `top`
+        q = tf.quantization.quantize(x, 0.0, top, tf.quint8, mode="SCALED")
+        return tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
+            a=q.output, b=tf.bitcast(w8_tensor, tf.qint8), bias=zeros, min_a=q.output_min,
+            max_a=q.output_max, min_b=-w_max, max_b=w_max, min_freezed_output=0.0,
+            max_freezed_output=0.0, Toutput=tf.float32, input_quant_mode="SCALED")
+
     return {
         "float32 MatMul": lambda x: tf.linalg.matmul(x, w32),
         "bfloat16 MatMul": lambda x: tf.cast(tf.linalg.matmul(tf.cast(x, tf.bfloat16), wbf),
@@ -75,6 +90,11 @@ def candidates(w):
             onednn_quantized(lambda: w8_var),
         "QuantizedMatMulWithBiasAndDequantize, constant weights":
             onednn_quantized(lambda: tf.constant(w8)),
+        "same, SCALED: x + R unsigned, shift's product subtracted, constant weights":
+            lambda x: scaled_quantized(x + ACTIVATION_RANGE, 2 * ACTIVATION_RANGE) - shift,
+        "same, SCALED: relu(x) and relu(-x), two products, constant weights":
+            lambda x: (scaled_quantized(tf.nn.relu(x), ACTIVATION_RANGE)
+                       - scaled_quantized(tf.nn.relu(-x), ACTIVATION_RANGE)),
     }
 
 
