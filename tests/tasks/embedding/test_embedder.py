@@ -71,15 +71,18 @@ def test_embeddings_equal_sentence_transformers_recipe(name, minilm_dir):
 
 @pytest.mark.parametrize("name", ["bert", "roberta", "albert", "distilbert", "electra"])
 def test_poolings_equal_numpy_on_transformers_hidden_states(name):
+    """Each pooling, normalized or not, called on the packed texts (eagerly: `predict` on raw
+    texts traces a function for each of these models; test_embeddings_equal_... runs it)."""
     key = f"{name}_16"
     hidden, mask = REF[f"{key}_sequence_output"], REF[f"{key}_input_mask"]
     encoder = bk.BertEmbedder.from_pretrained(FAMILIES / FIXTURE_DIRS[name], seq_length=16).encoder
     pre = bk.TextPreprocessor(bk.load_tokenizer(FAMILIES / FIXTURE_DIRS[name]), seq_length=16)
+    x = pre(TEXTS)
     for pooling in bk.POOLINGS:
         for normalize in (False, True):
             embedder = BertEmbedder(encoder, pooling=pooling, normalize=normalize,
                                     preprocessor=pre)
-            got = embedder.predict(TEXTS, verbose=0)
+            got = embedder(x, training=False).numpy()
             want = _pool_numpy(hidden, mask, pooling, normalize)
             np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-5,
                                        err_msg=f"{name} {pooling} {normalize}")
@@ -90,10 +93,11 @@ def test_minilm_poolings_equal_numpy_on_reference_hidden_states(minilm_dir):
     texts = [str(t) for t in ref["singles"]]
     hidden, mask = ref["single_sequence_output"], ref["single_input_mask"]
     first = bk.BertEmbedder.from_pretrained(minilm_dir, pooling="mean", normalize=False)
+    x = first.preprocessor(texts)
     for pooling in bk.POOLINGS:
         embedder = BertEmbedder(first.encoder, pooling=pooling, normalize=False,
                                 preprocessor=first.preprocessor)
-        np.testing.assert_allclose(embedder.predict(texts, verbose=0),
+        np.testing.assert_allclose(embedder(x, training=False).numpy(),
                                    _pool_numpy(hidden, mask, pooling, False), atol=1e-4,
                                    err_msg=pooling)
 
