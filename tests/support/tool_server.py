@@ -10,10 +10,12 @@ and tracebacks are the tool's own. The server answers with the child's pid, then
 exit status.
 """
 
+import atexit
 import os
 import pickle
 import signal
 import sys
+import threading
 import time
 
 import bert_keras  # noqa: F401  (the imports every tool pays for: TensorFlow, Keras, tf-text)
@@ -71,6 +73,28 @@ def become_the_tool(request):
     runpy.run_path(sys.argv[0], run_name="__main__")
 
 
+def exit_without_teardown(ended):
+    """Ends the process as the interpreter ends on `ended` (a SystemExit, or None once the
+    tool returned): its threads joined, atexit handlers run, sys.exit's message printed, the
+    standard streams flushed; minus the teardown of every module and object, which walks the
+    whole heap inherited from the server: ~0.9 s of CPU per tool run, against ~0.02 s."""
+    code = None if ended is None else ended.code
+    message = None if code is None or isinstance(code, int) else f"{code}\n"
+    _quietly(lambda: message and sys.stderr.write(message))  # first, as python prints it
+    threading._shutdown()
+    atexit._run_exitfuncs()
+    _quietly(lambda: sys.stdout.flush())
+    _quietly(lambda: sys.stderr.flush())
+    os._exit(1 if message else code or 0)
+
+
+def _quietly(write):
+    try:
+        write()
+    except (AttributeError, OSError, ValueError):  # a stream the tool closed or replaced
+        pass
+
+
 if __name__ == "__main__":
     # Requests and replies move off fds 0 and 1, which the children take as their stdio.
     requests_in = os.fdopen(os.dup(0), "rb")
@@ -78,4 +102,8 @@ if __name__ == "__main__":
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
-    become_the_tool(serve(requests_in, replies_out))
+    try:
+        become_the_tool(serve(requests_in, replies_out))
+    except SystemExit as ended:  # the tool's exit (or the server's, once stdin closed)
+        exit_without_teardown(ended)
+    exit_without_teardown(None)  # an exception never gets here: traceback, exit 1, as python
