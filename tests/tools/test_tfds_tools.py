@@ -8,7 +8,6 @@ import os
 import pathlib
 import re
 import shlex
-import subprocess
 import sys
 import time
 
@@ -19,6 +18,9 @@ import tool_runner  # tests/support: tools forked without their imports
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "data_formats.md"
 SUPPORT = ROOT / "tests" / "support"
+# Code forked by tool_runner.run_code has the server's sys.path: PYTHONPATH=SUPPORT, as the
+# docs' commands are run here, does not reach it, so the code puts SUPPORT there itself.
+ON_PATH = f"import sys; sys.path.insert(0, {str(SUPPORT)!r})\n"
 # What the docs' commands name -> what the tests run instead: the fixture datasets (prepared
 # after importing their module, as a user's own dataset is) and temporary directories.
 DATASETS = {"glue/mrpc": "bk_bible_paraphrase", "my_corpus": "bk_bible_text"}
@@ -59,15 +61,17 @@ def as_tested(command, data_dir, runs, checkpoint=None):
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
-    """The docs' two prepare commands (`python -c "..."`), run as written: the data dir."""
+    """The docs' two prepare commands (`python -c "..."`), run as written (forked as a tool
+    is, tests/support on the path as PYTHONPATH puts it there): the data dir."""
     data_dir = tmp_path_factory.mktemp("tfds_data")
     env = dict(os.environ, PYTHONPATH=str(SUPPORT), TF_CPP_MIN_LOG_LEVEL="3")
     prepares = [c for c in doc_commands() if c.startswith("python -c")]
     assert len(prepares) == 2
     for command in prepares:
         argv = as_tested(command, data_dir, tmp_path_factory.mktemp("unused"))
-        proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=300)
+        assert argv[1] == "-c" and len(argv) == 3
+        proc = tool_runner.run_code(ON_PATH + argv[2], cwd=ROOT, env=env, capture_output=True,
+                                    text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert sorted(os.listdir(data_dir)) == ["bk_bible_paraphrase", "bk_bible_text", "downloads"]
     return data_dir
@@ -194,14 +198,14 @@ def test_tfds_download_prepares_the_dataset_when_asked(tmp_path):
     imported before the tool runs) into the data dir; the tool then reads it."""
     data_dir, output = tmp_path / "tfds", tmp_path / "out.tfrecord"
     tool = ROOT / "tools" / "create_pretraining_data.py"
-    prelude = ("import runpy, sys, tfds_fixtures.builders\n"
+    prelude = (ON_PATH + "import runpy, sys, tfds_fixtures.builders\n"
                f"sys.argv = [{str(tool)!r}] + sys.argv[1:]\n"
                f"runpy.run_path({str(tool)!r}, run_name='__main__')\n")
     args = ["--tfds_name=bk_bible_text", f"--tfds_data_dir={data_dir}", f"--output_file={output}",
             *TINY["create_pretraining_data"]]
     env = dict(os.environ, PYTHONPATH=str(SUPPORT), **tool_runner.QUIET)
-    proc = subprocess.run([sys.executable, "-c", prelude, *args, "--tfds_download"], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = tool_runner.run_code(prelude, *args, "--tfds_download", cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout)["documents"] == 120 and output.stat().st_size > 0
     assert (data_dir / "bk_bible_text" / "1.0.0" / "dataset_info.json").exists()
