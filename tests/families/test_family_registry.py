@@ -5,12 +5,9 @@ are refused, by name); tools/convert_checkpoint.py carries every file of the tok
 distillation teacher of another family or vocabulary than the student's is one line."""
 
 import json
-import os
 import pathlib
 import re
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -26,10 +23,11 @@ from bert_keras.families.transformers_names import (
 )
 from bert_keras.text.tokenizers import load_tokenizer
 
+import tool_runner  # tests/support: tools forked without their imports
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "families"
 CORPUS = ROOT / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
 WEIGHTS = ("model.safetensors", "reference.npz", "heads.npz", "answers.json")
 
 
@@ -150,9 +148,8 @@ def test_convert_checkpoint_carries_the_byte_level_bpe_files(tmp_path, drop):
     source = tmp_path / "roberta"
     shutil.copytree(FIXTURES / "roberta", source, ignore=lambda _, names: list(drop))
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "tools/convert_checkpoint.py", f"--input_dir={source}",
-                           f"--output_dir={out}"], cwd=ROOT, env=ENV, capture_output=True,
-                          text=True, timeout=300)
+    proc = tool_runner.run_tool("convert_checkpoint", f"--input_dir={source}",
+                                f"--output_dir={out}", timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert {"vocab.json", "merges.txt"} <= {p.name for p in out.iterdir()}
     assert "tokenizer files merges.txt, vocab.json" in proc.stdout
