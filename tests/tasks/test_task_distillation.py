@@ -257,7 +257,7 @@ from bert_keras import finetuning_data as readers
 train = readers.load_bundled_task("wordnet_topics", "train")[:128]
 record = bk.run_finetuning(
     task="classification", init_checkpoint=sys.argv[2], teacher_dir=sys.argv[3],
-    output_dir=sys.argv[4], train_examples=train, eval_examples=train[:32], max_seq_length=32,
+    output_dir=sys.argv[4], train_examples=train, max_seq_length=32,
     train_batch_size=32, num_train_epochs=2, learning_rate=2e-3, dropout=0.0, verbose=0,
     distribution_strategy=sys.argv[1])
 print(json.dumps(record["epochs"]))
@@ -342,7 +342,7 @@ def test_distilled_student_follows_its_teacher_and_exports(tmp_path):
                        num_heads=2, intermediate_size=2 * hidden, max_positions=64
                        ).save_pretrained(str(tmp_path / name), tokenizer=tokenizer)
     teacher = tmp_path / "teacher"
-    proc = run_tool(*topic_args(tmp_path / "teacher_encoder", teacher, 6))
+    proc = run_tool(*topic_args(tmp_path / "teacher_encoder", teacher, 3))
     assert proc.returncode == 0, proc.stderr[-3000:]
     teacher_metrics = json.loads((teacher / "metrics.json").read_text())
     assert teacher_metrics["eval"]["accuracy"] > teacher_metrics["baselines"]["majority_accuracy"]
@@ -351,7 +351,7 @@ def test_distilled_student_follows_its_teacher_and_exports(tmp_path):
     # The best epoch by agreement with the teacher: what a student is for (by accuracy, a weak
     # teacher's student may keep an early epoch that ties a later one).
     distilled = dict(teacher_dir=teacher, main_metric="teacher_agreement")
-    args = topic_args(tmp_path / "student_encoder", student, 3, **distilled)
+    args = topic_args(tmp_path / "student_encoder", student, 2, **distilled)
     proc = run_tool(*args)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -382,7 +382,7 @@ def test_distilled_student_follows_its_teacher_and_exports(tmp_path):
     # kill -9 once the first epoch's checkpoint exists; the same command resumes to the same end.
     resumed = tmp_path / "resumed"
     command = [sys.executable, str(TOOL),
-               *topic_args(tmp_path / "student_encoder", resumed, 3, **distilled)]
+               *topic_args(tmp_path / "student_encoder", resumed, 2, **distilled)]
     running = tool_runner.start(command, cwd=ROOT, env=ENV)
     index = resumed / "checkpoints" / "checkpoint"
     deadline = time.time() + 300
