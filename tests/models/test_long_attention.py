@@ -115,11 +115,16 @@ def test_max_length_keeps_the_long_input_paths_out_of_the_graph():
 
 def test_an_encoder_of_short_inputs_traces_no_length_switch():
     """BERT's 512 positions never reach either long-input path: its graphs keep the one full
-    path, whatever the length they are traced with."""
+    path, whatever the length they are traced with. (Their only conds are the unpadded
+    path's switch for a batch without padding, with no attention in a branch.)"""
     encoder = bk.BertEncoder.from_preset("bert_tiny", vocab_size=100)
     spec = {name: tf.TensorSpec((None, None), tf.int32) for name in INPUT_NAMES}
     graph = tf.function(lambda x: encoder(x)["sequence_output"], input_signature=[spec]
                         ).get_concrete_function().graph.as_graph_def()
-    ops = {node.op for node in graph.node} | {node.op for f in graph.library.function
-                                              for node in f.node_def}
-    assert not {"If", "StatelessIf", "While", "StatelessWhile"} & ops
+    functions = {f.signature.name: f for f in graph.library.function}
+    nodes = [*graph.node, *(node for f in functions.values() for node in f.node_def)]
+    assert not {"While", "StatelessWhile"} & {node.op for node in nodes}
+    branches = [functions[node.attr[name].func.name] for node in nodes
+                if node.op in ("If", "StatelessIf") for name in ("then_branch", "else_branch")]
+    assert branches  # the padding switch
+    assert not any(node.op.startswith("BatchMatMul") for f in branches for node in f.node_def)
