@@ -17,6 +17,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -30,10 +31,19 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 def run_tool(tool, *args, redirect=""):
     """Runs tools/TOOL.py with `args`; `redirect` is a shell redirection applied to it, e.g.
-    "<&-" (stdin closed) or ">&-" (stdout closed): a real process, started by bash."""
+    "<&-" (stdin closed) or ">&-" (stdout closed): a real process, started by bash, since a
+    closed stream is what the interpreter's own start-up meets. ">/dev/full" (stdout open on
+    a device that is always full) forks the tool as the other runs do."""
     if not redirect:
         return tool_runner.run_tool(tool, *args)
     command = [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *map(str, args)]
+    if redirect == ">/dev/full":
+        with tempfile.TemporaryDirectory() as directory:
+            stderr = pathlib.Path(directory, "stderr")
+            started = tool_runner.start(command, cwd=ROOT, env=ENV, stdout="/dev/full",
+                                        stderr=stderr)
+            returncode = started.wait()
+            return subprocess.CompletedProcess(command, returncode, "", stderr.read_text())
     return subprocess.run(["bash", "-c", f'exec "$@" {redirect}', "bash", *command],
                           capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=600)
 
