@@ -18,8 +18,6 @@ import importlib.util
 import json
 import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -30,6 +28,8 @@ from bert_keras.checkpoints.transformers_writer import transformers_contents
 from bert_keras.errors import InputError
 from bert_keras.families import FAMILIES
 from bert_keras.text.tokenizers import load_tokenizer
+
+import tool_runner  # tests/support: tools forked without their imports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "families"
@@ -139,8 +139,8 @@ def test_multiple_choice_round_trip_gives_every_tensor_back_and_reads_back(name,
     inputs = {"input_word_ids": ids, "input_mask": reference["two_attention_mask"],
               "input_type_ids": (reference["two_token_type_ids"]
                                  if "two_token_type_ids" in reference else np.zeros_like(ids))}
-    np.testing.assert_allclose(again.predict(inputs, verbose=0), reference["two_logits"],
-                               atol=TOLERANCE)
+    np.testing.assert_allclose(np.asarray(again(inputs, training=False)),
+                               reference["two_logits"], atol=TOLERANCE)
 
 
 def test_a_multiple_choice_head_of_another_family_is_refused(parts, tmp_path):
@@ -490,9 +490,7 @@ def test_contents_without_writing(parts):
 # -- the tool -------------------------------------------------------------------------------
 
 def run_tool(*args):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "convert_checkpoint.py"), *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return tool_runner.run_tool("convert_checkpoint", *args, timeout=300)
 
 
 def test_the_tool_writes_a_transformers_directory_and_refuses_in_one_line(tmp_path):
