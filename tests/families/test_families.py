@@ -6,6 +6,7 @@ make_xlm_roberta_references.py made them and the references; no torch needed her
 parity: WordPiece (DistilBERT, ELECTRA), SentencePiece (ALBERT; XLM-R's with fairseq's ids) and
 byte-level BPE (RoBERTa); packing of texts and pairs as the family's tokenizer packs them."""
 
+import functools
 import json
 import pathlib
 import shutil
@@ -33,6 +34,13 @@ def reference(name):
     return dict(np.load(FAMILIES / name / "reference.npz"))
 
 
+@functools.cache
+def family_encoder(name):
+    """The family fixture's encoder, read once per test process: the tests that only call it
+    or read its architecture share it (the ones that build a model around it read their own)."""
+    return bk.BertEncoder.from_pretrained(str(FAMILIES / name))
+
+
 def batch_inputs(ref, batch):
     """The reference's padded batch as the encoder's three inputs."""
     return {"input_word_ids": ref[f"{batch}_input_ids"], "input_mask": ref[f"{batch}_input_mask"],
@@ -52,7 +60,7 @@ def test_tokenizer_ids_equal_the_family_tokenizer(name):
 @pytest.mark.parametrize("name", CASES)
 def test_encoder_matches_transformers(name):
     ref = reference(name)
-    encoder = bk.BertEncoder.from_pretrained(str(FAMILIES / name))
+    encoder = family_encoder(name)
     for batch in ("singles", "pairs"):
         inputs = batch_inputs(ref, batch)
         got = encoder(inputs)["sequence_output"].numpy()
@@ -62,14 +70,14 @@ def test_encoder_matches_transformers(name):
 
 
 def test_family_architectures():
-    distil = bk.BertEncoder.from_pretrained(str(FAMILIES / "distilbert")).architecture
+    distil = family_encoder("distilbert").architecture
     assert (distil["type_vocab_size"], distil["use_pooler"]) == (0, False)
-    electra = bk.BertEncoder.from_pretrained(str(FAMILIES / "electra_discriminator")).architecture
+    electra = family_encoder("electra_discriminator").architecture
     assert (electra["embedding_size"], electra["hidden_size"],
             electra["use_pooler"]) == (16, 32, False)
     config = json.loads((FAMILIES / "electra_generator" / "config.json").read_text())
     assert config["embedding_size"] == config["hidden_size"]  # no projection tensor in the file
-    generator = bk.BertEncoder.from_pretrained(str(FAMILIES / "electra_generator")).architecture
+    generator = family_encoder("electra_generator").architecture
     assert generator["embedding_size"] is None
 
 
@@ -82,17 +90,17 @@ def test_byte_bpe_detokenize_inverts_tokenize():
 
 
 def test_roberta_and_albert_architectures():
-    roberta = bk.BertEncoder.from_pretrained(str(FAMILIES / "roberta"))
+    roberta = family_encoder("roberta")
     assert (roberta.position_offset, roberta.type_vocab_size, roberta.use_pooler) == (2, 1, False)
     assert roberta.max_sequence_length == 64
-    albert = bk.BertEncoder.from_pretrained(str(FAMILIES / "albert"))
+    albert = family_encoder("albert")
     assert (albert.num_layers, albert.num_layer_groups, albert.embedding_size) == (4, 2, 16)
     # Two blocks of weights serve four layers.
     assert len({v.path.split("/")[0] for v in albert.weights if "transformer_layer" in v.path}) == 2
 
 
 def test_own_format_round_trip_keeps_the_family(tmp_path):
-    encoder = bk.BertEncoder.from_pretrained(str(FAMILIES / "electra_discriminator"))
+    encoder = family_encoder("electra_discriminator")
     tokenizer = bk.BertTokenizer.from_pretrained(str(FAMILIES / "electra_discriminator"))
     encoder.save_pretrained(str(tmp_path / "own"), tokenizer)
     again = bk.BertEncoder.from_pretrained(str(tmp_path / "own"))
@@ -143,7 +151,7 @@ def test_packed_inputs_and_outputs_from_raw_text(name):
     ref = reference(name)
     preprocessor = bk.BertPreprocessor(load_tokenizer(str(FAMILIES / name)), seq_length=64,
                                        pad_to_longest=True)
-    encoder = bk.BertEncoder.from_pretrained(str(FAMILIES / name))
+    encoder = family_encoder(name)
     batches = {"singles": (SAMPLES["singles"],),
                "pairs": ([a for a, _ in SAMPLES["pairs"]], [b for _, b in SAMPLES["pairs"]])}
     for batch, texts in batches.items():
