@@ -79,8 +79,8 @@ def test_training_goals_vs_keras_hub_and_hf():
     rows.append(row("finetune", shape, "HF torch bf16 autocast train", 35.0, metric))
     goal = goal_of(goals.goals(rows), vs_hf)
     assert (goal.status, goal.measured[:5]) == ("missed", "0.90x")
-    goal = goal_of(found, "pretraining train step bert_tiny: best bert_keras ≥ 1.25x")
-    assert goal.status == "not measured (no pretrain rows for bert_tiny)"
+    # No pretrain rows at all: a preset no run trains (--train_presets), no goal to miss.
+    assert not [goal for goal in found if goal.goal.startswith("pretraining train step")]
 
 
 def export_rows(ours_p50, hf_p50):
