@@ -59,6 +59,9 @@ def become_the_tool(request):
     import runpy
 
     os.setsid()  # its own session: a timeout kills the tool and whatever it started
+    # Ctrl-C raises KeyboardInterrupt, as in a python started from a terminal, even where the
+    # suite runs as a background job (which starts it, and so the server, ignoring SIGINT).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for fd, (path, flags) in enumerate([(request["stdin"], os.O_RDONLY),
                                         (request["stdout"], os.O_WRONLY),
                                         (request["stderr"], os.O_WRONLY)]):
