@@ -15,7 +15,6 @@ from bert_keras.checkpoints.transformers_spec import (
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 from bert_keras.tasks.classification import head_checkpoint as classification_head
-from bert_keras.tasks.classification.head_checkpoint import family_poolings
 
 TRANSFORMERS_HEAD = "ForMultipleChoice"
 
@@ -86,10 +85,11 @@ def multiple_choice_spec(model, generator=False):
 
     def head_names(family, what):
         table = families.task_head(family, TRANSFORMERS_HEAD)
-        if model.pooling not in family_poolings(family):
+        poolings = classification_head.family_poolings(family)
+        if model.pooling not in poolings:
             raise InputError(f"{what}: pooling={model.pooling!r}; transformers' "
                              f"{family.MODEL_TYPE} multiple-choice head reads "
-                             f"{' or '.join(map(repr, family_poolings(family)))}.")
+                             f"{' or '.join(map(repr, poolings))}.")
         check_family_head(head, table, family, what, "multiple-choice head")
         check_pooled_input(table, model.encoder, family, what, "multiple-choice head")
         return [(head, head_name_map(family, head.name))]
