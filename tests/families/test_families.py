@@ -11,11 +11,13 @@ import json
 import pathlib
 import shutil
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import bert_keras as bk
+from bert_keras.models.layers.transformer import TransformerBlock
 from bert_keras.text.tokenizers import load_tokenizer
 
 import tool_runner  # tests/support: tools forked without their imports
@@ -67,6 +69,27 @@ def test_encoder_matches_transformers(name):
         mask = inputs["input_mask"].astype(bool)
         np.testing.assert_allclose(got[mask], ref[f"{batch}_sequence_output"][mask], atol=1e-4,
                                    err_msg=f"{name} {batch}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_encoders_and_pretrainers_built_without_tracing_their_blocks_are_the_traced_ones(
+        dtype, monkeypatch):
+    """A block states its symbolic output (TransformerBlock.compute_output_spec) instead of
+    Keras tracing its `call`: every family's encoder, and a pretrainer (which reads rows by
+    `output_positions`), get the same outputs and weights as when Keras traces the blocks."""
+    def built(name):
+        encoder = bk.BertEncoder.from_config({**family_encoder(name).get_config(),
+                                              "dtype": dtype})
+        pretrainer = bk.BertPretrainer(encoder, next_sentence=False)
+        return ([(w.path, tuple(w.shape), w.dtype) for w in pretrainer.weights],
+                [(tuple(t.shape), t.dtype)
+                 for t in tf.nest.flatten([encoder.outputs, pretrainer.outputs])])
+
+    stated = {name: built(name) for name in CASES}
+    monkeypatch.setattr(TransformerBlock, "compute_output_spec",
+                        keras.layers.Layer.compute_output_spec)
+    for name in CASES:
+        assert stated[name] == built(name), name
 
 
 def test_family_architectures():

@@ -507,6 +507,16 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(input_shape)
         self.dropout_layer = Dropout(self.dropout, dtype=policy)
 
+    def compute_output_spec(self, inputs, input_mask, training=None, query_positions=None,
+                            relative_embeddings=None, packed=None):
+        """The output's shape and dtype, which Keras would otherwise learn by tracing `call`
+        in a scratch graph each time a model calls the block on symbolic inputs (most of the
+        time it takes to build an encoder)."""
+        shape = tuple(inputs.shape)
+        if query_positions is not None and packed is None:
+            shape = (shape[0], query_positions.shape[1], shape[-1])
+        return keras.KerasTensor(shape, dtype=self.compute_dtype)
+
     def call(self, inputs, input_mask, training=None, query_positions=None,
              relative_embeddings=None, packed=None):
         """inputs (B, T, H) -> (B, T, H); with `query_positions` (B, Q) int, the block's
