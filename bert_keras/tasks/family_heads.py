@@ -1,8 +1,11 @@
 """The arguments of a task model's head that say which family's head it is (`hidden_activation`,
 `hidden_norm`: RoBERTa's dense-tanh, ModernBERT's dense-gelu-norm before the output layer), as
 `from_pretrained` takes them: from a task directory's model of the same class, or from a
-transformers checkpoint's family (`head_checkpoints.task_head_arguments`)."""
+transformers checkpoint's family (`head_checkpoints.task_head_arguments`); and what a family's
+classifier-style heads (`*ForSequenceClassification`, `*ForMultipleChoice`) pool."""
 
+from bert_keras import checkpoints
+from bert_keras.checkpoints import huggingface
 from bert_keras.models import head_checkpoints
 
 # Each with its value in a model saved before it existed.
@@ -20,3 +23,19 @@ def family_head_arguments(cls, path, trained, kwargs):
     else:
         arguments = {}
     return {**arguments, **kwargs}
+
+
+def family_poolings(family):
+    """What `family`'s classifier heads (*ForSequenceClassification, *ForMultipleChoice) may
+    pool (`pooling`, config.json's `classifier_pooling`): "cls" by default."""
+    return getattr(family, "CLASSIFIER_POOLINGS", ("cls",))
+
+
+def checkpoint_pooling(path):
+    """What the classifier heads of checkpoint `path` pool: "cls", or ModernBERT's config.json
+    `classifier_pooling` ("mean"); "cls" for other layouts."""
+    if checkpoints.detect_format(path) != "huggingface":
+        return "cls"
+    family, config = huggingface.read_family(path)
+    read = getattr(family, "classifier_pooling", None)  # else "cls": the first token or pooler
+    return read(config, path) if read else "cls"

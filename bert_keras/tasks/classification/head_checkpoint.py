@@ -19,6 +19,7 @@ from bert_keras.checkpoints.transformers_spec import (
 )
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
+from bert_keras.tasks.family_heads import checkpoint_pooling, family_poolings
 
 TRANSFORMERS_HEAD = "ForSequenceClassification"
 
@@ -38,16 +39,6 @@ def head_activation(path):
     return families.task_head(huggingface.read_family(path)[0], TRANSFORMERS_HEAD).activation
 
 
-def pooling(path):
-    """What the `*ForSequenceClassification` head of checkpoint `path` pools: "cls", or
-    ModernBERT's config.json `classifier_pooling` ("mean"); "cls" for other layouts."""
-    if checkpoints.detect_format(path) != "huggingface":
-        return "cls"
-    family, config = huggingface.read_family(path)
-    read = getattr(family, "classifier_pooling", None)  # else "cls": the first token or pooler
-    return read(config, path) if read else "cls"
-
-
 def head_arguments(path):
     """The BertClassifier arguments that make its head compute what the
     `*ForSequenceClassification` of checkpoint `path`'s family computes: `hidden_activation`,
@@ -57,7 +48,7 @@ def head_arguments(path):
     {'hidden_activation': 'tanh', 'hidden_norm': False, 'pooling': 'cls'}
     """
     arguments = head_checkpoints.task_head_arguments(path, TRANSFORMERS_HEAD)
-    return dict(arguments, pooling=pooling(path)) if arguments else {}
+    return dict(arguments, pooling=checkpoint_pooling(path)) if arguments else {}
 
 
 def load_classification_head(classifier, path):
@@ -113,12 +104,6 @@ def classifier_spec(classifier, generator=False, head_config=None, extra_files=N
     return TransformersSpec(classifier, classifier.encoder, TRANSFORMERS_HEAD, reads_pooler=True,
                             head_names=head_names, head_config=head_and_pooling,
                             extra_files=extra_files)
-
-
-def family_poolings(family):
-    """What `family`'s classifier heads (*ForSequenceClassification, *ForMultipleChoice) may
-    pool (`pooling`, config.json's `classifier_pooling`): "cls" by default."""
-    return getattr(family, "CLASSIFIER_POOLINGS", ("cls",))
 
 
 def _check_classifier_options(classifier, what):

@@ -15,7 +15,7 @@ from bert_keras.checkpoints import CheckpointError
 from bert_keras.models import heads
 from bert_keras.models.layers.pooling import SentencePooling
 from bert_keras.tasks.classification import head_checkpoint, problem_types
-from bert_keras.tasks.family_heads import family_head_arguments
+from bert_keras.tasks.family_heads import checkpoint_pooling, family_head_arguments
 from bert_keras.tasks.task_model import BertTaskModel, class_count, encoder_inputs, label_names
 
 # "cls": the encoder's pooled output (its pooler on [CLS], as BERT's classifier and every
@@ -87,7 +87,7 @@ class BertClassifier(BertTaskModel):
         """The head of a transformers `*ForSequenceClassification` directory, into a
         classifier that computes what it computes (CheckpointError for another pooling or
         head layers: their head starts fresh)."""
-        pooling = head_checkpoint.pooling(path)
+        pooling = checkpoint_pooling(path)
         if classifier.pooling != pooling or classifier.head_hidden_layers:
             raise CheckpointError(f"{path}: its transformers classification head reads "
                                   f"pooling={pooling!r}, through no more layers; this "
@@ -159,7 +159,7 @@ class BertClassifier(BertTaskModel):
                 kwargs.setdefault(key, getattr(trained, key))
         kwargs = family_head_arguments(cls, path, trained, kwargs)
         if trained is None:  # the checkpoint's transformers classifier pools so
-            kwargs.setdefault("pooling", head_checkpoint.pooling(path))
+            kwargs.setdefault("pooling", checkpoint_pooling(path))
         if labels is not None and len(labels) == kwargs["num_classes"]:
             kwargs.setdefault("labels", labels)
         return kwargs

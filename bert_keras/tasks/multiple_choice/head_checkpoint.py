@@ -14,16 +14,9 @@ from bert_keras.checkpoints.transformers_spec import (
 )
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
-from bert_keras.tasks.classification import head_checkpoint as classification_head
+from bert_keras.tasks.family_heads import checkpoint_pooling, family_poolings
 
 TRANSFORMERS_HEAD = "ForMultipleChoice"
-
-
-def pooling(path):
-    """What the `*ForMultipleChoice` head of checkpoint `path` reads: "cls", or ModernBERT's
-    config.json `classifier_pooling` ("mean"), which its multiple-choice head reads as its
-    sequence classifier does; "cls" for other layouts."""
-    return classification_head.pooling(path)
 
 
 def head_arguments(path):
@@ -35,7 +28,7 @@ def head_arguments(path):
     {'hidden_activation': None, 'hidden_norm': False, 'pooling': 'cls'}
     """
     arguments = head_checkpoints.task_head_arguments(path, TRANSFORMERS_HEAD) if path else {}
-    return dict(arguments, pooling=pooling(path)) if arguments else {}
+    return dict(arguments, pooling=checkpoint_pooling(path)) if arguments else {}
 
 
 def head_name_map(family, head):
@@ -59,7 +52,7 @@ def load_multiple_choice_head(model, path):
                                           f"a *{TRANSFORMERS_HEAD} checkpoint.")
     family, config = huggingface.read_family(path)
     fact = families.task_head(family, TRANSFORMERS_HEAD)
-    read = pooling(path)
+    read = checkpoint_pooling(path)
     if model.pooling != read:  # its head starts fresh
         raise checkpoints.CheckpointError(
             f"{path}: its {family.TRANSFORMERS_PREFIX}{TRANSFORMERS_HEAD} head reads "
@@ -85,7 +78,7 @@ def multiple_choice_spec(model, generator=False):
 
     def head_names(family, what):
         table = families.task_head(family, TRANSFORMERS_HEAD)
-        poolings = classification_head.family_poolings(family)
+        poolings = family_poolings(family)
         if model.pooling not in poolings:
             raise InputError(f"{what}: pooling={model.pooling!r}; transformers' "
                              f"{family.MODEL_TYPE} multiple-choice head reads "

@@ -17,7 +17,7 @@ import tensorflow as tf
 from bert_keras.models import heads
 from bert_keras.models.layers.pooling import SentencePooling
 from bert_keras.tasks import targets, text_inputs
-from bert_keras.tasks.family_heads import family_head_arguments
+from bert_keras.tasks.family_heads import checkpoint_pooling, family_head_arguments
 from bert_keras.tasks.multiple_choice import choice_inputs, featurizer, head_checkpoint
 from bert_keras.tasks.task_model import BertTaskModel, encoder_inputs
 
@@ -128,7 +128,7 @@ class BertMultipleChoice(BertTaskModel):
         if isinstance(trained, cls):
             kwargs.setdefault("pooling", getattr(trained, "pooling", "cls"))
         elif trained is None:  # the checkpoint's transformers head pools so
-            kwargs.setdefault("pooling", head_checkpoint.pooling(path))
+            kwargs.setdefault("pooling", checkpoint_pooling(path))
         return family_head_arguments(cls, path, trained, kwargs)
 
     # --- contexts and their choices (`choice_inputs`) -------------------------------------
