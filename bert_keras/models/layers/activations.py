@@ -44,13 +44,14 @@ def training_activation(name):
     """
     activation = _TRAINING_FORMS.get(name) or get_activation(name)
 
-    @tf.function(jit_compile=True, reduce_retracing=True)
+    # autograph=False: no Python control flow on tensors to convert (as in dropout_mask).
+    @tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
     def forward(x):
         return tf.cast(activation(tf.cast(x, tf.float32)), x.dtype)
 
     # The gradient recomputes from x in one compiled pass. Autodiff through `forward`
     # would make it write its float32 intermediates for a backward of several passes.
-    @tf.function(jit_compile=True, reduce_retracing=True)
+    @tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
     def backward(x, dy):
         x32 = tf.cast(x, tf.float32)
         with tf.GradientTape() as tape:

@@ -66,7 +66,10 @@ def dropout(x, seed, rate):
 
 @functools.cache
 def _compiled(rate):
-    @tf.function(jit_compile=True, reduce_retracing=True)
+    # autograph=False here and in the other compiled functions of the layers: they have no
+    # Python control flow on tensors, and converting their code cost ~0.5 s of CPU in the
+    # first train step of every process.
+    @tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
     def apply_mask(x, seed):
         scale = tf.constant(1.0 / (1.0 - rate), x.dtype)
         return tf.where(keep_mask(seed, tf.shape(x), rate), x * scale, tf.zeros_like(x))

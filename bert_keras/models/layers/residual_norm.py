@@ -102,13 +102,14 @@ def _compiled(rate, epsilon):
         t = tf.cast(t, tf.float32)
         return t if seed is None else tf.where(keep_mask(seed, tf.shape(t), rate), t * scale, 0.0)
 
-    @tf.function(jit_compile=True, reduce_retracing=True)
+    # autograph=False: no Python control flow on tensors to convert (as in dropout_mask).
+    @tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
     def forward(x, h, seed, gamma, beta):
         y, mean, rstd = normalize(tf.cast(x, tf.float32) + dropped(h, seed), gamma, beta, epsilon,
                                   row_mean)
         return tf.cast(y, x.dtype), mean, rstd
 
-    @tf.function(jit_compile=True, reduce_retracing=True)
+    @tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
     def backward(dy, x, h, seed, mean, rstd, gamma):
         s = tf.cast(x, tf.float32) + dropped(h, seed)  # recomputed: cheaper than a float32 copy
         normalized = (s - mean) * rstd
