@@ -39,8 +39,8 @@ class PackedRows:
 
     def __init__(self, input_mask):
         mask = tf.convert_to_tensor(input_mask)
-        shape = tf.shape(mask)
-        self.batch, self.length = shape[0], shape[1]
+        self.shape = tf.shape(mask)  # (B, T)
+        self.batch, self.length = self.shape[0], self.shape[1]
         real = tf.reshape(tf.not_equal(mask, 0), [-1])  # (B*T,)
         self.rows = tf.cast(tf.where(real)[:, 0], tf.int32)  # (R,) rows of the flat batch
         count = tf.shape(self.rows)[0]

@@ -94,8 +94,14 @@ class Dropout(keras.layers.Dropout):
         return dropout_mask.dropout(ops.convert_to_tensor(inputs), self.next_seed(), self.rate)
 
     def next_seed(self):
-        """A new (2,) int64 seed of a mask (`dropout_mask.keep_mask`)."""
-        return tf.cast(self.seed_generator.next(), tf.int64)
+        """A new (2,) int64 seed of a mask (`dropout_mask.keep_mask`): the seed generator's
+        state, then advanced by (0, 1) as `SeedGenerator.next()` does, in 5 traced ops
+        instead of its 8 (it reads the state twice and copies it with a `* 1`, which a
+        TensorFlow read needs not: the read is a snapshot, ordered before the assign)."""
+        state = self.seed_generator.state
+        seed = tf.convert_to_tensor(state.value)  # a read now (`.value` is the variable)
+        state.assign(seed + np.array([0, 1], seed.dtype.as_numpy_dtype))
+        return tf.cast(seed, tf.int64)
 
 
 def _mask_bias(input_mask, dtype):
@@ -242,19 +248,23 @@ class SelfAttention(keras.layers.Layer):
         self.attention_dropout = Dropout(self.dropout, dtype=self.dtype_policy)
 
     def call(self, inputs, input_mask, training=None, query_positions=None,
-             relative_embeddings=None, packed=None):
+             relative_embeddings=None, packed=None, flat_output=False):
         """inputs (B, T, H) -> (B, T, H); with `query_positions` (B, Q) int, only those
         rows attend (to every key): (B, Q, H). `relative_embeddings` (2S, H): the encoder's
         relative table, with `disentangled_attention`. `packed` (`packing.PackedRows`):
-        inputs and outputs are the real tokens' rows (R, H), attention runs padded."""
+        inputs and outputs are the real tokens' rows (R, H), attention runs padded.
+        `flat_output`: the output as rows (B*T or B*Q, H), the layout a block goes on in
+        (no reshape to trace there and back)."""
         # The dense layers run on (B*T, H): oneDNN fuses a rank-2 matmul with its bias
         # add, but not the tensordot Keras uses on rank 3.
-        batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         hidden_size = self.num_heads * self.head_size
         qkv = self.qkv(ops.reshape(inputs, (-1, hidden_size)))  # (B*T or R, 3H)
+        # (B, T) as one shape op, not `ops.shape`'s slice per size: fewer ops to trace.
+        batch_length = tf.shape(inputs)[:2] if packed is None else packed.shape
         if packed is not None:
-            batch, length, qkv = packed.batch, packed.length, packed.unpack(qkv)  # (B, T, 3H)
-        qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_size))
+            qkv = packed.unpack(qkv)  # (B, T, 3H)
+        qkv = tf.reshape(qkv, tf.concat(
+            [batch_length, (3, self.num_heads, self.head_size)], axis=0))
         qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # (3, B, N, T, D)
         # unstack, not qkv[0], qkv[1], qkv[2]: the gradient of a slice writes a zero-filled
         # full-size tensor per slice (11% of a training step), the gradient of unstack one stack.
@@ -262,6 +272,7 @@ class SelfAttention(keras.layers.Layer):
         if self.rotary_theta is not None:
             query, key = rotary(query, self.rotary_theta), rotary(key, self.rotary_theta)
         if self.disentangled_attention:  # the relative table's row of each (query, key)
+            length = ops.shape(inputs)[1] if packed is None else packed.length
             rows = (ops.arange(length, dtype="int32")[None] if query_positions is None
                     else query_positions)  # (B|1, Q)
             relative_embeddings, relative_index = disentangled.relative_rows(
@@ -269,7 +280,6 @@ class SelfAttention(keras.layers.Layer):
                 self.max_relative_positions)  # the table's rows read (R, H), (B|1, Q, T)
         if query_positions is not None:
             query = tf.gather(query, query_positions, axis=2, batch_dims=1)  # (B, N, Q, D)
-            length = ops.shape(query_positions)[1]
         if self.disentangled_attention or query_positions is not None:
             position_scores = None
             if self.disentangled_attention:
@@ -284,22 +294,24 @@ class SelfAttention(keras.layers.Layer):
         context = ops.transpose(context, (0, 2, 1, 3))  # (B, Q, N, D)
         if packed is not None:
             return self.output_dense(packed.pack(context))  # (R, H)
-        context = ops.reshape(context, (-1, hidden_size))  # (B*Q, H)
-        return ops.reshape(self.output_dense(context), (batch, length, hidden_size))
+        output = self.output_dense(ops.reshape(context, (-1, hidden_size)))  # (B*Q, H)
+        if flat_output:
+            return output
+        if query_positions is None:
+            return tf.reshape(output, tf.shape(inputs))
+        return tf.reshape(output, tf.concat([tf.shape(context)[:2], (hidden_size,)], axis=0))
 
     def _self_attend(self, query, key, value, input_mask, training):
         """Every row attends: (B, N, T, D) context by the cheapest exact path for this
         length (chosen at run time where the length is unknown at trace time): the full
         scores, the blocked sliding window (`local_attention`), or in inference global
         attention a chunk of rows at a time (`query_chunks`), whose peak memory is bounded."""
-        length = ops.shape(query)[2]
-
         def full():
             return self._attend(query, key, value, self._full_bias(input_mask, None, key),
                                 training)
 
         if self.half_window is not None:
-            block = self.half_window
+            block, length = self.half_window, ops.shape(query)[2]
 
             def blocked():
                 bias = local_attention.local_attention_bias(
@@ -310,7 +322,7 @@ class SelfAttention(keras.layers.Layer):
                                        training)  # (B, N, K, b, D)
                 return local_attention.from_query_blocks(context, length)
 
-            return _either(self._may(local_attention.use_blocks, length, self.half_window),
+            return _either(self._may(local_attention.use_blocks, query, self.half_window),
                            blocked, full)
         if training:  # the gradient keeps every chunk's probabilities anyway
             return full()
@@ -319,16 +331,19 @@ class SelfAttention(keras.layers.Layer):
             bias = self._full_bias(input_mask, None, key)
             return query_chunks.attend_in_chunks(
                 lambda rows: self._attend(rows, key, value, bias, training), query,
-                query_chunks.rows_per_chunk(length, self.num_heads))
+                query_chunks.rows_per_chunk(ops.shape(query)[2], self.num_heads))
 
-        return _either(self._may(query_chunks.needs_chunks, length, self.num_heads), chunked, full)
+        return _either(self._may(query_chunks.needs_chunks, query, self.num_heads), chunked, full)
 
-    def _may(self, condition, length, argument):
-        """`condition(length, argument)` of the inputs' length T: a bool where T is known when
-        tracing or `max_length` rules the path out, else a scalar tensor (a tf.cond)."""
-        if isinstance(length, int) or self.max_length is None:
-            return condition(length, argument)
-        return condition(length, argument) if condition(self.max_length, argument) else False
+    def _may(self, condition, query, argument):
+        """`condition(length, argument)` of the (B, N, T, D) `query`'s length T: a bool where
+        T is known when tracing or `max_length` rules the path out (no shape ops traced),
+        else a scalar tensor (a tf.cond)."""
+        length = query.shape[2]
+        if length is None and self.max_length is not None and not condition(self.max_length,
+                                                                             argument):
+            return False
+        return condition(ops.shape(query)[2] if length is None else length, argument)
 
     @property
     def _softmax_dtype(self):
@@ -527,38 +542,35 @@ class TransformerBlock(keras.layers.Layer):
         if self.pre_norm:
             return self._pre_norm_call(inputs, input_mask, training, query_positions,
                                        relative_embeddings, packed)
-        batch, length, hidden_size = ops.shape(inputs)[0], ops.shape(inputs)[1], inputs.shape[-1]
+        hidden_size = inputs.shape[-1]
         attended = self.attention(inputs, input_mask, training=training,
                                   query_positions=query_positions,
                                   relative_embeddings=relative_embeddings,
-                                  packed=packed)  # (B, T or Q, H), or (R, H)
+                                  packed=packed, flat_output=True)  # (B*T or B*Q or R, H)
         if query_positions is not None:
             inputs = tf.gather(inputs, query_positions, batch_dims=1)  # (B, Q, H)
-            length = ops.shape(query_positions)[1]
         # Rank 2 (B*T, H) from here, so the feed-forward matmuls fuse bias and GELU.
         x = ops.reshape(inputs, (-1, hidden_size))
-        x = self._add_and_norm(x, ops.reshape(attended, (-1, hidden_size)),
-                               self.attention_layer_norm, training)
+        x = self._add_and_norm(x, attended, self.attention_layer_norm, training)
         x = self._add_and_norm(x, self._feed_forward(x, training), self.output_layer_norm,
                                training)
-        return x if packed is not None else ops.reshape(x, (batch, length, hidden_size))
+        return x if packed is not None else tf.reshape(x, tf.shape(inputs))  # (B, T or Q, H)
 
     def _pre_norm_call(self, inputs, input_mask, training, query_positions,
                        relative_embeddings, packed):
-        batch, length, hidden_size = ops.shape(inputs)[0], ops.shape(inputs)[1], inputs.shape[-1]
+        hidden_size = inputs.shape[-1]
         normed = self.attention_layer_norm(inputs) if self.attention_layer_norm else inputs
         attended = self.attention(normed, input_mask, training=training,
                                   query_positions=query_positions,
                                   relative_embeddings=relative_embeddings,
-                                  packed=packed)  # (B, T or Q, H), or (R, H)
+                                  packed=packed, flat_output=True)  # (B*T or B*Q or R, H)
         if query_positions is not None:
             inputs = tf.gather(inputs, query_positions, batch_dims=1)  # (B, Q, H)
-            length = ops.shape(query_positions)[1]
         x = ops.reshape(inputs, (-1, hidden_size))  # (B*T, H)
-        x = x + self.dropout_layer(ops.reshape(attended, (-1, hidden_size)), training=training)
+        x = x + self.dropout_layer(attended, training=training)
         hidden = self._feed_forward(self.output_layer_norm(x), training)
         x = x + self.dropout_layer(hidden, training=training)
-        return x if packed is not None else ops.reshape(x, (batch, length, hidden_size))
+        return x if packed is not None else tf.reshape(x, tf.shape(inputs))  # (B, T or Q, H)
 
     def _feed_forward(self, x, training):
         """(B*T, H) -> (B*T, H): the intermediate dense, its activation (gated or not), the
