@@ -189,7 +189,8 @@ class PositionEmbedding(keras.layers.Layer):
 
     def call(self, inputs):
         # inputs: (B, T, H) token embeddings; returns (T, H), broadcast by the caller.
-        length = ops.shape(inputs)[1]
+        length = inputs.shape[1]  # static where known; else one slice of the shape
+        length = tf.shape(inputs)[1] if length is None else length
         if isinstance(length, int) and length > self.max_positions - self.offset:
             raise ValueError(
                 f"Sequence length {length} exceeds max_positions={self.max_positions} "
