@@ -33,8 +33,9 @@ def _needs_merge_call():
 class _BertOptimizer(keras.optimizers.Optimizer):
     """Shared machinery: exclusions, per-variable LR multipliers, clipping, accumulation.
 
-    Subclasses implement `_update(gradient, variable, lr, decay, adapt)` where `lr`
-    already includes the variable's multiplier and `decay`/`adapt` are Python bools.
+    Subclasses may scale the update (`_scale_update`) or update some variables by another
+    rule (`_update_kind`, `_step_scalars`, `update_step`); the scalars that all variables
+    share are computed once per step, in `_backend_update_step`.
     """
 
     def __init__(
@@ -211,20 +212,24 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         self._apply_update(self._averaged(grads, variables), variables)
 
     def _averaged(self, grads, variables):
-        k = float(self.accumulation_steps)
+        k = _per_dtype(lambda dtype: tf.constant(float(self.accumulation_steps), dtype))
         out = []
         for g, v in zip(grads, variables):
             if g is None:
                 out.append(None)
                 continue
             acc = ops.convert_to_tensor(self._accumulators[self._get_variable_index(v)])
-            out.append((g + ops.cast(acc, g.dtype)) / k)
+            out.append((g + ops.cast(acc, g.dtype)) / k(g.dtype))
         return out
 
     def _reset_accumulators(self, variables):
+        zeros = {}  # one zeros tensor per shape and dtype, shared by the accumulators
         for v in variables:
             acc = self._accumulators[self._get_variable_index(v)]
-            acc.assign(ops.zeros(acc.shape, acc.dtype))
+            key = (tuple(acc.shape), acc.dtype)
+            if key not in zeros:
+                zeros[key] = ops.zeros(acc.shape, acc.dtype)
+            acc.assign(zeros[key])
 
     def _apply_update(self, grads, variables):
         """One real update (replica context): clip the global gradient, then the base apply."""
@@ -238,37 +243,98 @@ class _BertOptimizer(keras.optimizers.Optimizer):
                     tf.distribute.ReduceOp.SUM, present
                 )
             norm = tf.linalg.global_norm(global_grads)
-            scale = ops.minimum(1.0, self.clip_global_norm / ops.maximum(norm, 1e-12))
-            grads = [None if g is None else g * ops.cast(scale, g.dtype) for g in grads]
+            global_scale = ops.minimum(1.0, self.clip_global_norm / ops.maximum(norm, 1e-12))
+            scale = _per_dtype(lambda dtype: ops.cast(global_scale, dtype))
+            grads = [None if g is None else g * scale(g.dtype) for g in grads]
         super().apply(grads, variables)
 
     # --------------------------------------------------------------- update step
-    def update_step(self, gradient, variable, learning_rate):
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        """Keras' loop of `update_step` over the variables, given the scalars that their updates
+        share (the learning rate times each multiplier, Adam's bias corrections, constants),
+        computed here once per step, not once per variable: a traced step then holds only each
+        variable's own elementwise ops."""
+        indices_by_kind = {}
+        for variable in trainable_variables:
+            indices_by_kind.setdefault(self._update_kind(variable), []).append(
+                self._get_variable_index(variable))
+        step_scalars = {kind: self._step_scalars(kind, learning_rate, indices)
+                        for kind, indices in indices_by_kind.items()}
+        if tf.distribute.has_strategy():
+            # Keras all-reduces the gradients and updates each variable under the strategy;
+            # the scalars travel (per replica) as its learning-rate argument.
+            super()._backend_update_step(grads, trainable_variables, step_scalars)
+            return
+        # One replica: Keras' all-reduce would only add an identity op per gradient.
+        for gradient, variable in zip(grads, trainable_variables):
+            if isinstance(variable, keras.Variable):
+                variable = variable.value
+            self.update_step(gradient, variable, step_scalars)
+
+    def _update_kind(self, variable):
+        """(rule, dtype): which rule updates `variable` and in which dtype; the variables of
+        one kind share their step scalars. 16-bit variables are updated in float32: in
+        bfloat16, 1 - 0.999^t is 0 and the Adam step would vanish, leaving only the decay."""
+        return ("elementwise", "float64" if variable.dtype == "float64" else "float32")
+
+    def _learning_rates(self, learning_rate, dtype, indices):
+        """{multiplier: learning rate times it} for the multipliers of the variables `indices`."""
+        learning_rate = ops.cast(learning_rate, dtype)
+        multipliers = sorted({self._lr_multipliers[i] for i in indices})
+        return {m: learning_rate * m for m in multipliers}
+
+    def _beta_powers(self, dtype):
+        """beta_1^t and beta_2^t, t the 1-based number of this update."""
+        t = ops.cast(self.iterations + 1, dtype)
+        return (ops.power(ops.cast(self.beta_1, dtype), t),
+                ops.power(ops.cast(self.beta_2, dtype), t))
+
+    def _step_scalars(self, kind, learning_rate, indices):
+        """What `update_step` needs for the variables `indices` of `kind`, as tensors: the
+        Python constants once, not as one constant op per variable."""
+        dtype = kind[1]
+        scalars = {
+            "lr": self._learning_rates(learning_rate, dtype, indices),
+            "beta_1": tf.constant(self.beta_1, dtype),
+            "one_minus_beta_1": tf.constant(1.0 - self.beta_1, dtype),
+            "beta_2": tf.constant(self.beta_2, dtype),
+            "one_minus_beta_2": tf.constant(1.0 - self.beta_2, dtype),
+            "epsilon": tf.constant(self.epsilon, dtype),
+            "weight_decay": tf.constant(self.weight_decay_rate, dtype),
+        }
+        if self._bias_correction:
+            beta_1_power, beta_2_power = self._beta_powers(dtype)
+            scalars["bias_correction_1"] = 1.0 - beta_1_power
+            scalars["bias_correction_2"] = 1.0 - beta_2_power
+        return scalars
+
+    def update_step(self, gradient, variable, step_scalars):
+        """The rule in `bert_keras.optimization` as elementwise ops; `step_scalars` (from
+        `_backend_update_step`) holds what all variables share."""
         index = self._get_variable_index(variable)
-        # 16-bit variables are updated in float32: in bfloat16, 1 - 0.999^t is 0 and the
-        # Adam step would vanish, leaving only the decay.
-        dtype = "float64" if variable.dtype == "float64" else "float32"
-        weights = ops.cast(variable, dtype)
-        lr = ops.cast(learning_rate, dtype) * self._lr_multipliers[index]
+        kind = self._update_kind(variable)
+        dtype = kind[1]
+        scalars = step_scalars[kind]
+        weights = ops.cast(tf.convert_to_tensor(variable), dtype)  # one read for all uses
         gradient = ops.cast(gradient, dtype)
-        m = self.beta_1 * ops.cast(self._momentums[index], dtype) + (1.0 - self.beta_1) * gradient
-        v = (self.beta_2 * ops.cast(self._velocities[index], dtype)
-             + (1.0 - self.beta_2) * ops.square(gradient))
+        m = (scalars["beta_1"] * ops.cast(self._momentums[index], dtype)
+             + scalars["one_minus_beta_1"] * gradient)
+        v = (scalars["beta_2"] * ops.cast(self._velocities[index], dtype)
+             + scalars["one_minus_beta_2"] * ops.square(gradient))
         self.assign(self._momentums[index], m)
         self.assign(self._velocities[index], v)
         if self._bias_correction:
-            t = ops.cast(self.iterations + 1, dtype)
-            m = m / (1.0 - ops.power(ops.cast(self.beta_1, dtype), t))
-            v = v / (1.0 - ops.power(ops.cast(self.beta_2, dtype), t))
-        update = m / (ops.sqrt(v) + self.epsilon)
+            m = m / scalars["bias_correction_1"]
+            v = v / scalars["bias_correction_2"]
+        update = m / (ops.sqrt(v) + scalars["epsilon"])
         if self._decay_flags[index]:
-            update = update + self.weight_decay_rate * weights
-        update = self._scale_update(update, weights, self._excluded_flags[index])
-        self.assign(variable, weights - lr * update)
+            update = update + scalars["weight_decay"] * weights
+        update = self._scale_update(update, weights, self._excluded_flags[index], scalars)
+        self.assign(variable, weights - scalars["lr"][self._lr_multipliers[index]] * update)
 
     _bias_correction = True
 
-    def _scale_update(self, update, variable, excluded):
+    def _scale_update(self, update, weights, excluded, scalars):
         return update
 
     def get_config(self):
@@ -287,6 +353,18 @@ class _BertOptimizer(keras.optimizers.Optimizer):
             }
         )
         return config
+
+
+def _per_dtype(make):
+    """`make(dtype)`, made once per dtype: a scalar shared by all variables of that dtype."""
+    made = {}
+
+    def get(dtype):
+        if dtype not in made:
+            made[dtype] = make(dtype)
+        return made[dtype]
+
+    return get
 
 
 def _dense(g):

@@ -120,30 +120,53 @@ class AdamW(_BertOptimizer):
     def _bias_correction(self):
         return self.bias_correction
 
-    def update_step(self, gradient, variable, learning_rate):
+    def _update_kind(self, variable):
+        if self.fused and variable.dtype in _FUSED_DTYPES:
+            return ("fused", "float64" if variable.dtype == "float64" else "float32")
+        return super()._update_kind(variable)
+
+    def _step_scalars(self, kind, learning_rate, indices):
+        """The fused kernel's arguments that all variables share, and each multiplier's decay
+        factor 1 - lr * wd."""
+        if kind[0] != "fused":
+            return super()._step_scalars(kind, learning_rate, indices)
+        dtype = kind[1]
+        lrs = self._learning_rates(learning_rate, dtype, indices)
+        if self.bias_correction:
+            beta_1_power, beta_2_power = self._beta_powers(dtype)
+        else:  # the kernel's correction factors become 1
+            beta_1_power = beta_2_power = ops.zeros((), dtype)
+        decayed = sorted({self._lr_multipliers[i] for i in indices if self._decay_flags[i]})
+        return {
+            "lr": lrs,
+            "beta_1": ops.cast(self.beta_1, dtype),
+            "beta_2": ops.cast(self.beta_2, dtype),
+            "beta_1_power": beta_1_power,
+            "beta_2_power": beta_2_power,
+            "epsilon": self.epsilon * ops.sqrt(1.0 - beta_2_power),
+            "decay": {m: 1.0 - lrs[m] * self.weight_decay_rate for m in decayed},
+        }
+
+    def update_step(self, gradient, variable, step_scalars):
         """The rule above on TensorFlow's fused Adam kernel: one pass over the weights and
         moments instead of ~15 elementwise ops (`python -m benchmarks.optimizer`).
         The kernel's step is lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps'), ours
         with eps' = eps * sqrt(1 - b2^t); the decay does not depend on the Adam term, so it
         is applied first."""
-        if not self.fused or variable.dtype not in _FUSED_DTYPES:
-            return super().update_step(gradient, variable, learning_rate)
+        kind = self._update_kind(variable)
+        if kind[0] != "fused":
+            return super().update_step(gradient, variable, step_scalars)
+        scalars = step_scalars[kind]
         index = self._get_variable_index(variable)
-        dtype = variable.dtype
-        lr = ops.cast(learning_rate, dtype) * self._lr_multipliers[index]
-        beta_1, beta_2 = ops.cast(self.beta_1, dtype), ops.cast(self.beta_2, dtype)
-        if self.bias_correction:
-            t = ops.cast(self.iterations + 1, dtype)
-            beta_1_power, beta_2_power = ops.power(beta_1, t), ops.power(beta_2, t)
-        else:  # the kernel's correction factors become 1
-            beta_1_power = beta_2_power = ops.zeros((), dtype)
+        multiplier = self._lr_multipliers[index]
         if self._decay_flags[index]:  # (an in-place kernel would copy the variable first)
-            variable.assign(variable * (1.0 - lr * self.weight_decay_rate))
+            variable.assign(variable * scalars["decay"][multiplier])
         tf.raw_ops.ResourceApplyAdam(
             var=variable.handle, m=self._momentums[index].value.handle,
-            v=self._velocities[index].value.handle, beta1_power=beta_1_power,
-            beta2_power=beta_2_power, lr=lr, beta1=beta_1, beta2=beta_2,
-            epsilon=self.epsilon * ops.sqrt(1.0 - beta_2_power), grad=ops.cast(gradient, dtype))
+            v=self._velocities[index].value.handle, beta1_power=scalars["beta_1_power"],
+            beta2_power=scalars["beta_2_power"], lr=scalars["lr"][multiplier],
+            beta1=scalars["beta_1"], beta2=scalars["beta_2"], epsilon=scalars["epsilon"],
+            grad=ops.cast(gradient, kind[1]))
 
     def get_config(self):
         config = super().get_config()
@@ -171,15 +194,22 @@ class Lamb(_BertOptimizer):
     def __init__(self, learning_rate=1e-3, name="lamb", **kwargs):
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
 
-    def _scale_update(self, update, variable, excluded):
+    def _step_scalars(self, kind, learning_rate, indices):
+        scalars = super()._step_scalars(kind, learning_rate, indices)
+        dtype = kind[1]
+        scalars.update(zero=tf.constant(0.0, dtype), one=tf.constant(1.0, dtype),
+                       tiny=tf.constant(1e-30, dtype))
+        return scalars
+
+    def _scale_update(self, update, weights, excluded, scalars):
         if excluded:
             return update
-        w_norm = ops.sqrt(ops.sum(ops.square(variable)))
+        w_norm = ops.sqrt(ops.sum(ops.square(weights)))
         u_norm = ops.sqrt(ops.sum(ops.square(update)))
         ratio = ops.where(
-            ops.logical_and(w_norm > 0, u_norm > 0),
-            w_norm / ops.maximum(u_norm, 1e-30),
-            ops.ones_like(w_norm),
+            ops.logical_and(w_norm > scalars["zero"], u_norm > scalars["zero"]),
+            w_norm / ops.maximum(u_norm, scalars["tiny"]),
+            scalars["one"],
         )
         return ratio * update
 
