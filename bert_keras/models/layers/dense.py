@@ -24,11 +24,7 @@ def sum_rows(rows):
     >>> [float(v) for v in sum_rows(tf.ones((4096, 2), tf.bfloat16) / 8)]
     [512.0, 512.0]
     """
-    # The ones like a (1, rows) slice, the result squeezed: 7 graph ops to trace instead of
-    # the 14 of tf.ones of a dynamic shape and a [0] slice (each gradient has a few).
-    rows = tf.convert_to_tensor(rows)  # an IndexedSlices gradient made dense, as matmul would
-    ones = tf.ones_like(rows[None, :, 0])  # (1, rows)
-    return tf.squeeze(tf.linalg.matmul(ones, rows), 0)
+    return tf.linalg.matmul(tf.ones((1, tf.shape(rows)[0]), rows.dtype), rows)[0]
 
 
 @tf.custom_gradient
@@ -48,10 +44,7 @@ def bias_add(x, bias):
     """
 
     def grad(dy):
-        rows = tf.convert_to_tensor(dy)  # dense (dy: IndexedSlices below a gather)
-        if rows.shape.rank != 2:  # the encoder's dense layers run on rank 2: no reshape
-            rows = tf.reshape(rows, (-1, rows.shape[-1] or tf.shape(rows)[-1]))
-        return dy, sum_rows(rows)
+        return dy, sum_rows(tf.reshape(dy, (-1, tf.shape(dy)[-1])))
 
     return tf.nn.bias_add(x, bias), grad
 
