@@ -100,10 +100,14 @@ class Started:
 
     def _reply(self):
         try:
-            return pickle.load(_server.stdout)
+            reply = pickle.load(_server.stdout)
         except EOFError:  # a bug of the server, not of the tool
             raise RuntimeError(f"tool_server.py died running {self.argv[1:]}; "
                                "BERT_KERAS_TESTS_FORK=0 runs plain subprocesses") from None
+        if "error" in reply:  # the server refused to fork, said why and exits
+            _server.wait()  # so that the next call starts a new one
+            raise RuntimeError(reply["error"])
+        return reply
 
     def poll(self):
         """The exit status once the tool has ended (None while it runs, as Popen.poll)."""
