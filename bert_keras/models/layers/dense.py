@@ -24,7 +24,11 @@ def sum_rows(rows):
     >>> [float(v) for v in sum_rows(tf.ones((4096, 2), tf.bfloat16) / 8)]
     [512.0, 512.0]
     """
-    return tf.linalg.matmul(tf.ones((1, tf.shape(rows)[0]), rows.dtype), rows)[0]
+    # The ones like a slice of `rows`: 5 graph ops to trace, not the 8 of tf.ones of a
+    # dynamic shape. (The [0] and the callers' reshapes stay: with static shapes there,
+    # ALBERT's gradients summed over its shared layers came out 1 ulp apart.)
+    rows = tf.convert_to_tensor(rows)  # an IndexedSlices gradient made dense
+    return tf.linalg.matmul(tf.ones_like(rows[None, :, 0]), rows)[0]
 
 
 @tf.custom_gradient
