@@ -241,15 +241,9 @@ class WordPieceTokenizer(tf.Module):
             tf.where(long_piece, tf.gather(word_end, word_of_piece), ends.flat_values))
         return ids, keep_values(starts, keep), keep_values(ends, keep)
 
-    def _words(self, ids):
-        """[B,(pieces)] -> [B,(words),(pieces)] using the "##" suffix marks."""
-        flat_ids = ids.flat_values
-        is_start = tf.logical_not(tf.gather(self._is_suffix, flat_ids))
-        word_of_piece = tf.maximum(tf.cumsum(tf.cast(is_start, tf.int64)) - 1, 0)
-        num_words = tf.reduce_sum(tf.cast(is_start, tf.int64))
-        words = tf.RaggedTensor.from_value_rowids(flat_ids, word_of_piece, nrows=num_words)
-        word_row = tf.gather(ids.value_rowids(), tf.where(is_start)[:, 0])
-        return tf.RaggedTensor.from_value_rowids(words, word_row, nrows=ids.nrows())
+    def _starts(self, ids):
+        """[B,(pieces)] ids -> bool [B,(pieces)]: the pieces that start a word (not "##")."""
+        return ids.with_flat_values(tf.logical_not(tf.gather(self._is_suffix, ids.flat_values)))
 
     # -- public -------------------------------------------------------------------------------
 
@@ -263,7 +257,7 @@ class WordPieceTokenizer(tf.Module):
         """Texts [B] -> int32 ragged ids [B,(words),(pieces)] (for whole-word masking, tagging)."""
         texts, scalar = _as_batch(texts)
         ids = self._pieces(normalize(texts, self.lower_case))
-        words = self._words(ids)
+        (words,) = group_words(self._starts(ids), ids)
         return words[0] if scalar else words
 
     def tokenize_with_offsets(self, texts):
@@ -306,8 +300,7 @@ class WordPieceTokenizer(tf.Module):
         byte offsets as `tokenize_with_offsets`."""
         texts, scalar = _as_batch(texts)
         ids, starts, ends = self.tokenize_with_offsets(texts)
-        is_start = ids.with_flat_values(tf.logical_not(tf.gather(self._is_suffix, ids.flat_values)))
-        words = group_words(is_start, ids, starts, ends)
+        words = group_words(self._starts(ids), ids, starts, ends)
         return tuple(w[0] for w in words) if scalar else words
 
     def detokenize(self, ids):
