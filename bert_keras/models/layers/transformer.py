@@ -9,7 +9,6 @@ own name and returned by `get_config()`, `**kwargs` go to `super()`, sizes are i
 """
 
 import math
-import weakref
 
 import keras
 import numpy as np
@@ -106,27 +105,10 @@ class Dropout(keras.layers.Dropout):
 
 
 def _mask_bias(input_mask, dtype):
-    """(B, T) mask (1 = real token) -> (B, 1, 1, T) additive bias: 0 or a large negative.
-    In a graph, traced once per mask tensor and dtype (`_last_mask_bias`)."""
-    global _last_mask_bias
-    tracing = tf.is_tensor(input_mask) and not tf.executing_eagerly()
-    if tracing:
-        mask, last_dtype, bias = (ref() for ref in _last_mask_bias)
-        if (mask is input_mask and last_dtype == dtype and bias is not None
-                and bias.graph is tf.compat.v1.get_default_graph()):
-            return bias
+    """(B, T) mask (1 = real token) -> (B, 1, 1, T) additive bias: 0 or a large negative."""
     large_negative = -6e4 if dtype == "float16" else -1e9  # float16 has no -1e9.
     bias = (1.0 - ops.cast(input_mask, dtype)) * ops.cast(large_negative, dtype)
-    bias = bias[:, None, None, :]
-    if tracing:
-        _last_mask_bias = (weakref.ref(input_mask), lambda: dtype, weakref.ref(bias))
-    return bias
-
-
-# The last mask bias traced and its mask: the blocks of an encoder pass every layer the same
-# mask tensor, whose bias is then traced once, not 9 ops per layer. Weak references: a
-# finished graph is not kept alive by it.
-_last_mask_bias = (lambda: None, lambda: None, lambda: None)
+    return bias[:, None, None, :]
 
 
 def _window_bias(query_rows, length, half_window, dtype):
