@@ -36,7 +36,9 @@ def _weighted_cross_entropy_sum(labels, logits, weights):
     return weighted_sum(logits)
 
 
-@tf.function(jit_compile=True, reduce_retracing=True)
+# autograph=False: no Python control flow on tensors to convert (as in the layers' compiled
+# functions, models/layers/dropout_mask.py).
+@tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
 def _cross_entropy(labels, logits):
     """(cross entropy, log-sum-exp of the logits), each shaped like `labels`."""
     top = tf.reduce_max(logits, axis=-1, keepdims=True)
@@ -44,7 +46,7 @@ def _cross_entropy(labels, logits):
     return log_sum_exp - tf.gather(logits, labels, batch_dims=len(labels.shape)), log_sum_exp
 
 
-@tf.function(jit_compile=True, reduce_retracing=True)
+@tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
 def _cross_entropy_gradient(labels, logits, log_sum_exp, scale):
     softmax = tf.exp(logits - log_sum_exp[..., None])
     one_hot = tf.one_hot(labels, tf.shape(logits)[-1], dtype=logits.dtype)
