@@ -221,7 +221,8 @@ class ByteBpeTokenizer(tf.Module):
         texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
         words, merged = self._bpe(texts)
         ids = merged.with_flat_values(self._ids.lookup(merged.flat_values))
-        return tf.RaggedTensor.from_row_splits(ids, words.row_splits).merge_dims(1, 2)
+        return tf.RaggedTensor.from_row_splits(ids, words.row_splits,
+                                               validate=False).merge_dims(1, 2)
 
     def tokenize_with_offsets(self, texts):
         """Texts (str, list or string tensor [B]) -> (ids, starts, ends), int32 ragged

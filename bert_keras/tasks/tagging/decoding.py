@@ -41,9 +41,11 @@ def tag_ids_and_scores(crf, word_logits, word_text, batch):
         ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
         scores = tf.reduce_max(tf.nn.softmax(logits, axis=-1), axis=-1)
     else:
-        per_text = tf.RaggedTensor.from_value_rowids(logits, word_text, nrows=batch)
+        per_text = tf.RaggedTensor.from_value_rowids(logits, word_text, nrows=batch,
+                                                     validate=False)  # graph_ops.rows' why
         emissions = per_text.to_tensor()  # (B, W, C)
-        on_chain = tf.RaggedTensor.from_value_rowids(finite, word_text, nrows=batch)
+        on_chain = tf.RaggedTensor.from_value_rowids(finite, word_text, nrows=batch,
+                                                     validate=False)
         mask = on_chain.to_tensor(False)  # (B, W)
         path = crf.decode(emissions, mask)  # (B, W)
         probs = crf.marginals(emissions, mask)  # (B, W, C)
