@@ -97,6 +97,27 @@ def test_global_attention_in_row_chunks_equals_the_full_scores(monkeypatch):
     assert {"While", "StatelessWhile"} & ops  # the chunk loop is in the graph
 
 
+def test_attention_dropout_trains_where_the_length_picks_the_path_in_the_graph():
+    """A sliding-window layer with attention dropout, traced with the length unknown (a
+    tf.cond picks the blocked or the full path): its gradient reaches every weight, and the
+    dropout (whose seed is drawn outside the cond) drops."""
+    layer = SelfAttention(HEADS, dropout=0.5, rotary_theta=10000.0, half_window=3)
+    layer.build((None, None, HIDDEN))
+    spec = [tf.TensorSpec((None, None, HIDDEN), tf.float32), tf.TensorSpec((None, None), tf.int32)]
+
+    @tf.function(input_signature=spec)
+    def step(x, mask):
+        with tf.GradientTape() as tape:
+            out = layer(x, mask, training=True)
+            loss = tf.reduce_sum(out * out)
+        return out, tape.gradient(loss, layer.trainable_variables)
+
+    x, mask = inputs(20)
+    first, gradients = step(x, mask)
+    assert all(g is not None and np.isfinite(g.numpy()).all() for g in gradients)
+    assert not np.allclose(first.numpy(), step(x, mask)[0].numpy())  # a new mask each step
+
+
 def graph_ops(layer):
     spec = [tf.TensorSpec((None, None, HIDDEN), tf.float32), tf.TensorSpec((None, None), tf.int32)]
     graph = tf.function(lambda a, m: layer(a, m), input_signature=spec).get_concrete_function(

@@ -89,9 +89,17 @@ class Dropout(keras.layers.Dropout):
     """
 
     def call(self, inputs, training=False):
-        if not training or not 0.0 < self.rate < 1.0 or self.noise_shape is not None:
+        seed = self.seed_if_dropping(training)
+        if seed is None:
             return super().call(inputs, training=training)
-        return dropout_mask.dropout(ops.convert_to_tensor(inputs), self.next_seed(), self.rate)
+        return dropout_mask.dropout(ops.convert_to_tensor(inputs), seed, self.rate)
+
+    def seed_if_dropping(self, training):
+        """The next mask seed (`next_seed`) where `call` would drop with `dropout_mask`,
+        else None."""
+        if not training or not 0.0 < self.rate < 1.0 or self.noise_shape is not None:
+            return None
+        return self.next_seed()
 
     def next_seed(self):
         """A new (2,) int64 seed of a mask (`dropout_mask.keep_mask`): the seed generator's
@@ -307,9 +315,13 @@ class SelfAttention(keras.layers.Layer):
         length (chosen at run time where the length is unknown at trace time): the full
         scores, the blocked sliding window (`local_attention`), or in inference global
         attention a chunk of rows at a time (`query_chunks`), whose peak memory is bounded."""
+        # The dropout seed drawn here, not inside a tf.cond branch below: the gradient of a
+        # branch that reads the seed variable cannot find that read.
+        seed = self.attention_dropout.seed_if_dropping(training)
+
         def full():
             return self._attend(query, key, value, self._full_bias(input_mask, None, key),
-                                training)
+                                training, seed=seed)
 
         if self.half_window is not None:
             block, length = self.half_window, ops.shape(query)[2]
@@ -320,7 +332,7 @@ class SelfAttention(keras.layers.Layer):
                 context = self._attend(local_attention.to_query_blocks(query, block),
                                        local_attention.to_key_blocks(key, block),
                                        local_attention.to_key_blocks(value, block), bias,
-                                       training)  # (B, N, K, b, D)
+                                       training, seed=seed)  # (B, N, K, b, D)
                 return local_attention.from_query_blocks(context, length)
 
             return _either(self._may(local_attention.use_blocks, query, self.half_window),
@@ -362,10 +374,11 @@ class SelfAttention(keras.layers.Layer):
                                        self._softmax_dtype)
         return bias
 
-    def _attend(self, query, key, value, bias, training, position_scores=None):
+    def _attend(self, query, key, value, bias, training, position_scores=None, seed=None):
         """softmax(q k^T / sqrt(D) + bias) v over the last two axes of (..., Q, D) queries
         and (..., K, D) keys and values: (..., Q, D). `position_scores`: disentangled
-        attention's relative terms, scaled (`disentangled.score_scale`)."""
+        attention's relative terms, scaled (`disentangled.score_scale`). `seed`: the
+        probabilities' dropout seed, drawn by the caller (`Dropout.seed_if_dropping`)."""
         if position_scores is None:
             scores = ops.matmul(query, ops.swapaxes(key, -1, -2))  # (..., Q, K)
             scores = ops.cast(scores, self._softmax_dtype) * ops.cast(
@@ -375,7 +388,10 @@ class SelfAttention(keras.layers.Layer):
             scores = ops.matmul(query * ops.cast(scale, query.dtype), ops.swapaxes(key, -1, -2))
             scores = ops.cast(scores + position_scores, self._softmax_dtype)
         probs = ops.cast(ops.softmax(scores + bias, axis=-1), self.compute_dtype)
-        probs = self.attention_dropout(probs, training=training)
+        if seed is not None:
+            probs = dropout_mask.dropout(probs, seed, self.attention_dropout.rate)
+        else:
+            probs = self.attention_dropout(probs, training=training)
         return ops.matmul(probs, value)  # (..., Q, D)
 
     def _relative_qk(self, table):
