@@ -7,6 +7,8 @@ global norm, accumulates micro-step gradients and runs the Adam step; the subcla
 add their own scaling of the update.
 """
 
+import functools
+
 import keras
 import tensorflow as tf
 from keras import ops
@@ -212,7 +214,8 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         self._apply_update(self._averaged(grads, variables), variables)
 
     def _averaged(self, grads, variables):
-        k = _per_dtype(lambda dtype: tf.constant(float(self.accumulation_steps), dtype))
+        # One divisor per dtype, shared by the variables (functools.cache: made once each).
+        k = functools.cache(lambda dtype: tf.constant(float(self.accumulation_steps), dtype))
         out = []
         for g, v in zip(grads, variables):
             if g is None:
@@ -223,13 +226,10 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         return out
 
     def _reset_accumulators(self, variables):
-        zeros = {}  # one zeros tensor per shape and dtype, shared by the accumulators
+        zeros = functools.cache(ops.zeros)  # one per shape and dtype, shared by accumulators
         for v in variables:
             acc = self._accumulators[self._get_variable_index(v)]
-            key = (tuple(acc.shape), acc.dtype)
-            if key not in zeros:
-                zeros[key] = ops.zeros(acc.shape, acc.dtype)
-            acc.assign(zeros[key])
+            acc.assign(zeros(tuple(acc.shape), acc.dtype))
 
     def _apply_update(self, grads, variables):
         """One real update (replica context): clip the global gradient, then the base apply."""
@@ -244,7 +244,7 @@ class _BertOptimizer(keras.optimizers.Optimizer):
                 )
             norm = tf.linalg.global_norm(global_grads)
             global_scale = ops.minimum(1.0, self.clip_global_norm / ops.maximum(norm, 1e-12))
-            scale = _per_dtype(lambda dtype: ops.cast(global_scale, dtype))
+            scale = functools.cache(lambda dtype: ops.cast(global_scale, dtype))  # per dtype
             grads = [None if g is None else g * scale(g.dtype) for g in grads]
         super().apply(grads, variables)
 
@@ -353,18 +353,6 @@ class _BertOptimizer(keras.optimizers.Optimizer):
             }
         )
         return config
-
-
-def _per_dtype(make):
-    """`make(dtype)`, made once per dtype: a scalar shared by all variables of that dtype."""
-    made = {}
-
-    def get(dtype):
-        if dtype not in made:
-            made[dtype] = make(dtype)
-        return made[dtype]
-
-    return get
 
 
 def _dense(g):
