@@ -88,8 +88,10 @@ class Dropout(keras.layers.Dropout):
     (0.1, 1.1111111640930176)
     """
 
-    def call(self, inputs, training=False):
-        seed = self.seed_if_dropping(training)
+    def call(self, inputs, training=False, mask_seed=None):
+        """`mask_seed`: the seed `seed_if_dropping` drew earlier for this call (where drawing
+        it here would be inside a tf.cond branch), instead of the next one."""
+        seed = self.seed_if_dropping(training) if mask_seed is None else mask_seed
         if seed is None:
             return super().call(inputs, training=training)
         return dropout_mask.dropout(ops.convert_to_tensor(inputs), seed, self.rate)
@@ -388,10 +390,7 @@ class SelfAttention(keras.layers.Layer):
             scores = ops.matmul(query * ops.cast(scale, query.dtype), ops.swapaxes(key, -1, -2))
             scores = ops.cast(scores + position_scores, self._softmax_dtype)
         probs = ops.cast(ops.softmax(scores + bias, axis=-1), self.compute_dtype)
-        if seed is not None:
-            probs = dropout_mask.dropout(probs, seed, self.attention_dropout.rate)
-        else:
-            probs = self.attention_dropout(probs, training=training)
+        probs = self.attention_dropout(probs, training=training, mask_seed=seed)
         return ops.matmul(probs, value)  # (..., Q, D)
 
     def _relative_qk(self, table):
