@@ -13,6 +13,9 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# A tool or script that crashes in native code (SIGSEGV, SIGABRT) prints its Python stack into
+# the stderr that the failing test shows, instead of only a signal number.
+os.environ.setdefault("PYTHONFAULTHANDLER", "1")
 
 # Before any test module imports TensorFlow: the suite runs the kernels users get
 # (bert_keras/cpu_kernels.py: oneDNN on AVX2-only CPUs too).

@@ -12,6 +12,7 @@ exit status.
 """
 
 import atexit
+import faulthandler
 import gc
 import importlib
 import os
@@ -105,6 +106,8 @@ def become_the_tool(request):
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    if os.environ.get("PYTHONFAULTHANDLER"):  # as a fresh interpreter reads it at start-up
+        faulthandler.enable()
     sys.argv = list(request["argv"][1:])  # argv[0] the script as given, as python sets it
     sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
     runpy.run_path(sys.argv[0], run_name="__main__")
