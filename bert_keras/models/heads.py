@@ -14,8 +14,7 @@ loss sees full-precision logits. The hidden computations follow the layer's poli
 import keras
 import numpy as np  # noqa: F401  (the doctests use it)
 
-from bert_keras.models.layers.dense import Dense
-from bert_keras.models.layers.transformer import dense_initializer
+from bert_keras.models.layers.dense import Dense, dense_initializer
 
 
 class LogitsHead(keras.layers.Layer):

@@ -12,7 +12,7 @@ import tensorflow as tf
 import bert_keras as bk
 from bert_keras.models.encoder.inference import cast_for_inference
 from bert_keras.models.layers import disentangled
-from bert_keras.models.layers.transformer import SelfAttention
+from bert_keras.models.layers.attention import SelfAttention
 
 SPAN, DISTANCE = 8, 16  # exact distances below 4, log buckets to 16, clipped beyond
 FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "families" / "deberta_v3"

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from bert_keras.models.layers import dropout_mask
-from bert_keras.models.layers import transformer as layers
+from bert_keras.models.layers.dropout import Dropout
 
 MASK64 = 2**64 - 1
 
@@ -80,8 +80,8 @@ def test_dropout_and_gradient_use_one_mask(dtype):
 
 def test_layer_draws_a_new_mask_per_call_and_repeats_with_its_seed():
     x = np.ones((32, 64), "float32")
-    layer = layers.Dropout(0.5, seed=7)
+    layer = Dropout(0.5, seed=7)
     first, second = (layer(x, training=True).numpy() for _ in range(2))
     assert not np.array_equal(first == 0, second == 0)
-    np.testing.assert_array_equal(layers.Dropout(0.5, seed=7)(x, training=True), first)
+    np.testing.assert_array_equal(Dropout(0.5, seed=7)(x, training=True), first)
     np.testing.assert_array_equal(layer(x, training=False), x)

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 import bert_keras as bk
 from bert_keras.models.layers import local_attention, query_chunks
-from bert_keras.models.layers.transformer import SelfAttention
+from bert_keras.models.layers.attention import SelfAttention
 from bert_keras.names import INPUT_NAMES
 
 HIDDEN, HEADS = 16, 2

@@ -10,9 +10,9 @@ import pytest
 import tensorflow as tf
 
 import bert_keras as bk
-from bert_keras.models.layers import transformer as layers
 from bert_keras.models.layers.dropout_mask import keep_mask
 from bert_keras.models.layers.residual_norm import residual_dropout_norm
+from bert_keras.models.layers.transformer import TransformerBlock
 from bert_keras.serving import export
 from bert_keras.text.tokenizer import BertTokenizer
 
@@ -66,7 +66,7 @@ def test_values_and_gradients_equal_autodiff(rate, dtype):
 def test_block_train_step_without_dropout_equals_inference():
     """The train step's compiled pieces (activation, residual norm), values and
     gradients, against the inference path's TensorFlow ops."""
-    block = layers.TransformerBlock(num_heads=2, intermediate_size=16, dropout=0.0,
+    block = TransformerBlock(num_heads=2, intermediate_size=16, dropout=0.0,
                                     attention_dropout=0.0)
     x = tf.constant(np.random.default_rng(1).normal(size=(2, 5, 8)), tf.float32)
     mask = np.ones((2, 5), "int32")

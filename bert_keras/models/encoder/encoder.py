@@ -14,8 +14,11 @@ from bert_keras.checkpoints.transformers_spec import TransformersSpec, no_genera
 from bert_keras.errors import InputError
 from bert_keras.models.encoder.config import DEFAULT_VOCAB_SIZE, PRESETS, EncoderConfig
 from bert_keras.models.layers import disentangled, packing
-from bert_keras.models.layers import transformer as layers
-from bert_keras.models.layers.dense import Dense
+from bert_keras.models.layers.dense import Dense, dense_initializer
+from bert_keras.models.layers.dropout import Dropout
+from bert_keras.models.layers.normalization import LayerNorm
+from bert_keras.models.layers.position_embedding import PositionEmbedding
+from bert_keras.models.layers.transformer import TransformerBlock
 from bert_keras.names import INPUT_NAMES
 
 # The architecture's fields: constructor arguments, read-only attributes and get_config keys.
@@ -173,7 +176,7 @@ class BertEncoder(keras.Model):
          initializer_range, embedding_size, num_layer_groups, position_offset,
          use_pooler, rotary_theta, _, _, _, pre_norm, gated_mlp, use_bias,
          norm_bias, *_) = (getattr(config, name) for name in _CONFIG_FIELDS)
-        init = layers.dense_initializer(initializer_range)
+        init = dense_initializer(initializer_range)
         width = embedding_size or hidden_size  # E of the embeddings
         groups = num_layer_groups or num_layers
 
@@ -194,15 +197,15 @@ class BertEncoder(keras.Model):
                 name="segment_embedding",
             )
             absolute = rotary_theta is None and config.absolute_positions
-            position_embedding = absolute and layers.PositionEmbedding(
+            position_embedding = absolute and PositionEmbedding(
                 max_positions, initializer_range, offset=position_offset, dtype=dtype,
                 name="position_embedding",
             )
-            embeddings_layer_norm = layers.LayerNorm(
+            embeddings_layer_norm = LayerNorm(
                 epsilon=layer_norm_epsilon, center=norm_bias, dtype=dtype,
                 name="embeddings_layer_norm"
             )
-        embeddings_dropout = layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
+        embeddings_dropout = Dropout(dropout, dtype=dtype, name="embeddings_dropout")
         projection = embedding_size is not None and Dense(
             hidden_size, use_bias=not config.project_before_norm, kernel_initializer=init,
             dtype=dtype, name="embedding_projection")
@@ -211,7 +214,7 @@ class BertEncoder(keras.Model):
             layer_norm_epsilon=layer_norm_epsilon, initializer_range=initializer_range,
             dtype=dtype, name="relative_embedding")
         blocks = [
-            layers.TransformerBlock(
+            TransformerBlock(
                 num_heads, intermediate_size, activation=activation, dropout=dropout,
                 attention_dropout=attention_dropout, layer_norm_epsilon=layer_norm_epsilon,
                 initializer_range=initializer_range, transposed_kernels=transposed_kernels,
@@ -228,7 +231,7 @@ class BertEncoder(keras.Model):
             )
             for i in range(groups)
         ]
-        final_layer_norm = pre_norm and layers.LayerNorm(
+        final_layer_norm = pre_norm and LayerNorm(
             epsilon=layer_norm_epsilon, center=norm_bias, dtype=dtype, name="final_layer_norm")
         pooler = use_pooler and Dense(
             hidden_size, activation="tanh", kernel_initializer=init, dtype=dtype, name="pooler"

@@ -1,5 +1,5 @@
-"""`Dense`: Keras' dense layer with a bias gradient summed at float32 precision, and its
-`bias_add`.
+"""`Dense`: Keras' dense layer with a bias gradient summed at float32 precision, its
+`bias_add`, and `dense_initializer`, the initializer of every dense kernel of the models.
 
 TensorFlow's CPU kernel for the bias gradient (`BiasAddGrad`) sums bfloat16 rows in
 bfloat16. Over the 4,096 rows of a 32 x 128 batch its result is 22% off (relative L2 error
@@ -13,6 +13,11 @@ shapes, and about as fast in float32.
 import keras
 import tensorflow as tf
 from keras import ops
+
+
+def dense_initializer(initializer_range):
+    """The truncated normal of BERT's kernels and embeddings (stddev `initializer_range`)."""
+    return keras.initializers.TruncatedNormal(stddev=initializer_range)
 
 
 def sum_rows(rows):

@@ -23,8 +23,7 @@ from keras import ops
 
 from bert_keras.models.heads import LogitsHead
 from bert_keras.models.layers.activations import get_activation
-from bert_keras.models.layers.dense import Dense
-from bert_keras.models.layers.transformer import dense_initializer
+from bert_keras.models.layers.dense import Dense, dense_initializer
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")

@@ -9,8 +9,7 @@ import numpy as np  # noqa: F401  (the doctests use it)
 from keras import ops
 
 from bert_keras.models.heads import FamilyHidden
-from bert_keras.models.layers.dense import Dense
-from bert_keras.models.layers.transformer import dense_initializer
+from bert_keras.models.layers.dense import Dense, dense_initializer
 
 # Logit of a padding position in SpanHead: exp() of it underflows to exactly 0 in
 # float32, yet it is finite, so a cross entropy never sees inf - inf.
