@@ -155,9 +155,11 @@ def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, *, max_seq_l
     ds, example_shard = shard_input(ds, len(files), input_context)
     ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     seeds = tf.data.Dataset.random(seed=seed * 7919 + pipeline_id, rerandomize_each_iteration=True)
+    # Plain TF ops throughout, as the static tool's tf.functions (autograph=False): converting
+    # them (autograph, the default of tf.data) only costs start-up time.
     ds = tf.data.Dataset.zip(ds, seeds).interleave(
-        file_instances, cycle_length=min(4, len(files)), num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True)
+        tf.autograph.experimental.do_not_convert(file_instances), cycle_length=min(4, len(files)),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if example_shard:
         ds = ds.shard(*example_shard)
     ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
