@@ -125,13 +125,8 @@ def test_pretrain_refuses_before_training(tmp_path, bad_files, case):
     assert_refused(proc, model_dir, path, problem)
 
 
-@pytest.mark.slow
-def test_pretrain_skips_a_few_bad_lines(tmp_path, few_invalid):
-    model_dir = tmp_path / "run"
-    proc = run_tool("pretrain", *PRETRAIN, f"--model_dir={model_dir}",
-                    f"--train_text={few_invalid}")
-    assert_warned_once(proc, few_invalid, 2)
-    assert (model_dir / "encoder").is_dir()
+# A pretrain run on a few bad lines (2 of 300) trains with one warning: the text of
+# tests/tools/test_pretrain_tool.py's kill -9 run.
 
 
 # -- build_vocab.py ---------------------------------------------------------------------------
