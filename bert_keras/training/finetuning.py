@@ -52,6 +52,7 @@ from bert_keras.data.finetuning import batching, sanity, tfds
 from bert_keras.errors import InputError
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.encoder.inference import cast_for_inference
+from bert_keras.models.layers import transposed_dense
 from bert_keras.tasks import task_io
 from bert_keras.text.tokenizers import load_tokenizer
 from bert_keras.training import finetuning_state as state_lib
@@ -150,17 +151,29 @@ class _Run:
             self.train_features, self.eval_features, self.test_features,
             teacher.fingerprint() if teacher is not None else None)
         self.best_dir = files.join(config.output_dir, "best")
+        self._served = (None, None)  # (model, its float32 copy or itself): `served`
 
     def featurize(self, examples):
         return self.task.featurize(examples, self.tokenizer, self.label_map,
                                    max_seq_length=self.config.max_seq_length,
                                    options=self.config.task_options)
 
-    def predict(self, model, examples, features):
-        """The task's (rows, predictions) from the numerics a float32 export serves (a float32
-        copy of a model trained in mixed bfloat16), so the metrics and prediction files say
-        what the server will answer, on any CPU."""
-        served = cast_for_inference(model, "float32")
+    def served(self, model, plain=False):
+        """`model` in the numerics a float32 export serves, so the metrics and prediction files
+        say what the server will answer, on any CPU: `model` itself if it computes in float32
+        (unless `plain`: then a copy, made outside its strategy), else a float32 copy. The
+        copy is made once a run and given `model`'s current weights at each call: its predict
+        function (and XLA kernels) are traced once, not once per evaluation."""
+        source, copy = self._served
+        if source is not model or (plain and copy is model):
+            copy = cast_for_inference(model, "float32", force_copy=plain)
+            self._served = (model, copy)
+        elif copy is not model:
+            transposed_dense.copy_weights(model, copy)
+        return copy
+
+    def predict(self, served, examples, features):
+        """The task's (rows, predictions) by `served` (`self.served(model)`)."""
         return self.task.predict(served, examples, features, self.label_map, self.config)
 
     def save_best(self, model, metrics):
@@ -187,7 +200,8 @@ class _Epochs(Evaluation):
         run = self.run
         if not run.evaluation:
             return {}
-        self._rows, predicted = run.predict(self.model, run.evaluation, run.eval_features)
+        self._rows, predicted = run.predict(run.served(self.model), run.evaluation,
+                                            run.eval_features)
         result = run.task.score(run.evaluation, predicted, run.label_map, run.glue_task)
         if run.teacher is not None:
             result.update(run.task.teacher_metrics(predicted, run.teacher_predicted))
@@ -408,16 +422,15 @@ def _finish(run, model, epochs):
         model.load_weights(files.join(run.best_dir, "model.keras"))
     # The chief predicts alone: on a plain copy, outside the strategy (a multi-worker model's
     # own predict gathers from every worker). The epochs' evaluations ran on all workers alike.
-    model = cast_for_inference(model, "float32",
-                               force_copy=strategy_lib.spans_workers(model.distribute_strategy))
+    served = run.served(model, plain=strategy_lib.spans_workers(model.distribute_strategy))
     if run.evaluation:
         record["eval"] = record["epochs"][record["best_epoch"] - 1]["eval"]
         rows = epochs.best_rows
         if rows is None:  # the best epoch ran before a resume
-            rows, _ = run.predict(model, run.evaluation, run.eval_features)
+            rows, _ = run.predict(served, run.evaluation, run.eval_features)
         files.write_jsonl(files.join(config.output_dir, "eval_predictions.jsonl"), rows)
     if run.test:
-        rows, predicted = run.predict(model, run.test, run.test_features)
+        rows, predicted = run.predict(served, run.test, run.test_features)
         files.write_jsonl(files.join(config.output_dir, "test_predictions.jsonl"), rows)
         if task.is_labeled(run.test):
             record["test"] = task.score(run.test, predicted, run.label_map)

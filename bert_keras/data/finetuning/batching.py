@@ -156,6 +156,19 @@ def generator_dataset(generate, signature, num_batches: int) -> tf.data.Dataset:
     return ds.prefetch(2)
 
 
+def trace_for_any_batch(model, inputs: dict):
+    """Traces `model.predict_on_batch`'s function once for batches of any size and length
+    like `inputs`, unless it is traced already: on its own (reduce_retracing) it is traced
+    for the first batch's shape, again with the length left open, and again with the size
+    open too (the last, smaller batch), each trace a new graph to build and optimize."""
+    model.make_predict_function()
+    function = model.predict_function
+    if hasattr(function, "get_concrete_function"):  # a tf.function (not with run_eagerly)
+        spec = {k: tf.TensorSpec((None,) * np.ndim(v), tf.as_dtype(np.asarray(v).dtype))
+                for k, v in inputs.items()}
+        function.get_concrete_function([(spec,)])  # Keras' predict_on_batch calls it so
+
+
 def predict(model, features: dict, batch_size: int = 64, token_outputs=(), pad_id: int = 0,
             pad_multiple: int = 8):
     """Runs `model` over all features in length-sorted batches; outputs in feature order.
@@ -167,9 +180,11 @@ def predict(model, features: dict, batch_size: int = 64, token_outputs=(), pad_i
     lengths = np.array([len(r) for r in features["input_word_ids"]])
     subset = {k: features[k] for k in INPUT_KEYS}
     results = [None] * len(lengths)
-    for idx in batch_indices(lengths, batch_size):
+    for b, idx in enumerate(batch_indices(lengths, batch_size)):
         batch = pad_batch(subset, idx, pad_id=pad_id, pad_multiple=pad_multiple)
         inputs = {k: batch[k] for k in INPUT_NAMES}
+        if not b:
+            trace_for_any_batch(model, inputs)
         out = model.predict_on_batch(inputs)
         if isinstance(out, dict):
             out = {k: np.asarray(v) for k, v in out.items()}
