@@ -174,6 +174,7 @@ def text_dataset(x, preprocess, y=None, sample_weight=None, batch_size=None, shu
             dataset = dataset.shuffle(len(parts[-1]), reshuffle_each_iteration=True)
         dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
 
+    @tf.autograph.experimental.do_not_convert  # plain TF ops: converting only costs time
     def pack(*element):
         if len(element) == 2 and all(isinstance(e, tf.Tensor) and e.dtype == tf.string
                                      for e in element):
