@@ -89,27 +89,39 @@ def test_eval_text_every_n_steps_is_in_the_result_tensorboard_and_file_across_a_
         assert last[name] == pytest.approx(float(value), rel=1e-4), name
 
 
-def _tiny_records(path, max_seq_length=32):
-    """Pretraining TFRecords of the corpus' first 500 lines (hundreds of examples)."""
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    """Pretraining TFRecords (32 tokens, next-sentence pairs) of the corpus' first 500 lines:
+    hundreds of examples."""
     from bert_keras.data.pretraining import pipeline
 
+    path = tmp_path_factory.mktemp("records") / "eval.tfrecord"
     text = path.with_suffix(".txt")
     with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
         text.write_text("".join(line for _, line in zip(range(500), f)), encoding="utf-8")
     pipeline.create_pretraining_tfrecords(
-        str(path), input_files=str(text), max_seq_length=max_seq_length,
-        max_predictions_per_seq=5, dupe_factor=1, documents_per_chunk=20)
+        str(path), input_files=str(text), max_seq_length=32, max_predictions_per_seq=5,
+        dupe_factor=1, documents_per_chunk=20)
     return str(path)
 
 
-def test_eval_data_tfrecords_are_the_same_first_batches_every_time(tmp_path):
-    records = _tiny_records(tmp_path / "eval.tfrecord")
-    result = pretraining.run_pretraining(
-        model_dir=str(tmp_path / "run"), eval_data=records, eval_every=1, eval_steps=3,
-        train_steps=2, checkpoint_every=2, progress=False, **TINY)
-    assert [step for step, _ in result["evaluations"]] == [1, 2]
-    for _, values in result["evaluations"]:
-        assert {"masked_lm_accuracy", "next_sentence_accuracy", "loss"} <= set(values)
+ELECTRA = dict(TINY, objective="electra")
+
+
+@pytest.fixture(scope="module")
+def electra_run(tmp_path_factory, records):
+    """The result of an ELECTRA run of 2 steps evaluated after each on the first 3 batches of
+    `records` (--eval_data): the run of both tests of --eval_data and of ELECTRA's metrics."""
+    return pretraining.run_pretraining(
+        model_dir=str(tmp_path_factory.mktemp("electra") / "run"), eval_data=records,
+        eval_every=1, eval_steps=3, train_steps=2, checkpoint_every=2, progress=False, **ELECTRA)
+
+
+def test_eval_data_tfrecords_are_the_same_first_batches_every_time(electra_run, records, tmp_path):
+    # A run evaluates its --eval_data every --eval_every steps (ELECTRA's run: its metrics).
+    assert [step for step, _ in electra_run["evaluations"]] == [1, 2]
+    for _, values in electra_run["evaluations"]:
+        assert {"discriminator_accuracy", "loss"} <= set(values)
     # The eval set: the files' first examples in order, whole batches only, all of them when
     # there are fewer than --eval_steps.
     config = PretrainConfig.from_options(model_dir=str(tmp_path / "x"), eval_data=records,
@@ -120,22 +132,27 @@ def test_eval_data_tfrecords_are_the_same_first_batches_every_time(tmp_path):
     first = next(iter(tf.data.TFRecordDataset(records)))
     ids = tf.train.Example.FromString(first.numpy()).features.feature["input_ids"].int64_list
     np.testing.assert_array_equal(batches[0][0]["input_word_ids"][0], list(ids.value))
+    # The masked LM's model takes them with their next-sentence labels: BERT's metrics.
+    config = PretrainConfig.from_options(model_dir=str(tmp_path / "x"), eval_data=records,
+                                         eval_every=1, eval_steps=3, **TINY)
+    model = pretraining_models.build_model(config, pretraining._tokenizer(config))
+    values = pretraining_eval.evaluation(config, None).evaluate(model)
+    assert {"masked_lm_accuracy", "next_sentence_accuracy", "loss"} <= set(values)
+    assert all(np.isfinite(value) for value in values.values()), values
 
 
-def test_electra_evaluation_has_the_detection_metrics_and_leaves_the_sampling_alone(tmp_path):
-    args = dict(TINY, objective="electra", eval_text=str(CORPUS), eval_steps=1)
-    result = pretraining.run_pretraining(model_dir=str(tmp_path / "run"), eval_every=2,
-                                         train_steps=2, checkpoint_every=2, progress=False,
-                                         **args)
-    [(step, values)] = result["evaluations"]
-    assert step == 2
-    for name in ("discriminator_accuracy", "replaced_precision", "replaced_recall",
-                 "generator_accuracy", "discriminator_loss", "generator_loss"):
-        assert name in values and np.isfinite(values[name]), name
-    assert "masked_lm_accuracy" not in values  # ELECTRA's metrics, not BERT's
+def test_electra_evaluation_has_the_detection_metrics_and_leaves_the_sampling_alone(
+        electra_run, tmp_path):
+    for _, values in electra_run["evaluations"]:
+        for name in ("discriminator_accuracy", "replaced_precision", "replaced_recall",
+                     "generator_accuracy", "discriminator_loss", "generator_loss"):
+            assert name in values and np.isfinite(values[name]), name
+        assert "masked_lm_accuracy" not in values  # ELECTRA's metrics, not BERT's
     # An evaluation draws ELECTRA's replacements from a fixed state and puts the sampling's
-    # state back: two evaluations agree, and training goes on as without them.
-    config = PretrainConfig.from_options(model_dir=str(tmp_path / "x"), **args)
+    # state back: two evaluations agree, and training goes on as without them. (Held-out
+    # text here, --eval_data in the run.)
+    config = PretrainConfig.from_options(model_dir=str(tmp_path / "x"), eval_text=str(CORPUS),
+                                         eval_steps=1, **ELECTRA)
     tokenizer = pretraining._tokenizer(config)
     evaluation = pretraining_eval.evaluation(config, tokenizer)
     model = pretraining_models.build_model(config, tokenizer)
@@ -146,7 +163,7 @@ def test_electra_evaluation_has_the_detection_metrics_and_leaves_the_sampling_al
     assert a == b and states() == before
 
 
-def test_bad_eval_inputs_are_one_line_errors(tmp_path):
+def test_bad_eval_inputs_are_one_line_errors(tmp_path, records):
     base = dict(TINY, model_dir=str(tmp_path / "run"))
     with pytest.raises(ConfigError, match=r"No file matches '/nonexistent/eval\*' \(from "
                        r"--eval_text="):
@@ -163,9 +180,9 @@ def test_bad_eval_inputs_are_one_line_errors(tmp_path):
     short.write_text("In the beginning.\nThe end.\n\nAnother one.\nShort.\n")
     with pytest.raises(InputError, match=r"--eval_text='.*short.txt' gives no batch of 8 "):
         pretraining.run_pretraining(eval_text=str(short), progress=False, **base)
-    records = _tiny_records(tmp_path / "long.tfrecord", max_seq_length=64)
-    with pytest.raises(InputError, match=r"--eval_data='.*long.tfrecord': .*input_ids"):
-        pretraining.run_pretraining(eval_data=records, progress=False, **base)
+    with pytest.raises(InputError, match=r"--eval_data='.*eval.tfrecord': .*input_ids"):
+        pretraining.run_pretraining(eval_data=records, progress=False,
+                                    **dict(base, max_seq_length=64))
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
