@@ -69,8 +69,9 @@ def eval_dataset(config, tokenizer, batch_size):
         except ValueError as e:  # a file of another length or schema, all files empty
             raise InputError(f"--eval_data={data.eval_data!r}: {e}") from None
     else:
-        try:
-            documents.check_corpus(paths, data.pair_mode)
+        try:  # run_pretraining read and checked --train_text already: held out the same, once
+            if not (data.train_text and paths == data.files("train_text")):
+                documents.check_corpus(paths, data.pair_mode)
         except InputError as e:
             raise InputError(f"--eval_text={data.eval_text!r}: {e}") from None
         dataset = pipeline.dynamic_pretraining_dataset(
