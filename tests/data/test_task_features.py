@@ -249,3 +249,19 @@ def test_predict_restores_feature_order_and_trims(tokenizer):
     for i, row in enumerate(feats["input_word_ids"]):
         assert out["sum"][i] == row.sum()
         np.testing.assert_array_equal(out["tokens"][i], row * 2)
+
+
+def test_predict_traces_a_keras_model_once_for_every_batch_shape(tokenizer):
+    import keras
+
+    examples = fd.load_bundled_task("wordnet_topics", "dev")[:37]
+    feats = tfe.classification_features(examples, tokenizer, 64, LabelMap.from_examples(examples))
+    inputs = {k: keras.Input((None,), dtype="int32", name=k)
+              for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    summed = keras.layers.Lambda(lambda x: keras.ops.sum(x[0] * x[1], axis=1))(
+        [inputs["input_word_ids"], inputs["input_mask"]])
+    model = keras.Model(inputs, summed)
+    out = batching.predict(model, feats, batch_size=5)  # 8 batches: lengths vary, last has 2
+    assert [int(v) for v in out] == [int(row.sum()) for row in feats["input_word_ids"]]
+    # One graph for every batch shape (Keras alone traces again for each new kind of shape).
+    assert model.predict_function.experimental_get_tracing_count() == 1

@@ -160,8 +160,12 @@ def trace_for_any_batch(model, inputs: dict):
     """Traces `model.predict_on_batch`'s function once for batches of any size and length
     like `inputs`, unless it is traced already: on its own (reduce_retracing) it is traced
     for the first batch's shape, again with the length left open, and again with the size
-    open too (the last, smaller batch), each trace a new graph to build and optimize."""
-    model.make_predict_function()
+    open too (the last, smaller batch), each trace a new graph to build and optimize.
+    Anything else with a `predict_on_batch` (no Keras `make_predict_function`) is left alone."""
+    make_predict_function = getattr(model, "make_predict_function", None)
+    if make_predict_function is None:
+        return
+    make_predict_function()
     function = model.predict_function
     if hasattr(function, "get_concrete_function"):  # a tf.function (not with run_eagerly)
         spec = {k: tf.TensorSpec((None,) * np.ndim(v), tf.as_dtype(np.asarray(v).dtype))
