@@ -19,7 +19,8 @@ Bad input (stdin and --input alike, `bert_keras.text_files`): a binary file, no 
 than 1% of lines not valid UTF-8, or a line that is not one request (the wrong number of
 fields, too few endings, a JSON line without the signature's keys) fails with a
 one-line message and exit status 1, and nothing is written: the whole input is read and
-checked before the first prediction (so it is held in memory), and --output is renamed into
+checked before the first prediction (so it is held in memory), and before the model loads
+(the signature's inputs come from the export's metadata), and --output is renamed into
 place only when every line succeeded (a full disk leaves no file either). Fewer bad lines get
 their bad bytes replaced, with one warning. An --input or --output that cannot work (stdin or
 stdout closed, a directory, a missing file or directory) fails the same way before the model
