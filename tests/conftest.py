@@ -163,6 +163,18 @@ def tiny_pairs_model(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def unloadable_pairs_export(tiny_pairs_model, tmp_path_factory):
+    """tiny_pairs_model's export with a saved_model.pb that is not a SavedModel (its metadata
+    intact): a tool that answers it as it answers the real export never loaded the model."""
+    import shutil
+
+    path = tmp_path_factory.mktemp("unloadable") / "1"
+    shutil.copytree(tiny_pairs_model["export"], path)
+    (path / "saved_model.pb").write_bytes(b"not a SavedModel")
+    return path
+
+
+@pytest.fixture(scope="session")
 def task_type_model(tiny_encoder_dir):
     """`task_type_model(name)` -> (model, examples, weights before fit, fit history), once per
     test process: the registry's task type `name`'s Keras model as a user makes it from its

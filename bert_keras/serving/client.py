@@ -138,8 +138,8 @@ def _load_described(signature):
     the SavedModel's signature takes other inputs (a metadata file from another export)."""
     function = _load(signature.path).signatures.get(signature.name)
     specs = function.structured_input_signature[1] if function is not None else {}
-    served = {key: (spec.dtype.name, spec.shape.rank) for key, spec in specs.items()}
-    described = {key: ("string", rank) for key, rank in signature.line_format.inputs}
+    served = {key: (specs[key].dtype.name, specs[key].shape.rank) for key in sorted(specs)}
+    described = {key: ("string", rank) for key, rank in sorted(signature.line_format.inputs)}
     if served != described:
         raise InputError(f"The export {signature.path} has a signature {signature.name!r} "
                          f"taking {served or 'nothing'}, not the {described} its "

@@ -151,17 +151,20 @@ def test_build_vocab_skips_a_few_bad_lines(tmp_path, few_invalid):
 
 
 # -- predict.py and finetune.py: need a model -------------------------------------------------
+# predict.py reads and checks its whole input before its model loads (the export's inputs come
+# from its metadata): its refusals are of an export whose saved_model.pb is not a SavedModel
+# (conftest.unloadable_pairs_export), which they would fail on, had they loaded it.
 
 def pairs(n):
     return [f"sentence {i} here\tand its pair {i}\n".encode() for i in range(n)]
 
 
-def test_predict_refuses_invalid_utf8_on_stdin(tmp_path, tiny_pairs_model):
+def test_predict_refuses_invalid_utf8_on_stdin(tmp_path, unloadable_pairs_export):
     lines = pairs(40)
     for i in range(0, 40, 4):
         lines[i] = BAD + b"\t" + BAD + b"\n"
     output = tmp_path / "preds.jsonl"
-    proc = run_tool("predict", f"--model_dir={tiny_pairs_model['export']}", f"--output={output}",
+    proc = run_tool("predict", f"--model_dir={unloadable_pairs_export}", f"--output={output}",
                     input=b"".join(lines))
     assert_refused(proc, output, "stdin: 10 of 40 lines are not valid UTF-8", "first: line 1")
 
@@ -178,20 +181,21 @@ def test_predict_replaces_a_few_bad_bytes_with_one_warning(tmp_path, tiny_pairs_
     assert len(rows) == 300 and '"text_a": "caf\ufffd"' in rows[7]  # one row per input line
 
 
-def test_predict_leaves_no_partial_output_on_a_malformed_later_line(tmp_path, tiny_pairs_model):
+def test_predict_leaves_no_partial_output_on_a_malformed_later_line(tmp_path,
+                                                                    unloadable_pairs_export):
     lines = pairs(40)
     lines[32] = b"no tab on this line\n"
     source = tmp_path / "in.tsv"
     source.write_bytes(b"".join(lines))
     output = tmp_path / "preds.jsonl"
-    proc = run_tool("predict", f"--model_dir={tiny_pairs_model['export']}", f"--input={source}",
+    proc = run_tool("predict", f"--model_dir={unloadable_pairs_export}", f"--input={source}",
                     f"--output={output}", "--batch_size=8")
     assert_refused(proc, output, f"{source}: Line 33 has 1 tab-separated fields")
 
 
 @pytest.mark.parametrize("source", ["stdin", "file"])
-def test_predict_to_stdout_writes_no_row_before_a_malformed_later_line(tmp_path, tiny_pairs_model,
-                                                                       source):
+def test_predict_to_stdout_writes_no_row_before_a_malformed_later_line(
+        tmp_path, unloadable_pairs_export, source):
     """The whole input is checked before the first prediction: 32 good lines in 4 batches,
     then a bad one, print nothing on stdout."""
     lines = pairs(40)
@@ -199,7 +203,7 @@ def test_predict_to_stdout_writes_no_row_before_a_malformed_later_line(tmp_path,
     path = tmp_path / "in.tsv"
     path.write_bytes(b"".join(lines))
     args = [f"--input={path}"] if source == "file" else []
-    proc = run_tool("predict", f"--model_dir={tiny_pairs_model['export']}", "--batch_size=8", *args,
+    proc = run_tool("predict", f"--model_dir={unloadable_pairs_export}", "--batch_size=8", *args,
                     input=b"".join(lines) if source == "stdin" else None)
     name = "stdin" if source == "stdin" else path
     assert_refused(proc, tmp_path / "nothing", f"{name}: Line 33 has 1 tab-separated fields")
@@ -207,12 +211,27 @@ def test_predict_to_stdout_writes_no_row_before_a_malformed_later_line(tmp_path,
 
 
 @pytest.mark.parametrize("case", ["binary", "empty"])
-def test_predict_refuses_a_bad_input_file(tmp_path, bad_files, tiny_pairs_model, case):
+def test_predict_refuses_a_bad_input_file(tmp_path, bad_files, unloadable_pairs_export, case):
     path, problem = bad_files[case]
     output = tmp_path / "preds.jsonl"
-    proc = run_tool("predict", f"--model_dir={tiny_pairs_model['export']}", f"--input={path}",
+    proc = run_tool("predict", f"--model_dir={unloadable_pairs_export}", f"--input={path}",
                     f"--output={output}")
     assert_refused(proc, output, path, problem)
+
+
+@pytest.mark.parametrize("line, problem", [
+    (b'{"text_a": "He left.", "text_c": "He went away."}\n',
+     "Line 1 has keys ['text_a', 'text_c']; this model takes ['text_a', 'text_b']"),
+    (b"He left.\tHe went away.\n", "Line 1 has not JSON (Expecting value)"),
+])
+def test_predict_refuses_a_json_line_that_is_not_a_request(tmp_path, unloadable_pairs_export,
+                                                           line, problem):
+    path = tmp_path / "pairs.jsonl"  # JSON lines, by its name
+    path.write_bytes(line)
+    output = tmp_path / "preds.jsonl"
+    proc = run_tool("predict", f"--model_dir={unloadable_pairs_export}", f"--input={path}",
+                    f"--output={output}")
+    assert_refused(proc, output, f"{path}: {problem}")
 
 
 @pytest.mark.parametrize("case", ["binary", "many_invalid_utf8"])

@@ -6,6 +6,7 @@ import json
 import os
 import pathlib
 import pty
+import shutil
 import sys
 import threading
 
@@ -13,6 +14,7 @@ import pytest
 import tokenizers
 
 from bert_keras.metrics.entities import get_entities
+from bert_keras.serving.export import METADATA_FILE
 
 import tool_runner  # tests/support: tools forked without their imports
 
@@ -139,3 +141,67 @@ def test_a_progress_line_on_a_terminal_only(tmp_path, tiny_pairs_model):
     proc = tool_runner.run_tool("predict", export, f"--input={many}",  # stderr: a pipe
                                 f"--output={tmp_path / 'piped.jsonl'}")
     assert proc.returncode == 0 and "lines/s" not in proc.stderr, proc.stderr[-2000:]
+
+
+PAIRS = ["He left.\tHe went away.", "It rains.\tThe sun shines."]
+
+
+def test_a_signature_it_cannot_run_is_refused_from_the_metadata(unloadable_pairs_export):
+    """The export's metadata names its signatures and their inputs: a wrong --signature or
+    --words is one line before the model loads (this saved_model.pb is not a SavedModel)."""
+    export = unloadable_pairs_export
+    for flag, message in [
+            ("--signature=nope",
+             "--signature 'nope' is not one of ['encode', 'preprocess', 'serving_default']."),
+            ("--words", f"--words: the export {export} has no tag_words signature"),
+            ("--signature=encode", "Signature 'encode' takes ['input_word_ids', 'input_mask', "
+                                   "'input_type_ids'], not text lines.")]:
+        proc = tool_runner.run_tool("predict", f"--model_dir={export}", flag,
+                                    input="".join(line + "\n" for line in PAIRS))
+        assert proc.returncode == 1 and proc.stdout == "", proc.stderr[-3000:]
+        assert "Traceback" not in proc.stderr and message in proc.stderr.splitlines()[-1]
+
+
+def _copy_with_metadata(export, to, change):
+    """A copy of `export` whose metadata is `change(metadata)` (None: no metadata file)."""
+    shutil.copytree(export, to)
+    path = to / "assets" / METADATA_FILE
+    metadata = change(json.loads(path.read_text()))
+    if metadata is None:
+        path.unlink()
+    else:
+        path.write_text(json.dumps(metadata))
+    return to
+
+
+def test_a_saved_model_without_metadata_loads_first_and_answers_alike(tmp_path,
+                                                                      tiny_pairs_model):
+    """A SavedModel that tools/export.py did not write (no metadata): its signature's inputs
+    are learnt from the loaded model, before its input is read; the same answers, the same
+    refusals."""
+    export = tiny_pairs_model["export"]
+    bare = _copy_with_metadata(export, tmp_path / "bare", lambda metadata: None)
+    lines = "".join(line + "\n" for line in PAIRS)
+    want = tool_runner.run_tool("predict", f"--model_dir={export}", input=lines)
+    got = tool_runner.run_tool("predict", f"--model_dir={bare}", input=lines)
+    assert want.returncode == got.returncode == 0, got.stderr[-3000:]
+    assert got.stdout == want.stdout and len(got.stdout.splitlines()) == 2
+    proc = tool_runner.run_tool("predict", f"--model_dir={bare}", input="no tab here\n")
+    assert proc.returncode == 1 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1].endswith(
+        "stdin: Line 1 has 1 tab-separated fields; this model takes 2: text_a<TAB>text_b")
+
+
+def test_metadata_of_other_inputs_than_the_saved_model_is_one_line(tmp_path, tiny_pairs_model):
+    def renamed(metadata):
+        inputs = metadata["signatures"]["serving_default"]["inputs"]
+        inputs["text_c"] = inputs.pop("text_b")
+        return metadata
+
+    mixed = _copy_with_metadata(tiny_pairs_model["export"], tmp_path / "mixed", renamed)
+    proc = tool_runner.run_tool("predict", f"--model_dir={mixed}", input=PAIRS[0] + "\n")
+    assert proc.returncode == 1 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert (f"The export {mixed} has a signature 'serving_default' taking "
+            "{'text_a': ('string', 1), 'text_b': ('string', 1)}, not the "
+            "{'text_a': ('string', 1), 'text_c': ('string', 1)} its bert_keras_metadata.json "
+            "describes: export the model again.") in proc.stderr.splitlines()[-1]
