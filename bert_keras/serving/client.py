@@ -19,8 +19,6 @@ import json
 import os
 import sys
 
-from absl import logging as absl_logging
-
 from bert_keras import files, text_files
 from bert_keras.errors import InputError
 from bert_keras.serving import versions
@@ -109,19 +107,7 @@ def _load(path):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  Registers the tokenizer ops.
 
-    # An export keeps no custom gradients (saved_model.SAVE_OPTIONS): a client computes none,
-    # so the loader's warning per function that had some is noise here.
-    logger = absl_logging.get_absl_logger()
-    logger.addFilter(_no_gradient_warnings)
-    try:
-        return tf.saved_model.load(path)
-    finally:
-        logger.removeFilter(_no_gradient_warnings)
-
-
-def _no_gradient_warnings(record):
-    """A logging filter: False for the loader's "unsaved custom gradients" warnings."""
-    return "unsaved custom gradients" not in str(record.msg)
+    return tf.saved_model.load(path)
 
 
 def _chosen(path, signatures, signature, words):
