@@ -41,10 +41,6 @@ ENCODE_OUTPUT_DOCS = {  # the outputs of `encode` and `preprocess`, every export
 }
 
 
-# A served model computes no gradients: without the custom gradients (bias_add's, the
-# XLA-compiled layers'), the save traces 11 functions fewer and a server loads fewer.
-SAVE_OPTIONS = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
-
 def read_metadata(export_dir):
     """The metadata asset of an export (task, labels, seq_length, signatures, ...)."""
     with tf.io.gfile.GFile(os.path.join(export_dir, "assets", METADATA_FILE)) as f:
@@ -175,7 +171,7 @@ def write_saved_model(model, tokenizer, info, base_dir, model_name, version=None
             # tf.function again in its own context (2-4 s an export; the graph is the same).
             for name, function in signatures.items():
                 setattr(root, name, function)
-            tf.saved_model.save(root, tmp, signatures=signatures, options=SAVE_OPTIONS)
+            tf.saved_model.save(root, tmp, signatures=signatures)
             op_audit.audit_saved_model(tmp, extra_allowed=extra_allowed_ops)
             write_warmup(tmp, model_name, warmup_requests(functions, examples))
             move_directory(tmp, final, marker="saved_model.pb")  # TF Serving needs it whole
