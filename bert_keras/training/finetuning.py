@@ -160,13 +160,16 @@ class _Run:
 
     def served(self, model, plain=False):
         """`model` in the numerics a float32 export serves, so the metrics and prediction files
-        say what the server will answer, on any CPU: `model` itself if it computes in float32
-        (unless `plain`: then a copy, made outside its strategy), else a float32 copy. The
-        copy is made once a run and given `model`'s current weights at each call: its predict
-        function (and XLA kernels) are traced once, not once per evaluation."""
+        say what the server will answer, on any CPU: `model` itself if it computes in float32,
+        else a float32 copy. The copy is made once a run and given `model`'s current weights
+        at each call: its predict function (and XLA kernels) are traced once, not once per
+        evaluation. `plain`: a new copy in any case, made here, outside the strategy that the
+        evaluations' copy was made under (a multi-worker copy would gather from every worker)."""
+        if plain:
+            return cast_for_inference(model, "float32", force_copy=True)
         source, copy = self._served
-        if source is not model or (plain and copy is model):
-            copy = cast_for_inference(model, "float32", force_copy=plain)
+        if source is not model:
+            copy = cast_for_inference(model, "float32")
             self._served = (model, copy)
         elif copy is not model:
             transposed_dense.copy_weights(model, copy)
