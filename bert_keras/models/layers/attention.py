@@ -22,6 +22,11 @@ from bert_keras.models.layers.dropout import Dropout
 from bert_keras.models.layers.position_embedding import rotary
 from bert_keras.models.layers.transposed_dense import dense
 
+# SelfAttention's constructor arguments besides num_heads and dropout, which a
+# TransformerBlock takes under the same names and passes on.
+OPTIONS = ("initializer_range", "transposed_kernels", "use_bias", "rotary_theta", "half_window",
+           "disentangled_attention", "relative_span", "position_buckets",
+           "max_relative_positions", "max_length")
 
 def _mask_bias(input_mask, dtype):
     """(B, T) mask (1 = real token) -> (B, 1, 1, T) additive bias: 0 or a large negative."""
@@ -253,18 +258,6 @@ class SelfAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            num_heads=self.num_heads,
-            dropout=self.dropout,
-            initializer_range=self.initializer_range,
-            transposed_kernels=self.transposed_kernels,
-            use_bias=self.use_bias,
-            rotary_theta=self.rotary_theta,
-            half_window=self.half_window,
-            disentangled_attention=self.disentangled_attention,
-            relative_span=self.relative_span,
-            position_buckets=self.position_buckets,
-            max_relative_positions=self.max_relative_positions,
-            max_length=self.max_length,
-        )
+        config.update(num_heads=self.num_heads, dropout=self.dropout,
+                      **{name: getattr(self, name) for name in OPTIONS})
         return config

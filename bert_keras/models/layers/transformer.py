@@ -12,6 +12,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from bert_keras.models.layers import attention
 from bert_keras.models.layers.activations import get_activation, training_activation
 from bert_keras.models.layers.attention import SelfAttention
 from bert_keras.models.layers.dense import dense_initializer
@@ -104,16 +105,7 @@ class TransformerBlock(keras.layers.Layer):
         self.attention = SelfAttention(
             self.num_heads,
             dropout=self.attention_dropout,
-            initializer_range=self.initializer_range,
-            transposed_kernels=self.transposed_kernels,
-            use_bias=self.use_bias,
-            rotary_theta=self.rotary_theta,
-            half_window=self.half_window,
-            disentangled_attention=self.disentangled_attention,
-            relative_span=self.relative_span,
-            position_buckets=self.position_buckets,
-            max_relative_positions=self.max_relative_positions,
-            max_length=self.max_length,
+            **{name: getattr(self, name) for name in attention.OPTIONS},
             dtype=policy,
             name="attention",
         )
