@@ -101,13 +101,29 @@ def open_signature(model_dir, signature="serving_default", words=False):
 
 
 def _load(path):
-    """The loaded SavedModel at `path`, in this serving process's environment."""
+    """The loaded SavedModel at `path`, in this serving process's environment; InputError
+    naming the file that keeps it from loading (a damaged export is bad input, not a bug)."""
     for name, value in SERVER_ENVIRONMENT.items():  # this process only serves
         os.environ.setdefault(name, value)
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  Registers the tokenizer ops.
 
-    return tf.saved_model.load(path)
+    try:
+        return tf.saved_model.load(path)
+    except tf.errors.PermissionDeniedError:  # a file it may not read: the startup's line
+        raise
+    except (FileNotFoundError, IndexError, tf.errors.OpError) as e:
+        # Restoring the weights: no variables/ (NotFoundError, which the loader raises as
+        # FileNotFoundError), a truncated index (OpError) or data file (IndexError: "Read
+        # less bytes than requested"), a checksum mismatch (DataLossError).
+        problem = "missing" if isinstance(e, FileNotFoundError) else "truncated or corrupt"
+        raise InputError(f"{files.join(path, 'variables')}: the model's weights are "
+                         f"{problem}: export the model again.") from None
+    except OSError as e:
+        if "Cannot parse file" not in str(e):  # the loader's words for a bad saved_model.pb
+            raise
+        raise InputError(f"{files.join(path, 'saved_model.pb')} is not a SavedModel (cannot "
+                         "parse it): export the model again.") from None
 
 
 def _chosen(path, signatures, signature, words):

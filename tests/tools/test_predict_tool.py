@@ -205,3 +205,36 @@ def test_metadata_of_other_inputs_than_the_saved_model_is_one_line(tmp_path, tin
             "{'text_a': ('string', 1), 'text_b': ('string', 1)}, not the "
             "{'text_a': ('string', 1), 'text_c': ('string', 1)} its bert_keras_metadata.json "
             "describes: export the model again.") in proc.stderr.splitlines()[-1]
+
+
+def _refusal(export, *args):
+    """predict.py's run on a valid PAIRS input: (exit status, stdout, stderr's last line)."""
+    proc = tool_runner.run_tool("predict", f"--model_dir={export}", *args,
+                                input="".join(line + "\n" for line in PAIRS))
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return proc.returncode, proc.stdout, proc.stderr.splitlines()[-1]
+
+
+def test_an_export_that_cannot_load_is_one_line_and_writes_nothing(tmp_path, tiny_pairs_model,
+                                                                    unloadable_pairs_export):
+    """A valid input on an export whose files are damaged: one line naming the file, exit
+    status 1, nothing on stdout and no --output file (not even a partial one)."""
+    out = tmp_path / "out" / "predictions.jsonl"
+    out.parent.mkdir()
+    pb = unloadable_pairs_export / "saved_model.pb"
+    assert _refusal(unloadable_pairs_export, f"--output={out}") == (
+        1, "", f"predict.py: {pb} is not a SavedModel (cannot parse it): export the model "
+               "again.")
+    assert list(out.parent.iterdir()) == []
+
+    no_variables = tmp_path / "no_variables"
+    shutil.copytree(tiny_pairs_model["export"], no_variables)
+    shutil.rmtree(no_variables / "variables")
+    truncated = tmp_path / "truncated"
+    shutil.copytree(tiny_pairs_model["export"], truncated)
+    data = next((truncated / "variables").glob("variables.data-*"))
+    data.write_bytes(data.read_bytes()[:data.stat().st_size // 2])
+    for export, problem in [(no_variables, "missing"), (truncated, "truncated or corrupt")]:
+        assert _refusal(export) == (
+            1, "", f"predict.py: {export / 'variables'}: the model's weights are {problem}: "
+                   "export the model again.")
