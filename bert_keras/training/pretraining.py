@@ -101,12 +101,20 @@ def _train_naming_a_corrupt_file(config, train_phase):
     try:
         return train_phase()
     except tf.errors.DataLossError as e:
-        data = config.data
-        options = [name for name in ("train_data", "phase2_train_data") if getattr(data, name)]
-        found = records.corrupt_file([path for name in options for path in data.files(name)])
-        raise InputError(f"{found or e.message.splitlines()[0]}: a TFRecord file is truncated "
-                         "or corrupt; recreate it (tools/create_pretraining_data.py) or leave it "
-                         "out of --train_data.") from None
+        found = records.corrupt_file(_train_data_files(config.data))
+        raise _corrupt_file_error(found or e.message.splitlines()[0]) from None
+
+
+def _train_data_files(data):
+    """The files of --train_data and --phase2_train_data."""
+    options = [name for name in ("train_data", "phase2_train_data") if getattr(data, name)]
+    return [path for name in options for path in data.files(name)]
+
+
+def _corrupt_file_error(found):
+    """The one line for a truncated or corrupt TFRecord file; `found`: "PATH: TF'S REASON"."""
+    return InputError(f"{found}: a TFRecord file is truncated or corrupt; recreate it "
+                      "(tools/create_pretraining_data.py) or leave it out of --train_data.")
 
 
 def run_pretraining(config=None, *, strategy=None, progress=True, **options):
@@ -123,6 +131,10 @@ def run_pretraining(config=None, *, strategy=None, progress=True, **options):
         documents.check_corpus(expand_patterns(data.train_text), data.pair_mode)
     if data.tfds.tfds_name:  # so does a TFDS dataset that is not prepared, or too little text
         documents.check_tfds_corpus(data.tfds_text(), data.pair_mode)
+    if data.train_data:  # so does a cut-off TFRecord file (TF would find it on reaching its end)
+        found = records.cut_off_file(_train_data_files(data))
+        if found:
+            raise _corrupt_file_error(found)
     # One seed for everything random: initial weights, dropout, data, ELECTRA's sampling.
     keras.utils.set_random_seed(config.seed)
     if strategy is None:

@@ -10,7 +10,7 @@ import re
 import tensorflow as tf
 from absl import logging
 
-from bert_keras.data.pretraining import example_proto
+from bert_keras.data.pretraining import example_proto, record_framing
 
 # Google's TFRecord feature names -> the model's input names. The one place they are mapped.
 GOOGLE_TO_MODEL_NAMES = {
@@ -96,6 +96,21 @@ def corrupt_file(paths):
             reason = re.sub(r"\{\{function_node [^}]*\}\}\s*|\s*\[Op:\w+\].*", "",
                             e.message.splitlines()[0])
             return f"{path}: {reason}"
+    return None
+
+
+def cut_off_file(paths):
+    """The first of `paths` that ends inside a record (a cut-off copy), as `corrupt_file` names
+    it; None if none does. Cheap: reads each file's last bytes (`record_framing`), and reads a
+    file through only to confirm it with TF's reason, so a run refuses it before any work.
+
+    >>> cut_off_file([])
+    """
+    for path in paths:
+        if not record_framing.ends_with_a_whole_record(path):
+            found = corrupt_file([path])  # None: TF reads it whole (a very long last record)
+            if found:
+                return found
     return None
 
 
