@@ -28,6 +28,7 @@ from bert_keras.files import file_size, open_file
 HEADER = 12  # length + its CRC
 FOOTER = 4  # the data's CRC
 TAIL_BYTES = 1 << 20  # at least this much of a file's end is read: many pretraining records
+MAX_RECORD = 1 << 23  # so at most 8 x 8 MiB are read, whatever the first header says
 
 
 def _crc32c_table():
@@ -63,11 +64,13 @@ def ends_with_a_whole_record(path):
     if size == 0:
         return True
     with open_file(path, "rb") as f:
-        first_length = int.from_bytes(f.read(8), "little") if size >= HEADER else 0
-        start = max(0, size - max(TAIL_BYTES, 8 * (min(first_length, size) + HEADER + FOOTER)))
+        # A corrupt first header is no length (TF reports it on its first read).
+        first_length = _header_length(f.read(HEADER)) or 0
+        tail_bytes = max(TAIL_BYTES, 8 * (min(first_length, MAX_RECORD) + HEADER + FOOTER))
+        start = max(0, size - tail_bytes)
         f.seek(start)
         tail = f.read()
-    for offset in range(8):  # each header position p, as 8-byte words from `offset` on
+    for offset in range(min(8, len(tail))):  # header positions p as 8-byte words from offset
         words = np.frombuffer(tail, "<u8", count=max(0, (len(tail) - offset) // 8),
                               offset=offset)
         positions = start + offset + 8 * np.arange(len(words), dtype=np.int64)
@@ -75,7 +78,13 @@ def ends_with_a_whole_record(path):
         fits = lengths >= 0
         for p in positions[fits][words[fits] == lengths[fits].astype(np.uint64)]:
             at = int(p) - start
-            crc = int.from_bytes(tail[at + 8:at + HEADER], "little")
-            if masked_crc32c(tail[at:at + 8]) == crc:
+            if _header_length(tail[at:at + HEADER]) is not None:
                 return True
     return False
+
+
+def _header_length(header):
+    """The record length in 12 header bytes; None if they are not a valid header."""
+    if len(header) < HEADER or masked_crc32c(header[:8]) != int.from_bytes(header[8:], "little"):
+        return None
+    return int.from_bytes(header[:8], "little")
