@@ -24,7 +24,9 @@ checked before the first prediction (so it is held in memory), and before the mo
 place only when every line succeeded (a full disk leaves no file either). Fewer bad lines get
 their bad bytes replaced, with one warning. An --input or --output that cannot work (stdin or
 stdout closed, a directory, a missing file or directory) fails the same way before the model
-loads, and so does a write to stdout that fails (a full disk, a reader that closed the pipe).
+loads, and so does a write to stdout that fails (a full disk, a reader that closed the pipe),
+and an export that cannot load (a saved_model.pb that is not a SavedModel, its variables
+missing, truncated or corrupt).
 
 With --words (taggers), each line is a sentence's words separated by whitespace, tagged
 as given (the export's `tag_words` signature): "Mr. Bumble's letter" is three words, as a
