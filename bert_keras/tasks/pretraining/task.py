@@ -9,6 +9,7 @@ Shape legend: B batch, P [MASK] tokens of a text, K top-k predictions, V vocabul
 import tensorflow as tf
 
 from bert_keras.tasks.base import Task
+from bert_keras.tasks.graph_ops import rows
 from bert_keras.tasks.pretraining.export_options import FillMaskOptions
 from bert_keras.tasks.pretraining.model import BertPretrainer
 
@@ -50,8 +51,7 @@ class Pretraining(Task):
         ids = inputs["input_word_ids"]
         batch = tf.shape(ids)[0]
         where = tf.cast(tf.where(ids == fns.tokenizer.mask_id), tf.int32)  # (M, 2)
-        positions = tf.RaggedTensor.from_value_rowids(where[:, 1], where[:, 0], nrows=batch,
-                                                      validate=False)  # tf.where's rows
+        positions = rows(where[:, 1], where[:, 0], batch)  # tf.where's rows: in order
         width = tf.maximum(tf.reduce_max(tf.concat(
             [tf.cast(positions.row_lengths(), tf.int32), [1]], 0)), 1)
         shape = tf.stack([batch, width])
@@ -77,6 +77,5 @@ def _tokenize_with_masks(tokenizer, text):
     mask = tf.RaggedTensor.from_tensor(
         tf.fill([ids.nrows(out_type=tf.int32), 1], tokenizer.mask_id))
     ids = tf.concat([ids, mask], axis=1)  # each part + [MASK]
-    rows = tf.RaggedTensor.from_row_splits(ids, parts.row_splits, validate=False)
-    rows = rows.merge_dims(1, 2)
-    return rows[:, :-1]  # drop the [MASK] after each text's last part
+    texts = tf.RaggedTensor.from_row_splits(ids, parts.row_splits, validate=False)
+    return texts.merge_dims(1, 2)[:, :-1]  # without the [MASK] after each text's last part

@@ -15,6 +15,8 @@ Shape legend: B texts, W words of a text, N words of the batch, C tags.
 import numpy as np
 import tensorflow as tf
 
+from bert_keras.tasks.graph_ops import rows
+
 
 def word_tags(crf, word_logits):
     """Tag ids tf.RaggedTensor (B, (W)) int32 of word logits (B, (W), C) (`crf` None:
@@ -41,12 +43,9 @@ def tag_ids_and_scores(crf, word_logits, word_text, batch):
         ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
         scores = tf.reduce_max(tf.nn.softmax(logits, axis=-1), axis=-1)
     else:
-        per_text = tf.RaggedTensor.from_value_rowids(logits, word_text, nrows=batch,
-                                                     validate=False)  # graph_ops.rows' why
+        per_text = rows(logits, word_text, batch)
         emissions = per_text.to_tensor()  # (B, W, C)
-        on_chain = tf.RaggedTensor.from_value_rowids(finite, word_text, nrows=batch,
-                                                     validate=False)
-        mask = on_chain.to_tensor(False)  # (B, W)
+        mask = rows(finite, word_text, batch).to_tensor(False)  # (B, W): on the chain
         path = crf.decode(emissions, mask)  # (B, W)
         probs = crf.marginals(emissions, mask)  # (B, W, C)
         ids = tf.gather_nd(path, _positions(per_text))
