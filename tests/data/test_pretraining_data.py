@@ -246,14 +246,14 @@ def test_static_tool_is_deterministic_across_runs_and_workers(tmp_path, small_co
     kwargs = dict(input_files=small_corpus, dupe_factor=2, num_output_shards=3,
                   documents_per_chunk=30, random_seed=7, whole_word_mask=True)
     # Output bytes depend on the seed only: a 2-worker run (3 shards: one worker writes two)
-    # and two 1-worker runs are identical, so two 2-worker runs are too.
+    # and a 1-worker run, two runs apart, are identical (any other source of randomness would
+    # make them differ), and another seed differs.
     a = pd.create_pretraining_tfrecords(str(tmp_path / "a" / "x.tfrecord"), num_workers=2, **kwargs)
     b = pd.create_pretraining_tfrecords(str(tmp_path / "b" / "x.tfrecord"), num_workers=1, **kwargs)
-    c = pd.create_pretraining_tfrecords(str(tmp_path / "c" / "x.tfrecord"), num_workers=1, **kwargs)
     assert len(a["output_files"]) == 3
     assert a["output_files"][1].endswith("x.tfrecord-00001-of-00003")
     assert a["documents"] == 120 and a["instances"] > 1000
-    assert _bytes(a["output_files"]) == _bytes(b["output_files"]) == _bytes(c["output_files"])
+    assert _bytes(a["output_files"]) == _bytes(b["output_files"])
     d = pd.create_pretraining_tfrecords(str(tmp_path / "d" / "x.tfrecord"), num_workers=1,
                                         **dict(kwargs, random_seed=8))
     assert _bytes(d["output_files"]) != _bytes(a["output_files"])
