@@ -36,15 +36,28 @@ def _topics(split):
 def trained(tokenizer):  # noqa: F811
     """A 2-layer classifier fit for a few seconds on the bundled topic task (45 classes):
     enough to tell topics apart, small enough for a test."""
-    keras.utils.set_random_seed(3)
-    encoder = bk.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=2, hidden_size=64,
-                             num_heads=2, intermediate_size=128, max_positions=64)
-    labels, texts, names = _topics("train")
-    model = BertClassifier(encoder, num_classes=len(names), labels=names, pooling="mean")
+    labels, texts, _ = _topics("train")
+    model = _classifier(tokenizer)
     model.compile(optimizer=keras.optimizers.Adam(3e-3))
     model.fit(_keras_inputs(tokenizer, texts[:4096]), labels[:4096], batch_size=64, epochs=3,
               verbose=0)
     return model
+
+
+def _classifier(tokenizer):  # noqa: F811
+    keras.utils.set_random_seed(3)
+    encoder = bk.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=2, hidden_size=64,
+                             num_heads=2, intermediate_size=128, max_positions=64)
+    names = _topics("train")[2]
+    return BertClassifier(encoder, num_classes=len(names), labels=names, pooling="mean")
+
+
+def _task_dir(directory, tokenizer, model):  # noqa: F811
+    from bert_keras.tasks.task_io import save_task
+
+    save_task(str(directory), model, tokenizer, task="classification", seq_length=SEQ,
+              labels=model.labels)
+    return directory
 
 
 def _variables_bytes(path):
@@ -52,7 +65,7 @@ def _variables_bytes(path):
     return sum(os.path.getsize(os.path.join(folder, name)) for name in os.listdir(folder))
 
 
-def test_int8_export_agrees_with_float32_served_without_project(tmp_path, tokenizer,  # noqa: F811
+def test_tools_int8_export_agrees_with_float32_served_without_project(tmp_path, tokenizer,  # noqa: F811
                                                                trained, int8_export):
     int8_path = int8_export
     labels, texts, _ = _topics("test")
@@ -69,7 +82,13 @@ def test_int8_export_agrees_with_float32_served_without_project(tmp_path, tokeni
     np.testing.assert_allclose(out["probabilities"], want, atol=0.05)
     assert not np.allclose(out["probabilities"], want, atol=1e-6)  # it is not the float32 model
 
-    assert export.read_metadata(int8_path)["dtype"] == "int8"
+    metadata = export.read_metadata(int8_path)
+    assert metadata["dtype"] == "int8"
+    # tools/export.py's own check of the int8 export on --calibration_file.
+    check = metadata["int8_check"]
+    assert check["examples"] == 300
+    assert check["agreement"]["label_ids"] >= 0.99, check
+    assert 0 < check["max_abs_difference"]["probabilities"] < 0.05, check
     reader = tf.train.load_checkpoint(os.path.join(int8_path, "variables", "variables"))
     assert "int8" in {d.name for d in reader.get_variable_to_dtype_map().values()}
     op_audit.audit_saved_model(int8_path)  # only ops stock TF Serving has
@@ -80,20 +99,11 @@ def test_int8_export_agrees_with_float32_served_without_project(tmp_path, tokeni
 
 
 @pytest.fixture(scope="module")
-def task_dir(tmp_path_factory, tokenizer, trained):  # noqa: F811
-    from bert_keras.tasks.task_io import save_task
-
-    directory = tmp_path_factory.mktemp("runs") / "topics" / "best"
-    save_task(str(directory), trained, tokenizer, task="classification", seq_length=SEQ,
-              labels=trained.labels)
-    return directory
-
-
-@pytest.fixture(scope="module")
-def int8_export(tmp_path_factory, task_dir):
+def int8_export(tmp_path_factory, tokenizer, trained):  # noqa: F811
     """The version dir of `tools/export.py --dtype=int8` of `trained`'s task directory, checked
     against float32 on 300 dev definitions (--calibration_file)."""
     tmp = tmp_path_factory.mktemp("int8")
+    task_dir = _task_dir(tmp / "topics" / "best", tokenizer, trained)
     _, texts, _ = _topics("dev")
     calibration = tmp / "calibration.txt"
     calibration.write_text("\n".join(texts[:300]) + "\n")
@@ -104,11 +114,12 @@ def int8_export(tmp_path_factory, task_dir):
     return proc.stdout.splitlines()[0]
 
 
-def test_tools_export_int8_checks_it_on_the_calibration_file(int8_export):
-    check = export.read_metadata(int8_export)["int8_check"]
-    assert check["examples"] == 300
-    assert check["agreement"]["label_ids"] >= 0.99, check
-    assert 0 < check["max_abs_difference"]["probabilities"] < 0.05, check
+@pytest.fixture(scope="module")
+def untrained_task_dir(tmp_path_factory, tokenizer):  # noqa: F811
+    """A task directory of `trained`'s model before its fit: what the refusals of a bad
+    calibration file need (not `trained`, so its fit runs in one test only)."""
+    return _task_dir(tmp_path_factory.mktemp("runs") / "topics" / "best", tokenizer,
+                     _classifier(tokenizer))
 
 
 @pytest.mark.parametrize("content, flags, message", [
@@ -119,12 +130,13 @@ def test_tools_export_int8_checks_it_on_the_calibration_file(int8_export):
      "line 2: 2 tab-separated fields, expected 1 (text"),
     (b"a definition\n", ["--dtype=float32"], "--calibration_file checks an int8 export"),
 ])
-def test_bad_calibration_file_is_refused_in_one_line(tmp_path, task_dir, content, flags, message):
+def test_bad_calibration_file_is_refused_in_one_line(tmp_path, untrained_task_dir, content, flags,
+                                                     message):
     path = tmp_path / "calibration.txt"
     if content is not None:
         path.write_bytes(content)
     base = tmp_path / "saved"
-    proc = tool_runner.run_tool("export", f"--task_dir={task_dir}", *flags,
+    proc = tool_runner.run_tool("export", f"--task_dir={untrained_task_dir}", *flags,
                                 f"--calibration_file={path}", f"--export_dir_base={base}")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     lines = [line for line in proc.stderr.splitlines() if message in line]
