@@ -117,11 +117,13 @@ def _is_short_name(text: str) -> bool:
     return len(text) <= 40 and bool(_SHORT_NAME.fullmatch(text)) and not _is_number(text)
 
 
-def check_header_row(fields: list[str], labels: list[tuple[str, str]], label_type: str) -> None:
+def check_header_row(fields: list[str], labels: list[tuple[str, str]],
+                     numeric_labels: bool = False) -> None:
     """Refuses a first row that is a header read as data (the module docstring's rule 1).
 
     fields: all fields of the first row of a file read without a header; labels: (where,
-    label text) of every row of that file, in order."""
+    label text) of every row of that file, in order; numeric_labels: the labels are numbers
+    (a regression target), seldom repeated."""
     if not labels:
         return
     where, first = labels[0]
@@ -129,7 +131,7 @@ def check_header_row(fields: list[str], labels: list[tuple[str, str]], label_typ
     others = [label.strip() for _, label in labels[1:]]
     if not first or first in others:
         return
-    if label_type == "regression":
+    if numeric_labels:
         looks_like_header = not _is_number(first)
     else:
         counts = collections.Counter(others)

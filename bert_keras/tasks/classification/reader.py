@@ -144,7 +144,7 @@ def read_delimited(
             continue
         if names is None:
             sanity.check_header_row(first_row, [(where, label) for where, _, _, label in parsed],
-                                    label_type)
+                                    numeric_labels=label_type == "regression")
         column = f"column {columns[2]}"
         examples.extend(
             ClassificationExample(
