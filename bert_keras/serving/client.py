@@ -153,8 +153,7 @@ def _load_described(signature):
     """The concrete function of a Signature its export's metadata described; InputError if
     the SavedModel's signature takes other inputs (a metadata file from another export)."""
     function = _load(signature.path).signatures.get(signature.name)
-    specs = function.structured_input_signature[1] if function is not None else {}
-    served = {key: (specs[key].dtype.name, specs[key].shape.rank) for key in sorted(specs)}
+    served = _served_inputs(function) if function is not None else {}
     described = {key: ("string", rank) for key, rank in sorted(signature.line_format.inputs)}
     if served != described:
         raise InputError(f"The export {signature.path} has a signature {signature.name!r} "
@@ -175,11 +174,16 @@ def signature_inputs(function, signature, metadata):
     """((input name, rank), ...) of `signature` in the export's order (its metadata's; sorted
     for a SavedModel that tools/export.py did not write: a loaded signature keeps no order);
     SignatureError unless all are strings."""
-    specs = function.structured_input_signature[1]
     described = (metadata or {}).get("signatures", {}).get(signature, {}).get("inputs", {})
-    names = list(described) if set(described) == set(specs) else sorted(specs)
-    return _text_inputs(signature, {name: (specs[name].dtype.name, specs[name].shape.rank)
-                                    for name in names})
+    served = _served_inputs(function)
+    names = list(described) if set(described) == set(served) else served
+    return _text_inputs(signature, {name: served[name] for name in names})
+
+
+def _served_inputs(function):
+    """{input name: (dtype name, rank)} of a loaded signature's `function`, sorted by name."""
+    specs = function.structured_input_signature[1]
+    return {name: (specs[name].dtype.name, specs[name].shape.rank) for name in sorted(specs)}
 
 
 def is_jsonl(path, input_format):
