@@ -143,7 +143,14 @@ def test_a_progress_line_on_a_terminal_only(tmp_path, tiny_pairs_model):
     assert proc.returncode == 0 and "lines/s" not in proc.stderr, proc.stderr[-2000:]
 
 
-PAIRS = ["He left.\tHe went away.", "It rains.\tThe sun shines."]
+PAIRS = "He left.\tHe went away.\nIt rains.\tThe sun shines.\n"  # two valid request lines
+
+
+def _refusal(export, *args):
+    """predict.py's run on PAIRS: (exit status, stdout, stderr's last line)."""
+    proc = tool_runner.run_tool("predict", f"--model_dir={export}", *args, input=PAIRS)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return proc.returncode, proc.stdout, proc.stderr.splitlines()[-1]
 
 
 def test_a_signature_it_cannot_run_is_refused_from_the_metadata(unloadable_pairs_export):
@@ -156,10 +163,8 @@ def test_a_signature_it_cannot_run_is_refused_from_the_metadata(unloadable_pairs
             ("--words", f"--words: the export {export} has no tag_words signature"),
             ("--signature=encode", "Signature 'encode' takes ['input_word_ids', 'input_mask', "
                                    "'input_type_ids'], not text lines.")]:
-        proc = tool_runner.run_tool("predict", f"--model_dir={export}", flag,
-                                    input="".join(line + "\n" for line in PAIRS))
-        assert proc.returncode == 1 and proc.stdout == "", proc.stderr[-3000:]
-        assert "Traceback" not in proc.stderr and message in proc.stderr.splitlines()[-1]
+        status, stdout, last_line = _refusal(export, flag)
+        assert status == 1 and stdout == "" and message in last_line, last_line
 
 
 def _copy_with_metadata(export, to, change):
@@ -181,9 +186,8 @@ def test_a_saved_model_without_metadata_loads_first_and_answers_alike(tmp_path,
     refusals."""
     export = tiny_pairs_model["export"]
     bare = _copy_with_metadata(export, tmp_path / "bare", lambda metadata: None)
-    lines = "".join(line + "\n" for line in PAIRS)
-    want = tool_runner.run_tool("predict", f"--model_dir={export}", input=lines)
-    got = tool_runner.run_tool("predict", f"--model_dir={bare}", input=lines)
+    want = tool_runner.run_tool("predict", f"--model_dir={export}", input=PAIRS)
+    got = tool_runner.run_tool("predict", f"--model_dir={bare}", input=PAIRS)
     assert want.returncode == got.returncode == 0, got.stderr[-3000:]
     assert got.stdout == want.stdout and len(got.stdout.splitlines()) == 2
     proc = tool_runner.run_tool("predict", f"--model_dir={bare}", input="no tab here\n")
@@ -199,20 +203,12 @@ def test_metadata_of_other_inputs_than_the_saved_model_is_one_line(tmp_path, tin
         return metadata
 
     mixed = _copy_with_metadata(tiny_pairs_model["export"], tmp_path / "mixed", renamed)
-    proc = tool_runner.run_tool("predict", f"--model_dir={mixed}", input=PAIRS[0] + "\n")
-    assert proc.returncode == 1 and proc.stdout == "" and "Traceback" not in proc.stderr
+    status, stdout, last_line = _refusal(mixed)
+    assert status == 1 and stdout == ""
     assert (f"The export {mixed} has a signature 'serving_default' taking "
             "{'text_a': ('string', 1), 'text_b': ('string', 1)}, not the "
             "{'text_a': ('string', 1), 'text_c': ('string', 1)} its bert_keras_metadata.json "
-            "describes: export the model again.") in proc.stderr.splitlines()[-1]
-
-
-def _refusal(export, *args):
-    """predict.py's run on a valid PAIRS input: (exit status, stdout, stderr's last line)."""
-    proc = tool_runner.run_tool("predict", f"--model_dir={export}", *args,
-                                input="".join(line + "\n" for line in PAIRS))
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    return proc.returncode, proc.stdout, proc.stderr.splitlines()[-1]
+            "describes: export the model again.") in last_line
 
 
 def test_an_export_that_cannot_load_is_one_line_and_writes_nothing(tmp_path, tiny_pairs_model,
