@@ -28,6 +28,7 @@ OPTIONS = ("initializer_range", "transposed_kernels", "use_bias", "rotary_theta"
            "disentangled_attention", "relative_span", "position_buckets",
            "max_relative_positions", "max_length")
 
+
 def _mask_bias(input_mask, dtype):
     """(B, T) mask (1 = real token) -> (B, 1, 1, T) additive bias: 0 or a large negative."""
     large_negative = -6e4 if dtype == "float16" else -1e9  # float16 has no -1e9.
