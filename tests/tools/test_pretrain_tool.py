@@ -178,7 +178,8 @@ def test_tiny_flagfile_run_writes_what_fine_tuning_needs_and_refuses_another_mod
     """The tiny flagfile's run writes everything fine-tuning needs (a history entry per step
     with --log_every=1); a resume with another model size names the changed settings. (What
     --seed seeds: test_nan_loss_from_a_huge_learning_rate_stops_with_the_step_and_keeps_checkpoints
-    and test_a_kill_inside_a_checkpoint_write_leaves_shards_that_the_resume_removes.)"""
+    and test_a_kill_inside_a_checkpoint_write_at_a_url_leaves_shards_that_the_resume_removes.)
+    """
     proc, first_dir, _ = runs("mlm")  # --seed=3
     _check_writes_everything_fine_tuning_needs(proc, first_dir)
     assert len(_losses(first_dir)) == 6
@@ -217,8 +218,8 @@ def test_each_objective_resumes_from_its_checkpoint_to_the_figures_of_a_run_not_
     checkpoint: the same command, rerun on what a kill between two checkpoints leaves, ends
     with the losses, metrics and encoder of the run that was not stopped, and logs its
     objective's TensorBoard scalars from the step after the checkpoint. (The masked LM's:
-    test_a_kill_inside_a_checkpoint_write_leaves_shards_that_the_resume_removes; a real kill
-    -9 at a moment the test does not choose:
+    test_a_kill_inside_a_checkpoint_write_at_a_url_leaves_shards_that_the_resume_removes; a
+    real kill -9 at a moment the test does not choose:
     test_kill_9_mid_training_then_the_same_command_resumes.)"""
     _, straight, flags = runs(objective)
     model_dir = tmp_path / "run"
@@ -375,7 +376,7 @@ def test_nan_loss_from_a_huge_learning_rate_stops_with_the_step_and_keeps_checkp
     of this run (the default seed, 0), computed before any update (whatever the learning
     rate), has another loss than that of the masked LM's run of --seed=3 (a fresh run of the
     same seed has the same losses: the killed run of
-    test_a_kill_inside_a_checkpoint_write_leaves_shards_that_the_resume_removes)."""
+    test_a_kill_inside_a_checkpoint_write_at_a_url_leaves_shards_that_the_resume_removes)."""
     model_dir = tmp_path / "run"
     proc = _run(TINY, f"--model_dir={model_dir}", "--learning_rate=1e12", "--warmup_steps=0",
                 "--checkpoint_every=1", "--train_steps=20", "--log_every=1")
@@ -393,15 +394,19 @@ def test_nan_loss_from_a_huge_learning_rate_stops_with_the_step_and_keeps_checkp
 
 
 @pytest.mark.slow
-def test_a_kill_inside_a_checkpoint_write_leaves_shards_that_the_resume_removes(
+def test_a_kill_inside_a_checkpoint_write_at_a_url_leaves_shards_that_the_resume_removes(
         runs, tmp_path, killed_in_checkpoint_write):
     """TensorFlow writes a checkpoint's shards to ckpt-N_temp/ and then merges them: a kill in
     between leaves that directory. The run that resumes there removes it (and nothing else)
     and ends with the losses of the masked LM's run that was not stopped, whose command it
-    is; the killed run, a fresh one of the same seed, had that run's losses too."""
+    is; the killed run, a fresh one of the same seed, had that run's losses too. The model dir
+    is a URL (`file://`, which tf.io.gfile treats as an object store such as gs://: no local
+    folder made for it, no atomic rename): every output is written there, and a rerun with
+    more steps goes on from the last checkpoint."""
     _, straight, flags = runs("mlm")  # checkpoints at steps 3 and 6, a history entry a step
     model_dir = tmp_path / "run"
-    flags = [f"--model_dir={model_dir}" if flag.startswith("--model_dir=") else flag
+    url = f"file://{model_dir}"
+    flags = [f"--model_dir={url}" if flag.startswith("--model_dir=") else flag
              for flag in flags]
     checkpoints = model_dir / "checkpoints"
     killed = killed_in_checkpoint_write(TOOL + flags, 2, cwd=REPO, env=ENV, capture_output=True,
@@ -418,9 +423,30 @@ def test_a_kill_inside_a_checkpoint_write_leaves_shards_that_the_resume_removes(
     rerun = _run(*flags)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "Resuming from checkpoint" in rerun.stdout and "at step 3 of 6" in rerun.stdout
-    killed = checkpoints / "ckpt-6_temp"
-    assert f"unfinished checkpoint(s) of a killed run: {killed}" in rerun.stderr
+    assert "Finished at step 6 (started at 3)" in rerun.stdout
+    assert f"unfinished checkpoint(s) of a killed run: {url}/checkpoints/ckpt-6_temp" in \
+        rerun.stderr
     assert sorted(p.name for p in checkpoints.iterdir()
                   if p.name.endswith("_temp")) == ["notes-1_temp"]
-    assert (checkpoints / "ckpt-6.index").exists()
+    assert sorted(p.name for p in checkpoints.glob("ckpt-*.index")) == [
+        "ckpt-3.index", "ckpt-6.index"]
     _check_the_same_figures_from_step_4(model_dir, straight)
+    assert {"checkpoints", "encoder", "final", "history.json", "run_config.json", "train"} <= set(
+        os.listdir(model_dir))
+    assert json.loads((model_dir / "run_config.json").read_text())["model_dir"] == url
+    from bert_keras.models.encoder import BertEncoder
+
+    assert BertEncoder.from_pretrained(f"{url}/encoder").num_layers == 2
+
+    longer = _run(*flags, "--train_steps=9")
+    assert longer.returncode == 0, longer.stderr[-3000:]
+    assert "Resuming from checkpoint" in longer.stdout and "at step 6 of 9" in longer.stdout, (
+        longer.stdout[-2000:])
+    assert "Finished at step 9 (started at 6)" in longer.stdout
+    assert (checkpoints / "ckpt-9.index").exists()
+    # The history of the run before (steps 4-6) kept, read back from the URL.
+    assert [step for step, _ in json.loads((model_dir / "history.json").read_text())] == [
+        4, 5, 6, 7, 8, 9]
+    # Nothing taken for a local path ("file:" folders) or left beside the URL's directory.
+    assert not [name for name in os.listdir(REPO) if name.endswith(":")]
+    assert os.listdir(tmp_path) == ["run"]

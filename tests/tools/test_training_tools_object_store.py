@@ -1,6 +1,7 @@
 """The training tools' output directories at a URL (issue 56): fine-tuning's resume state
 (finetuning_state), the removal of a failed run's output dir (output_dirs), and
-tools/finetune.py and tools/pretrain.py writing, finishing and resuming under a URL.
+tools/finetune.py writing, finishing and resuming under a URL (tools/pretrain.py's:
+tests/tools/test_pretrain_tool.py's kill inside a checkpoint write at a URL).
 
 As in test_object_store_paths.py, `file:///abs/path` stands for gs:// (tf.io.gfile treats it as
 a URL: no local folder is made for it, no atomic rename is assumed) and `ram://` is an
@@ -11,7 +12,6 @@ import json
 import os
 import pathlib
 import signal
-import sys
 import time
 
 import pytest
@@ -199,16 +199,6 @@ def finetune_args(checkpoint, output_dir, **extra):
         "max_eval_examples": 32, "eval_batch_size": 32, "num_train_epochs": 1, **extra})
 
 
-def pretrain_args(model_dir, *extra):
-    """flags/pretrain_tiny.flags: bert_tiny cut to one layer 32 wide (a smaller train step to
-    trace), 6 steps, checkpoints at steps 3 and 6."""
-    return [sys.executable, str(ROOT / "tools" / "pretrain.py"),
-            f"--flagfile={ROOT / 'flags' / 'pretrain_tiny.flags'}", "--num_layers=1",
-            "--hidden_size=32", "--num_heads=2", "--intermediate_size=64",
-            f"--train_text={DATA / 'web_bible_corpus.txt.gz'}",  # absolute: run from `cwd`
-            f"--model_dir={model_dir}", *extra]
-
-
 def run_tool(args, cwd):
     proc = tool_runner.run(args, capture_output=True, text=True, env=ENV, timeout=600, cwd=cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -279,44 +269,3 @@ def test_finetune_interrupted_in_its_first_epoch_leaves_no_url_output_dir(tmp_pa
     assert returncode != 0 and "KeyboardInterrupt" in stderr.read_text(), (
         stderr.read_text()[-3000:])
     assert not out.exists()
-
-
-def test_pretrain_killed_in_a_checkpoint_write_at_a_url_resumes_and_a_longer_rerun_goes_on(
-        tmp_path, cwd, killed_in_checkpoint_write):
-    """Killed in its second checkpoint write (step 6), the run resumes from step 3 and writes
-    all its outputs at the URL; a rerun with more steps then resumes from step 6."""
-    model_dir = tmp_path / "pretrain"
-    checkpoints = model_dir / "checkpoints"
-    args = pretrain_args(url(model_dir))
-    killed = killed_in_checkpoint_write(args, 2, cwd=cwd, env=ENV, capture_output=True,
-                                        text=True, timeout=600)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    assert (checkpoints / "ckpt-3.index").exists() and not (checkpoints / "ckpt-6.index").exists()
-    assert (checkpoints / "ckpt-6_temp").is_dir()  # the shards of the killed write
-    rerun = run_tool(args, cwd)
-    leftover = url(checkpoints / "ckpt-6_temp")
-    assert f"unfinished checkpoint(s) of a killed run: {leftover}" in rerun.stderr
-    assert "Resuming from checkpoint" in rerun.stdout and "at step 3 of 6" in rerun.stdout, (
-        rerun.stdout[-2000:])
-    assert "Finished at step 6 (started at 3)" in rerun.stdout
-    assert not [p.name for p in checkpoints.iterdir() if p.name.endswith("_temp")]
-    assert {"checkpoints", "encoder", "final", "history.json", "run_config.json", "train"} <= set(
-        os.listdir(model_dir))
-    assert json.loads((model_dir / "run_config.json").read_text())["model_dir"] == url(model_dir)
-    assert json.loads((model_dir / "history.json").read_text())[-1][0] == 6
-    assert sorted(p.name for p in checkpoints.glob("ckpt-*.index")) == [
-        "ckpt-3.index", "ckpt-6.index"]
-    assert list((model_dir / "train").glob("events.out.tfevents.*"))
-    assert (model_dir / "final" / "task.json").exists()
-    from bert_keras.models.encoder import BertEncoder
-
-    assert BertEncoder.from_pretrained(url(model_dir / "encoder")).hidden_size == 32
-
-    longer = run_tool(pretrain_args(url(model_dir), "--train_steps=9"), cwd)
-    assert "Resuming from checkpoint" in longer.stdout and "at step 6 of 9" in longer.stdout, (
-        longer.stdout[-2000:])
-    assert "Finished at step 9 (started at 6)" in longer.stdout
-    assert (checkpoints / "ckpt-9.index").exists()
-    # The window of the run before (step 6) kept, read back from the URL.
-    assert [entry[0] for entry in json.loads((model_dir / "history.json").read_text())] == [6, 9]
-    assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]
