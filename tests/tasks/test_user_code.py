@@ -70,6 +70,28 @@ def test_pairs_fit_and_predict_and_each_batch_is_padded_to_its_own_longest_row(f
     assert model.preprocessor.batch_function().experimental_get_tracing_count() == 1
 
 
+def test_fit_batches_are_rounded_up_to_a_multiple_of_8_with_padding_the_model_ignores():
+    """What `fit` trains on (`TextPreprocessor.fit_batch_function`): each batch's width rounded
+    up to a multiple of 8, at most seq_length, with [PAD] ids and a 0 mask that the model
+    ignores; the preprocessor's own batches (predict's) keep their longest row."""
+    model = bk.BertClassifier.from_pretrained(str(FAMILIES / "roberta"), num_classes=2)
+    pre = model.preprocessor
+    longest = pre(TEXTS)["input_word_ids"].shape[1]
+    assert longest % 8  # so the first case pads
+    for seq_length in (pre.seq_length, longest - 1):  # the second: cut, and not rounded past
+        pre.seq_length = seq_length
+        exact = pre(TEXTS)
+        rounded = pre.fit_batch_function()(tf.constant(TEXTS))
+        width = exact["input_word_ids"].shape[1]
+        assert width == min(longest, seq_length)
+        assert rounded["input_word_ids"].shape[1] == min(-(-width // 8) * 8, seq_length)
+        for key, value in exact.items():
+            np.testing.assert_array_equal(rounded[key][:, :width], value)
+        assert (rounded["input_word_ids"][:, width:] == pre.tokenizer.pad_id).numpy().all()
+        assert not rounded["input_mask"][:, width:].numpy().any()
+        np.testing.assert_allclose(model(rounded), model(exact), atol=1e-5)
+
+
 def test_labels_are_checked_before_a_step_and_the_model_still_fits_after_a_refusal():
     model = bk.BertClassifier.from_pretrained(str(FAMILIES / "bert_qa"), num_classes=3,
                                               seq_length=16)

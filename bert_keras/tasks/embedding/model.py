@@ -182,16 +182,18 @@ class BertEmbedder(BertTaskModel):
     def _is_pairs(self, x):
         return self._takes_text(x) and text_inputs.text_count(x) == 2
 
-    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False,
+              training=False):
         if self._is_pairs(x):
             if y is not None or sample_weight is not None:
                 raise ValueError(
                     f"{type(self).__name__} trains on (anchors, positives) without labels or "
                     "weights: the other positives of a batch are each anchor's negatives.")
             self.preprocessor.text_fields = TEXT_FIELDS[1]  # it embeds single texts
-            return (pair_dataset(x, self.preprocessor.batch_function(), batch_size, shuffle),
-                    None, None, None)
-        return super()._text(x, y, sample_weight, batch_size, shuffle)
+            preprocess = (self.preprocessor.fit_batch_function() if training
+                          else self.preprocessor.batch_function())
+            return pair_dataset(x, preprocess, batch_size, shuffle), None, None, None
+        return super()._text(x, y, sample_weight, batch_size, shuffle, training)
 
     def _validation_text(self, data):
         if self._is_pairs(data):  # validation_data=(anchors, positives)

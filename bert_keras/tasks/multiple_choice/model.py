@@ -151,7 +151,8 @@ class BertMultipleChoice(BertTaskModel):
         (x, y), split = choice_inputs.split_off(x, y, fraction)
         return (x, y, sample_weight), split
 
-    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False,
+              training=False):
         if choice_inputs.is_choices(x):
             features = self._choice_features(x, y, sample_weight)
             dataset = featurizer.choice_dataset(
@@ -165,7 +166,7 @@ class BertMultipleChoice(BertTaskModel):
         if isinstance(x, dict) and y is not None and not isinstance(y, (dict, tf.data.Dataset)):
             y = targets.check_class_ids(y, int(np.shape(x["input_word_ids"])[1]),
                                         type(self).__name__)
-        return super()._text(x, y, sample_weight, batch_size, shuffle)
+        return super()._text(x, y, sample_weight, batch_size, shuffle, training)
 
     def predict(self, x, batch_size=None, **kwargs):
         """Keras `predict`; for `(contexts, choices)` the float32 logits (N, K) in their

@@ -96,7 +96,8 @@ class BertReranker(BertClassifier):
             raise ValueError(f"{owner}: raw text needs the model's tokenizer; build it with "
                              f"{owner}.from_pretrained(path), or pass preprocessor=.")
 
-    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False,
+              training=False):
         owner = type(self).__name__
         if pair_inputs.is_triples(x):
             self._need_tokenizer()
@@ -111,7 +112,7 @@ class BertReranker(BertClassifier):
                 max_negatives=self.max_negatives, in_batch_negatives=self.in_batch_negatives,
                 shuffle=shuffle, pad_id=self.preprocessor.tokenizer.pad_id)
             return dataset, None, None, None
-        return super()._text(x, y, sample_weight, batch_size, shuffle)
+        return super()._text(x, y, sample_weight, batch_size, shuffle, training)
 
     def _refuse_pairs(self, x):
         if pair_inputs.is_pairs(x) or (self._takes_text(x) and not pair_inputs.is_triples(x)):

@@ -101,7 +101,8 @@ class BertSpanQA(BertTaskModel):
                              f"{owner}.from_pretrained(path).")
         return answer_inputs.span_rows(self.preprocessor, x, answers, owner)
 
-    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False,
+              training=False):
         if answer_inputs.is_answers(y):
             if sample_weight is not None:
                 raise ValueError(f"{type(self).__name__}: sample_weight does not go with "
@@ -114,7 +115,7 @@ class BertSpanQA(BertTaskModel):
                 f"{type(self).__name__}: the labels of raw questions and contexts are SQuAD "
                 "answers, one per question: [{'text': 'Jesus', 'answer_start': 0}, ...] "
                 "(character offsets in the context; empty lists for no answer).")
-        return super()._text(x, y, sample_weight, batch_size, shuffle)
+        return super()._text(x, y, sample_weight, batch_size, shuffle, training)
 
     def answer(self, x, batch_size=None, n_best_size=20,
                max_answer_length=answer_inputs.MAX_ANSWER_LENGTH,

@@ -174,7 +174,8 @@ class BertTokenClassifier(BertTaskModel):
         (x, y), split = word_inputs.split_off(x, y, fraction)
         return (x, y, None), split
 
-    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+    def _text(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False,
+              training=False):
         if word_inputs.is_words(x):
             rows = self._word_rows(x, y, sample_weight)
             return word_inputs.word_dataset(rows, batch_size, shuffle), None, None, None
@@ -187,7 +188,7 @@ class BertTokenClassifier(BertTaskModel):
                 "known yet); give each sentence's words and one tag per word instead: "
                 "fit([['Jesus', 'wept', '.'], ...], [['B-PER', 'O', 'O'], ...]). predict "
                 "takes raw texts too.")
-        return super()._text(x, y, sample_weight, batch_size, shuffle)
+        return super()._text(x, y, sample_weight, batch_size, shuffle, training)
 
     def predict(self, x, batch_size=None, **kwargs):
         """Keras `predict`; raw text as in `fit`, or words: then a float32 tf.RaggedTensor
