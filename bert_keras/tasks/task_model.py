@@ -195,16 +195,14 @@ class BertTaskModel(IdleLayers, keras.Model):
         """(x, y, sample_weight, batch_size) for Keras: raw text becomes a dataset of packed
         batches (the preprocessor in the input pipeline); anything else is unchanged. Labels
         given as arrays are checked first (`_checked_targets`). `training`: the batches of
-        `fit` (`TextPreprocessor.fit_batch_function`'s widths)."""
+        `fit` (`TextPreprocessor.batch_function(training=True)`'s widths)."""
         if y is not None and not isinstance(y, (dict, tf.data.Dataset)):
             y = self._checked_targets(y)
         if not self._takes_text(x):
             return x, y, sample_weight, batch_size
         self.preprocessor.text_fields = TEXT_FIELDS[text_inputs.text_count(x)]
-        preprocess = (self.preprocessor.fit_batch_function() if training
-                      else self.preprocessor.batch_function())
-        return text_inputs.text_dataset(x, preprocess, y, sample_weight, batch_size,
-                                        shuffle), None, None, None
+        return text_inputs.text_dataset(x, self.preprocessor.batch_function(training), y,
+                                        sample_weight, batch_size, shuffle), None, None, None
 
     def _takes_text(self, x):
         """Whether `x` is raw text this model packs itself (it carries a preprocessor)."""

@@ -71,9 +71,9 @@ def test_pairs_fit_and_predict_and_each_batch_is_padded_to_its_own_longest_row(f
 
 
 def test_fit_batches_are_rounded_up_to_a_multiple_of_8_with_padding_the_model_ignores():
-    """What `fit` trains on (`TextPreprocessor.fit_batch_function`): each batch's width rounded
-    up to a multiple of 8, at most seq_length, with [PAD] ids and a 0 mask that the model
-    ignores; the preprocessor's own batches (predict's) keep their longest row."""
+    """What `fit` trains on (`TextPreprocessor.batch_function(training=True)`): each batch's
+    width rounded up to a multiple of 8, at most seq_length, with [PAD] ids and a 0 mask that
+    the model ignores; the preprocessor's own batches (predict's) keep their longest row."""
     model = bk.BertClassifier.from_pretrained(str(FAMILIES / "roberta"), num_classes=2)
     pre = model.preprocessor
     longest = pre(TEXTS)["input_word_ids"].shape[1]
@@ -81,7 +81,7 @@ def test_fit_batches_are_rounded_up_to_a_multiple_of_8_with_padding_the_model_ig
     for seq_length in (pre.seq_length, longest - 1):  # the second: cut, and not rounded past
         pre.seq_length = seq_length
         exact = pre(TEXTS)
-        rounded = pre.fit_batch_function()(tf.constant(TEXTS))
+        rounded = pre.batch_function(training=True)(tf.constant(TEXTS))
         width = exact["input_word_ids"].shape[1]
         assert width == min(longest, seq_length)
         assert rounded["input_word_ids"].shape[1] == min(-(-width // 8) * 8, seq_length)

@@ -190,9 +190,8 @@ class BertEmbedder(BertTaskModel):
                     f"{type(self).__name__} trains on (anchors, positives) without labels or "
                     "weights: the other positives of a batch are each anchor's negatives.")
             self.preprocessor.text_fields = TEXT_FIELDS[1]  # it embeds single texts
-            preprocess = (self.preprocessor.fit_batch_function() if training
-                          else self.preprocessor.batch_function())
-            return pair_dataset(x, preprocess, batch_size, shuffle), None, None, None
+            return (pair_dataset(x, self.preprocessor.batch_function(training), batch_size,
+                                 shuffle), None, None, None)
         return super()._text(x, y, sample_weight, batch_size, shuffle, training)
 
     def _validation_text(self, data):
