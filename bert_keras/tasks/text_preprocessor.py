@@ -24,7 +24,6 @@ from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.tokenizers import load_tokenizer
 
 TEXT_FIELDS = {1: ("text",), 2: ("text_a", "text_b")}  # the export's inputs per text count
-FIT_WIDTH_MULTIPLE = 8  # fit's batch widths (`batch_function(training=True)`)
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -79,7 +78,7 @@ class TextPreprocessor(keras.layers.Layer):
         def rounded(texts):
             inputs = packed(texts)
             width = tf.shape(inputs["input_word_ids"])[1]
-            extra = tf.minimum(batching.round_up(width, FIT_WIDTH_MULTIPLE), seq_length) - width
+            extra = tf.minimum(batching.round_up(width, batching.PAD_MULTIPLE), seq_length) - width
             return {key: tf.pad(value, [[0, 0], [0, extra]],
                                 constant_values=pad_id if key == "input_word_ids" else 0)
                     for key, value in inputs.items()}

@@ -33,12 +33,17 @@ TOKEN_LEVEL_KEYS = ("input_word_ids", "input_type_ids", "labels", "word_index", 
                     "teacher_logits")  # task distillation: per token (T, C) when a list of rows
 
 
+# Batches are padded to their longest row rounded up to this: fewer distinct shapes (XLA's fused
+# training kernels compile once per shape) for a few pad tokens.
+PAD_MULTIPLE = 8
+
+
 def round_up(length: int, multiple: int) -> int:
     return -(-length // multiple) * multiple
 
 
 def pad_batch(features: dict, indices: Sequence[int], pad_id: int = 0,
-              pad_multiple: int = 8, seq_length: int | None = None) -> dict:
+              pad_multiple: int = PAD_MULTIPLE, seq_length: int | None = None) -> dict:
     """Rows `indices` of token-level features padded to the longest row (rounded up to
     pad_multiple, capped at seq_length); adds input_mask. Other keys are gathered as is."""
     longest = max(len(features["input_word_ids"][i]) for i in indices)
@@ -90,7 +95,7 @@ def batch_indices(lengths: Sequence[int], batch_size: int, shuffle: bool = False
 
 
 def make_dataset(features: dict, batch_size: int, label_keys=None, shuffle: bool = False,
-                 seed: int | None = None, pad_id: int = 0, pad_multiple: int = 8,
+                 seed: int | None = None, pad_id: int = 0, pad_multiple: int = PAD_MULTIPLE,
                  bucket_batches: int = 50) -> tf.data.Dataset:
     """A `tf.data.Dataset` of (inputs, targets) batches for `model.fit`, or inputs only.
 
@@ -174,7 +179,7 @@ def trace_for_any_batch(model, inputs: dict):
 
 
 def predict(model, features: dict, batch_size: int = 64, token_outputs=(), pad_id: int = 0,
-            pad_multiple: int = 8):
+            pad_multiple: int = PAD_MULTIPLE):
     """Runs `model` over all features in length-sorted batches; outputs in feature order.
 
     Returns one numpy row per feature (a list, or a dict of lists for dict outputs).

@@ -65,7 +65,7 @@ def choice_features(examples, tokenizer, seq_length):
     return features
 
 
-def pad_choices(features, indices, pad_id=0, pad_multiple=8):
+def pad_choices(features, indices, pad_id=0, pad_multiple=batching.PAD_MULTIPLE):
     """Examples `indices` as dense (B, K, T) inputs, T the longest row rounded up to
     `pad_multiple`."""
     rows = {key: [features[key][i] for i in indices] for key in INPUT_NAMES}
