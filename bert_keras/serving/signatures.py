@@ -55,8 +55,7 @@ class ServingFunctions:
         # Not tracked here: export.py tracks its variables (as Keras' export does).
         self.encoder = getattr(model, "encoder", model)
         self.tokenizer = TracedOnce(tokenizer)
-        self._model_graph = tf.function(lambda inputs: model(inputs, training=False),
-                                        autograph=False, reduce_retracing=True)
+        self._model_graph = traced_once(lambda inputs: model(inputs, training=False))
         self.task = task if task is not None else get_task(info["task"])
         self.options = _task_options(self.task, options)
         self.text_fields = tuple(self.task.serving_text_fields(info))
@@ -127,21 +126,27 @@ class ServingFunctions:
 
 
 class TracedOnce:
-    """A tokenizer whose tokenizing methods are tf.functions (shapes relaxed): each is traced
-    once per export and every signature calls that graph, instead of each signature (and each
-    text input of one) tracing its own copy (byte-level BPE's merges: ~0.25 s a trace). Other
-    attributes are the tokenizer's."""
+    """A tokenizer whose tokenizing methods are `traced_once`: every signature of an export
+    calls one graph of each instead of tracing its own copy (byte-level BPE's merges: ~0.25 s
+    a trace). Other attributes are the tokenizer's."""
 
     TRACED = ("tokenize", "tokenize_with_offsets", "tokenize_words_with_offsets")
 
     def __init__(self, tokenizer):
         self.wrapped = tokenizer
         for name in self.TRACED:
-            setattr(self, name, tf.function(getattr(tokenizer, name), autograph=False,
-                                            reduce_retracing=True))
+            setattr(self, name, traced_once(getattr(tokenizer, name)))
 
     def __getattr__(self, name):
         return getattr(self.wrapped, name)
+
+
+def traced_once(function):
+    """`function` of tensors, called in a graph being built: a tf.function (shapes relaxed)
+    that every graph calls, traced once; called eagerly: `function` itself (a trace per new
+    input shape would cost more than running its ops)."""
+    graph = tf.function(function, autograph=False, reduce_retracing=True)
+    return lambda *tensors: function(*tensors) if tf.executing_eagerly() else graph(*tensors)
 
 
 def _task_options(task, options):
