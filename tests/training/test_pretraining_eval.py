@@ -19,7 +19,8 @@ import tool_runner  # tests/support: tools forked without their imports
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CORPUS = REPO / "bert_keras" / "assets" / "web_bible_corpus.txt.gz"
-TINY = dict(train_text=str(CORPUS), preset="bert_tiny", max_seq_length=32,
+TINY = dict(train_text=str(CORPUS), preset="bert_tiny", num_layers=1, hidden_size=32,
+            num_heads=2, intermediate_size=64, max_seq_length=32,
             max_predictions_per_seq=5, documents_per_chunk=100, global_batch_size=8,
             learning_rate=1e-3, warmup_steps=1, log_every=3, keep_checkpoints=2)
 
