@@ -139,7 +139,7 @@ def test_tagging_end_to_end(tiny_checkpoint, tmp_path):
     result = run_tool(common(tiny_checkpoint, out, task="tagging",
                              train_file=DATA / "bible_ner.train.conll.gz",
                              eval_file=DATA / "bible_ner.dev.conll.gz",
-                             max_train_examples=64, max_eval_examples=20))
+                             max_train_examples=32, max_eval_examples=20))
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = check_outputs(out, "tagging", 20, ["B-LOC", "B-PER", "O"])
     assert {"precision", "recall", "f1", "word_accuracy"} <= set(metrics["eval"])

@@ -34,7 +34,7 @@ def test_a_crf_run_keeps_its_crf_and_predicts_its_viterbi_path(tmp_path):
     result = run_tool(*_common(out), "--crf", "--crf_constraints=bio",
                       f"--train_file={DATA / 'bible_ner.train.conll.gz'}",
                       f"--eval_file={DATA / 'bible_ner.dev.conll.gz'}",
-                      "--max_train_examples=48", "--max_eval_examples=12")
+                      "--max_train_examples=32", "--max_eval_examples=12")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((out / "flags.json").read_text())["crf"] is True
     tagger = bk.BertTokenClassifier.from_pretrained(str(out / "best"))
