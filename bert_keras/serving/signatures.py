@@ -54,8 +54,8 @@ class ServingFunctions:
         self.info = info
         # Not tracked here: export.py tracks its variables (as Keras' export does).
         self.encoder = getattr(model, "encoder", model)
-        self.tokenizer = TracedOnce(tokenizer)
-        self._model_graph = traced_once(lambda inputs: model(inputs, training=False))
+        self.tokenizer = _TracedOnceTokenizer(tokenizer)
+        self._model_graph = _traced_once(lambda inputs: model(inputs, training=False))
         self.task = task if task is not None else get_task(info["task"])
         self.options = _task_options(self.task, options)
         self.text_fields = tuple(self.task.serving_text_fields(info))
@@ -125,8 +125,8 @@ class ServingFunctions:
         return self._model_graph(dict(inputs, **extra))
 
 
-class TracedOnce:
-    """A tokenizer whose tokenizing methods are `traced_once`: every signature of an export
+class _TracedOnceTokenizer:
+    """A tokenizer whose tokenizing methods are `_traced_once`: every signature of an export
     calls one graph of each instead of tracing its own copy (byte-level BPE's merges: ~0.25 s
     a trace). Other attributes are the tokenizer's."""
 
@@ -135,13 +135,13 @@ class TracedOnce:
     def __init__(self, tokenizer):
         self.wrapped = tokenizer
         for name in self.TRACED:
-            setattr(self, name, traced_once(getattr(tokenizer, name)))
+            setattr(self, name, _traced_once(getattr(tokenizer, name)))
 
     def __getattr__(self, name):
         return getattr(self.wrapped, name)
 
 
-def traced_once(function):
+def _traced_once(function):
     """`function` of tensors, called in a graph being built: a tf.function (shapes relaxed)
     that every graph calls, traced once; called eagerly: `function` itself (a trace per new
     input shape would cost more than running its ops)."""
