@@ -17,9 +17,10 @@ Example:
 from bert_keras.checkpoints import google, huggingface, own
 from bert_keras.checkpoints.assign import CheckpointError, assign_weights
 from bert_keras.checkpoints.integrity import check_finite
+from bert_keras.directories import WRITING
 from bert_keras.errors import InputError
 from bert_keras.families import DEFAULT_MODEL_TYPE
-from bert_keras.files import WRITING, isdir, listdir
+from bert_keras.files import isdir, listdir
 
 LAYOUTS = {"bert_keras": own, "huggingface": huggingface, "google": google}
 

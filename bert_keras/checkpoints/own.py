@@ -7,8 +7,9 @@ import numpy as np
 
 from bert_keras.checkpoints.assign import identity
 from bert_keras.checkpoints.safetensors import read_safetensors, write_safetensors
+from bert_keras.directories import write_directory
 from bert_keras.errors import InputError
-from bert_keras.files import read_json, write_directory, write_json
+from bert_keras.files import read_json, write_json
 
 CONFIG_FILE = "bert_keras.json"
 
@@ -37,7 +38,8 @@ def encoder_name_map(variable_paths):
 
 def save_encoder(encoder, path, tokenizer=None):
     """Writes bert_keras.json, model.safetensors and (with a tokenizer) vocab.txt, atomically
-    (`files.write_directory`): a re-save into `path` replaces the directory, old files included."""
+    (`directories.write_directory`): a re-save into `path` replaces the directory, old files
+    included."""
     config = {"format": "bert_keras", "encoder": encoder.architecture}
     if tokenizer is not None:
         config["lower_case"] = bool(tokenizer.lower_case)

@@ -37,7 +37,7 @@ differs: nothing is written then. A weight that goes nowhere (a layer transforme
 no place for, such as a CRF) is refused too; the pooler of a model whose head does not read
 it (a tagger, span QA, a masked LM without a pair head: an idle layer, never trained) is left
 out, as transformers' classes without a pooler (BertForTokenClassification, ...) leave it
-out. The directory is written atomically (`files.write_directory`): nothing is at
+out. The directory is written atomically (`directories.write_directory`): nothing is at
 `directory` until it is complete.
 
 >>> import bert_keras as bk  # doctest: +SKIP
@@ -52,11 +52,12 @@ import numpy as np
 
 from bert_keras.checkpoints.safetensors import write_safetensors
 from bert_keras.checkpoints.transformers_tokenizer import tokenizer_files
+from bert_keras.directories import write_directory
 from bert_keras.errors import InputError
 from bert_keras.families import FAMILIES, get_family
 from bert_keras.families.converters import split
 from bert_keras.families.transformers_names import prefixed
-from bert_keras.files import write_directory, write_json, write_text
+from bert_keras.files import write_json, write_text
 
 CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
 

@@ -21,8 +21,9 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from bert_keras.directories import move_directory
 from bert_keras.errors import InputError
-from bert_keras.files import move_directory, writing
+from bert_keras.files import writing
 from bert_keras.models.encoder.inference import cast_for_inference, uses_transposed_kernels
 from bert_keras.names import INPUT_NAMES
 from bert_keras.serving import int8_check, op_audit, versions

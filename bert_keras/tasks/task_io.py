@@ -28,16 +28,17 @@ import zipfile
 import keras
 
 from bert_keras import files
+from bert_keras.directories import is_complete, write_directory
 from bert_keras.errors import InputError
-from bert_keras.files import read_json, write_directory, write_json
+from bert_keras.files import read_json, write_json
 from bert_keras.models.encoder import BertEncoder
 from bert_keras.text.tokenizers import load_tokenizer
 
 TASK_INFO = "task.json"
 
 def is_task_directory(path):
-    """Whether `path` (local or a URL) is a complete task directory (`files.is_complete`)."""
-    return files.is_complete(path, TASK_INFO)
+    """Whether `path` (local or a URL) is a complete task directory (`directories.is_complete`)."""
+    return is_complete(path, TASK_INFO)
 
 
 def read_task_info(directory):
@@ -85,7 +86,7 @@ def load_task_model(directory, tokenizer):
 def save_task(directory, model, tokenizer, task, seq_length, labels=None, text_fields=("text",),
               metrics=None, decoding=None):
     """Writes `model`, its tokenizer's vocab and the task metadata to `directory`, atomically:
-    built in a temporary sibling and swapped in when complete (`files.write_directory`), so a
+    built in a temporary sibling and swapped in when complete (`directories.write_directory`), so a
     kill or a full disk leaves the previous complete directory, and a re-save drops old files.
     `decoding`: the run's options its predictions depend on (`Task.decoding_options`), which
     the export answers with."""

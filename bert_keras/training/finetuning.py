@@ -47,7 +47,7 @@ import time
 import keras
 from absl import logging
 
-from bert_keras import files
+from bert_keras import directories, files
 from bert_keras.data.finetuning import batching, sanity, tfds
 from bert_keras.errors import InputError
 from bert_keras.models.encoder import BertEncoder
@@ -320,7 +320,8 @@ def _run_in_output_dir(config, strategy, chief, teacher, train_examples, eval_ex
     runtime, output_dir = config.runtime, config.output_dir
     if chief:
         files.makedirs(output_dir)
-        files.recover_directory(files.join(output_dir, "best"))  # a kill mid-swap: the last best/
+        # a kill mid-swap: the last best/ back
+        directories.recover_directory(files.join(output_dir, "best"))
     complete = state_lib.completed_record(output_dir)
     resuming = complete is None and state_lib.has_checkpoint(output_dir)
     what = "a complete run" if complete else "an unfinished run"

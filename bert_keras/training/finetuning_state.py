@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_keras import configs, files
+from bert_keras import configs, directories, files
 from bert_keras.errors import InputError
 from bert_keras.training.loop import CHECKPOINT_SUBDIR
 
@@ -114,7 +114,7 @@ def check_same_data(output_dir, what, recorded, fingerprint):
 def remove_earlier_outputs(output_dir):
     """Removes the metrics, predictions, best/ and checkpoints of an earlier run, so they cannot
     be taken for this run's; logs one line naming them."""
-    files.recover_directory(files.join(output_dir, "best"))
+    directories.recover_directory(files.join(output_dir, "best"))
     present = set(files.listdir(output_dir)) if files.isdir(output_dir) else set()
     removed = [name for name in OUTPUTS if name in present]
     for name in removed:

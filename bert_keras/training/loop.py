@@ -36,7 +36,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from bert_keras import files
+from bert_keras import directories, files
 from bert_keras.errors import InputError
 from bert_keras.training import callbacks as callbacks_lib
 from bert_keras.training import strategy as strategy_lib
@@ -245,7 +245,7 @@ def train(model_fn, dataset_fn, *, model_dir, train_steps, global_batch_size, st
         checkpoint, files.join(workdir.path, CHECKPOINT_SUBDIR), max_to_keep=keep_checkpoints)
 
     if workdir.chief:  # the unmerged shards of a checkpoint write that a kill interrupted
-        files.remove_checkpoint_leftovers(files.join(model_dir, CHECKPOINT_SUBDIR))
+        directories.remove_checkpoint_leftovers(files.join(model_dir, CHECKPOINT_SUBDIR))
     latest = latest_checkpoint(model_dir)
     initial_step, state = 0, {}
     if latest:

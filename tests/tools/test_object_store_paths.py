@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 
 import bert_keras as bk
-from bert_keras import files
+from bert_keras import directories, files
 from bert_keras.serving import export
 from bert_keras.tasks.task_io import is_task_directory, save_task
 
@@ -88,8 +88,8 @@ def _contents(directory):
 def test_a_url_directory_is_complete_only_once_its_marker_is_written_last(root, tmp_path):
     root = url(tmp_path) if root == "file" else root
     target = files.join(root, "best")
-    assert files.write_directory(target, lambda d: _write(d, "v1"), marker="a.txt") == target
-    assert files.is_complete(target, "a.txt") and _contents(target) == {"a.txt": "v1",
+    assert directories.write_directory(target, lambda d: _write(d, "v1"), marker="a.txt") == target
+    assert directories.is_complete(target, "a.txt") and _contents(target) == {"a.txt": "v1",
                                                                        "b.txt": "v1"}
     seen = {}
 
@@ -97,16 +97,16 @@ def test_a_url_directory_is_complete_only_once_its_marker_is_written_last(root, 
         # In place (no atomic rename at a URL): the old files are gone and the directory
         # does not count as complete while it is written.
         seen["directory"], seen["files"] = directory, files.listdir(directory)
-        seen["complete"] = files.is_complete(directory, "a.txt")
+        seen["complete"] = directories.is_complete(directory, "a.txt")
         _write(directory, "v2", ["a.txt"])  # the marker first: moved to the end anyway
-        seen["complete_after_marker"] = files.is_complete(directory, "a.txt")
+        seen["complete_after_marker"] = directories.is_complete(directory, "a.txt")
         _write(directory, "v2", ["c.txt"])
 
-    files.write_directory(target, rewrite, marker="a.txt")
-    assert seen == dict(directory=target, files=[files.WRITING], complete=False,
+    directories.write_directory(target, rewrite, marker="a.txt")
+    assert seen == dict(directory=target, files=[directories.WRITING], complete=False,
                         complete_after_marker=False)
     assert _contents(target) == {"a.txt": "v2", "c.txt": "v2"}  # b.txt of v1 gone
-    assert files.is_complete(target, "a.txt")
+    assert directories.is_complete(target, "a.txt")
 
     def fails(directory):
         _write(directory, "v3", ["a.txt"])
@@ -115,15 +115,15 @@ def test_a_url_directory_is_complete_only_once_its_marker_is_written_last(root, 
     from bert_keras.errors import WriteError
 
     with pytest.raises(WriteError, match=f"{target}: cannot write it: No space left on device"):
-        files.write_directory(target, fails, marker="a.txt")
-    assert not files.is_complete(target, "a.txt")  # a reader or a resume does not trust it
-    files.write_directory(target, lambda d: _write(d, "v4"), marker="a.txt")  # WRITING: ours
-    assert files.is_complete(target, "a.txt") and _contents(target)["b.txt"] == "v4"
+        directories.write_directory(target, fails, marker="a.txt")
+    assert not directories.is_complete(target, "a.txt")  # a reader or a resume does not trust it
+    directories.write_directory(target, lambda d: _write(d, "v4"), marker="a.txt")  # WRITING: ours
+    assert directories.is_complete(target, "a.txt") and _contents(target)["b.txt"] == "v4"
 
     other = files.join(root, "notes")
     _write(other, "mine", ["todo.txt"])
     with pytest.raises(FileExistsError, match="holds files but no a.txt"):
-        files.write_directory(other, lambda d: _write(d, "v1"), marker="a.txt")
+        directories.write_directory(other, lambda d: _write(d, "v1"), marker="a.txt")
     assert _contents(other) == {"todo.txt": "mine"}
 
 
@@ -135,7 +135,7 @@ def test_move_directory_at_a_url_copies_the_marker_last_and_leaves_no_source(tmp
     copied, copy = [], tf.io.gfile.copy
     monkeypatch.setattr(tf.io.gfile, "copy",
                         lambda a, b, overwrite=False: (copied.append(b), copy(a, b, overwrite)))
-    files.move_directory(source, destination, marker="saved_model.pb")
+    directories.move_directory(source, destination, marker="saved_model.pb")
     assert len(copied) == 3 and copied[-1] == files.join(destination, "saved_model.pb")
     assert sorted(os.listdir(tmp_path)) == ["1"]
     assert sorted(os.listdir(tmp_path / "1")) == ["fingerprint.pb", "saved_model.pb",

@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 from topic_finetuning import topic_classification_args  # tests/support
 
-from bert_keras import files
+from bert_keras import directories, files
 from bert_keras.training import finetuning_state, output_dirs
 from bert_keras.training.finetuning_config import FinetuneConfig
 
@@ -108,7 +108,7 @@ def _earlier_run(directory):
     files.makedirs(files.join(directory, "checkpoints"))
     files.write_json(files.join(directory, "metrics.json"), {"complete": True})
     files.write_jsonl(files.join(directory, "eval_predictions.jsonl"), [{"prediction": "a"}])
-    files.write_directory(files.join(directory, "best"),
+    directories.write_directory(files.join(directory, "best"),
                           lambda d: files.write_json(files.join(d, "task.json"), {}),
                           marker="task.json")
     files.write_text(files.join(directory, "checkpoints", "checkpoint"), "x")
@@ -234,7 +234,7 @@ def test_finetune_killed_in_a_checkpoint_write_at_a_url_resumes_and_a_rerun_trai
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["complete"] and len(metrics["epochs"]) == 2 and "test" in metrics
     assert json.loads((out / "flags.json").read_text())["output_dir"] == url(out)
-    assert files.is_complete(url(out / "best"), "task.json")
+    assert directories.is_complete(url(out / "best"), "task.json")
     assert {"model.keras", "task.json", "vocab.txt"} <= set(os.listdir(out / "best"))
     assert len(read_jsonl(out / "eval_predictions.jsonl")) == 32
     assert read_jsonl(out / "test_predictions.jsonl")

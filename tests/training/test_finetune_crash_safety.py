@@ -108,7 +108,7 @@ def uninterrupted(tiny_checkpoint, tmp_path_factory):
     return out
 
 
-# -- the atomic directory writer (files.write_directory) -----------------------------------------
+# -- the atomic directory writer (directories.write_directory) ---------------------------------
 
 def _write(directory, version, files=("a.txt", "b.txt")):
     for name in files:
@@ -116,7 +116,7 @@ def _write(directory, version, files=("a.txt", "b.txt")):
 
 
 def test_a_directory_write_that_fails_half_way_keeps_the_previous_directory(tmp_path):
-    from bert_keras.files import write_directory
+    from bert_keras.directories import write_directory
 
     target = tmp_path / "best"
     write_directory(target, lambda d: _write(d, "v1"), marker="a.txt")
@@ -135,7 +135,7 @@ def test_a_directory_write_that_fails_half_way_keeps_the_previous_directory(tmp_
 
 def test_a_kill_during_a_directory_write_leaves_the_previous_one_and_the_next_write_cleans_up(
         tmp_path, tmp_path_factory):
-    from bert_keras.files import recover_directory, write_directory
+    from bert_keras.directories import recover_directory, write_directory
 
     target = tmp_path / "best"
     write_directory(target, lambda d: _write(d, "v1"), marker="a.txt")
@@ -144,7 +144,7 @@ def test_a_kill_during_a_directory_write_leaves_the_previous_one_and_the_next_wr
     child = tmp_path_factory.mktemp("child") / "half_way_writer.py"
     child.write_text(textwrap.dedent(f"""
         import pathlib, time
-        from bert_keras.files import write_directory
+        from bert_keras.directories import write_directory
         def write(directory):
             pathlib.Path(directory, "a.txt").write_text("v2")
             pathlib.Path({str(tmp_path)!r}, "halfway").touch()
@@ -170,7 +170,7 @@ def test_a_kill_during_a_directory_write_leaves_the_previous_one_and_the_next_wr
 
 
 def test_a_directory_of_other_files_is_never_replaced(tmp_path):
-    from bert_keras.files import write_directory
+    from bert_keras.directories import write_directory
 
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "todo.txt").write_text("mine")
@@ -182,7 +182,7 @@ def test_a_directory_of_other_files_is_never_replaced(tmp_path):
 
 
 def test_a_directory_written_through_a_symlink_keeps_the_link(tmp_path):
-    from bert_keras.files import write_directory
+    from bert_keras.directories import write_directory
 
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")
