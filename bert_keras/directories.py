@@ -151,7 +151,7 @@ def _check_replaceable(path, marker):
 
 def write_directory(path, write, marker):
     """Calls `write(directory)` to fill directory `path` anew, replacing any earlier directory
-    there (and so its old files); `write` must write through this module or tf.io.gfile where
+    there (and so its old files); `write` must write through `files` or tf.io.gfile where
     `path` may be a URL.
 
     Locally `directory` is a new temporary sibling, swapped in for `path` when complete: a kill

@@ -96,6 +96,13 @@ def remove_tree(path):
         tf.io.gfile.remove(path)
 
 
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    else:
+        os.remove(path)
+
+
 def copy_tree(source, destination):
     """Copies directory `source` into `destination` (created; files there are overwritten),
     across file systems (a local directory to gs:// and back)."""
@@ -273,9 +280,3 @@ def write_jsonl(path, rows):
     write_text(path, "".join(json.dumps(row, ensure_ascii=False, default=float) + "\n"
                              for row in rows))
 
-
-def _remove(path):
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path)
-    else:
-        os.remove(path)
