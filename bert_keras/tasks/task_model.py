@@ -227,22 +227,14 @@ class BertTaskModel(IdleLayers, keras.Model):
             if validation_data is None:  # as Keras: validation_data wins
                 validation_data = split
             validation_split = 0.0
-        arrays = self._takes_text(x) and not isinstance(x, tf.data.Dataset)
         x, y, sample_weight, batch_size = self._text(x, y, sample_weight, batch_size, shuffle,
                                                      training=True)
         shuffle = shuffle and not isinstance(x, tf.data.Dataset)  # ours is shuffled already
-        if arrays and epochs > 1:
-            x, kwargs = _one_iterator(x, kwargs, "steps_per_epoch")
-        validation_arrays = (isinstance(validation_data, tuple)
-                             and not isinstance(validation_data[0], tf.data.Dataset))
-        validation_data = self._validation_text(validation_data)
-        if validation_arrays and isinstance(validation_data, tf.data.Dataset) and epochs > 1:
-            validation_data, kwargs = _one_iterator(validation_data, kwargs, "validation_steps")
         self._build_optimizer()
         return super().fit(x, y, batch_size=batch_size, epochs=epochs,
                            sample_weight=sample_weight, shuffle=shuffle,
-                           validation_data=validation_data, validation_split=validation_split,
-                           **kwargs)
+                           validation_data=self._validation_text(validation_data),
+                           validation_split=validation_split, **kwargs)
 
     def _build_optimizer(self):
         """Makes the optimizer's slots before `fit` traces its step: Keras makes them inside
@@ -372,16 +364,3 @@ class BertTaskModel(IdleLayers, keras.Model):
             if config.get(key) is not None:
                 config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
-
-
-def _one_iterator(dataset, kwargs, steps_key):
-    """`dataset` repeated, and `kwargs` with its batches per epoch as `steps_key`, where the
-    caller gave no such count: Keras then keeps one iterator for the whole `fit` instead of
-    making one per epoch, and each new iterator of a raw-text pipeline instantiates and
-    optimizes its preprocessing function again (0.05-0.4 s each). Each epoch still sees the
-    same batches (the repeat comes after batching; a shuffle reshuffles per repetition)."""
-    steps = int(dataset.cardinality())
-    if kwargs.get(steps_key) is not None or steps <= 0:
-        return dataset, kwargs
-    return dataset.repeat(), {**kwargs, steps_key: steps}
-

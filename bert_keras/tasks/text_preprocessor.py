@@ -1,7 +1,7 @@
 """The preprocessor a task model carries: raw text -> the encoder's three inputs, saved with
 the model (tokenizer files as `.keras` assets) so `keras.models.load_model` needs nothing else.
 
-It runs in the input pipeline (`text_inputs.text_dataset` maps it over batches of strings),
+It runs in the input pipeline (`text_inputs.text_dataset` packs batches of strings with it),
 never inside the trained step, and pads each batch to its own longest row (at most
 `seq_length`), as keras-hub's preprocessors do; the batches `fit` trains on are rounded up to
 a multiple of 8 (`batch_function(training=True)`).
@@ -48,7 +48,8 @@ class TextPreprocessor(keras.layers.Layer):
         self.text_fields = tuple(text_fields)
         # `batch_function`'s tf.function and the seq_length and tokenizer it was made for, in
         # a plain object: neither Keras nor tf.Module tracks it.
-        self._traced = types.SimpleNamespace(function=None, seq_length=None, tokenizer=None)
+        self._traced = types.SimpleNamespace(function=None, rounded=None, seq_length=None,
+                                             tokenizer=None)
         self.built = True
 
     def call(self, texts):
@@ -57,9 +58,9 @@ class TextPreprocessor(keras.layers.Layer):
 
     def batch_function(self, training=False):
         """`self` as a tf.function over string batches (or pairs of them), traced once per
-        input shape and reused by every dataset that maps it: tracing a byte-level BPE
-        tokenizer takes about a second, which each fit, evaluate and predict on text would
-        pay again.
+        input shape and reused by every dataset that maps it and every batch packed eagerly
+        (`text_inputs.packed_batches`): tracing a byte-level BPE tokenizer takes about a
+        second, which each fit, evaluate and predict on text would pay again.
 
         `training`: for the batches `fit` trains on, each batch's width rounded up to a
         multiple of 8 (at most seq_length) with [PAD] ids and a 0 mask, which the model does
@@ -71,19 +72,17 @@ class TextPreprocessor(keras.layers.Layer):
         if traced.seq_length != self.seq_length or traced.tokenizer is not self.tokenizer:
             traced.seq_length, traced.tokenizer = self.seq_length, self.tokenizer
             traced.function = tf.function(self.call, autograph=False)
-        if not training:
-            return traced.function
-        packed, pad_id, seq_length = traced.function, self.tokenizer.pad_id, self.seq_length
+            traced.rounded = tf.function(self._rounded, autograph=False)
+        return traced.rounded if training else traced.function
 
-        def rounded(texts):
-            inputs = packed(texts)
-            width = tf.shape(inputs["input_word_ids"])[1]
-            extra = tf.minimum(batching.round_up(width, batching.PAD_MULTIPLE), seq_length) - width
-            return {key: tf.pad(value, [[0, 0], [0, extra]],
-                                constant_values=pad_id if key == "input_word_ids" else 0)
-                    for key, value in inputs.items()}
-
-        return rounded
+    def _rounded(self, texts):
+        inputs, pad_id = self._traced.function(texts), self.tokenizer.pad_id
+        width = tf.shape(inputs["input_word_ids"])[1]
+        extra = tf.minimum(batching.round_up(width, batching.PAD_MULTIPLE),
+                           self.seq_length) - width
+        return {key: tf.pad(value, [[0, 0], [0, extra]],
+                            constant_values=pad_id if key == "input_word_ids" else 0)
+                for key, value in inputs.items()}
 
     def get_config(self):
         return dict(super().get_config(), seq_length=self.seq_length,

@@ -9,6 +9,7 @@ from bert_keras.tasks import text_inputs
 TEXTS = ["In the beginning", "Jesus wept.", "The LORD is my shepherd"]
 
 
+@tf.function  # as a preprocessor's batch_function
 def words(texts):
     return tf.strings.split(texts).to_tensor("")
 

@@ -66,25 +66,22 @@ def pair_dataset(x, preprocess, batch_size=None, shuffle=False):
     """Batches of `(preprocess(anchors + positives),)` (2B rows, anchors first) from text
     pairs `x` = (anchors, positives): two lists or arrays of as many strings, or a
     tf.data.Dataset of such pairs (batched first if its elements are single pairs)."""
-    if isinstance(x, tf.data.Dataset):
-        dataset = x
-        if dataset.element_spec[0].shape.rank == 0:
-            dataset = dataset.batch(batch_size or text_inputs.DEFAULT_BATCH_SIZE)
-    else:
+    def joined(pairs):
+        return tf.concat([tf.reshape(pairs[0], [-1]), tf.reshape(pairs[1], [-1])], 0)  # (2B,)
+
+    if not isinstance(x, tf.data.Dataset):
         anchors, positives = (text_inputs.text_column(t) for t in x)
         if anchors.shape[0] != positives.shape[0]:
             raise ValueError(f"{anchors.shape[0]} anchors but {positives.shape[0]} positives: "
                              "give one positive per anchor.")
-        dataset = tf.data.Dataset.from_tensor_slices((anchors, positives))
-        if shuffle:  # the pairs stay pairs; the batches (and so the negatives) change
-            dataset = dataset.shuffle(int(anchors.shape[0]), reshuffle_each_iteration=True)
+        # Shuffled, the pairs stay pairs; the batches (and so the negatives) change.
+        return text_inputs.packed_batches((anchors, positives), preprocess, combine=joined,
+                                          batch_size=batch_size, shuffle=shuffle)
+    dataset = x
+    if dataset.element_spec[0].shape.rank == 0:
         dataset = dataset.batch(batch_size or text_inputs.DEFAULT_BATCH_SIZE)
-
-    def pack(anchors, positives):
-        texts = tf.concat([tf.reshape(anchors, [-1]), tf.reshape(positives, [-1])], 0)  # (2B,)
-        return (preprocess(texts),)
-
-    return dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return dataset.map(lambda *pairs: (preprocess(joined(pairs)),),
+                       num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
