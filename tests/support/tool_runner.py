@@ -17,11 +17,13 @@ Example:
 
 import atexit
 import hashlib
+import json
 import os
 import pathlib
 import pickle
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -147,20 +149,24 @@ def start(argv, cwd=REPO, env=None, stdout=os.devnull, stderr=os.devnull):
 
 
 def run_two_workers(argv, cwd, envs, outputs, timeout=600):
-    """Runs `argv` as the two workers of a local cluster: worker 0 (the chief) forked from the
-    server, worker 1 a fresh interpreter (`start` forks a tool only; a script runs as is).
-    `envs[i]`: worker i's environment (its TF_CONFIG); `outputs[i]`: its (stdout, stderr)
-    file paths. Waits up to `timeout` s for each, then kills one still running (waiting on the
-    other's collective). Returns the two exit codes."""
+    """Runs `argv` as the two workers of a local cluster: worker 1 a fresh interpreter
+    (`start` forks a tool only; a script runs as is) and, once its server listens, worker 0
+    (the chief) forked from the server. `envs[i]`: worker i's environment (its TF_CONFIG);
+    `outputs[i]`: its (stdout, stderr) file paths. Waits up to `timeout` s for each, then
+    kills one still running (waiting on the other's collective). Returns the two exit codes.
+
+    A worker that finds its peer not listening yet retries with gRPC's growing backoff (1 s,
+    then 1.6 times longer each time): a chief forked at once waited seconds more the longer
+    the fresh interpreter took to import TensorFlow (12-29 s for one test)."""
     procs = []
     try:
-        for index, (env, (stdout, stderr)) in enumerate(zip(envs, outputs)):
-            if index == 0:
-                procs.append(start(argv, cwd=cwd, env=env, stdout=stdout, stderr=stderr))
-            else:
-                with open(stdout, "wb") as out, open(stderr, "wb") as err:
-                    procs.append(subprocess.Popen([os.fspath(a) for a in argv], cwd=cwd,
-                                                  env=env, stdout=out, stderr=err))
+        with open(outputs[1][0], "wb") as out, open(outputs[1][1], "wb") as err:
+            procs.append(subprocess.Popen([os.fspath(a) for a in argv], cwd=cwd, env=envs[1],
+                                          stdout=out, stderr=err))
+        _wait_until_listening(json.loads(envs[1]["TF_CONFIG"])["cluster"]["worker"][1],
+                              procs[0], timeout)
+        stdout, stderr = outputs[0]
+        procs.insert(0, start(argv, cwd=cwd, env=envs[0], stdout=stdout, stderr=stderr))
         procs[1].wait(timeout=timeout)
         deadline = time.monotonic() + timeout
         while procs[0].poll() is None and time.monotonic() < deadline:
@@ -171,6 +177,19 @@ def run_two_workers(argv, cwd, envs, outputs, timeout=600):
                 os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
     return [proc.returncode for proc in procs]
+
+
+def _wait_until_listening(address, proc, timeout):
+    """Returns when `address` ("host:port") takes a connection, `proc` has exited, or after
+    `timeout` s."""
+    host, port = address.rsplit(":", 1)
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
 
 
 def _serve(argv, cwd, env, timeout, data, stdout=None, stderr=None):
