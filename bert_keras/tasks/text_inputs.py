@@ -203,10 +203,10 @@ def packed_batches(texts, preprocess, combine=None, extras=(), batch_size=None,
     # Traced for batches of any size: a first eager call would trace for its own size.
     strings = tf.nest.map_structure(lambda t: tf.TensorSpec([None], tf.string),
                                     combine(tf.nest.map_structure(lambda t: t[:1], texts)))
-    first = preprocess.get_concrete_function(strings).structured_outputs
+    packed = preprocess.get_concrete_function(strings).structured_outputs
     # A packed batch is as wide as its longest row; labels keep their other dims.
     signature = (tf.nest.map_structure(lambda t: tf.TensorSpec([None] * t.shape.rank, t.dtype),
-                                       first),) + tuple(
+                                       packed),) + tuple(
         tf.TensorSpec([None, *e.shape[1:]], e.dtype) for e in extras)
     seed = int(tf.random.uniform((), maxval=2**31 - 1, dtype=tf.int32)) if shuffle else 0
     passes = [0]

@@ -57,10 +57,10 @@ class TextPreprocessor(keras.layers.Layer):
         return packer(texts)
 
     def batch_function(self, training=False):
-        """`self` as a tf.function over string batches (or pairs of them), traced once per
-        input shape and reused by every dataset that maps it and every batch packed eagerly
-        (`text_inputs.packed_batches`): tracing a byte-level BPE tokenizer takes about a
-        second, which each fit, evaluate and predict on text would pay again.
+        """`self` as a tf.function over string batches (or pairs of them), traced once for
+        batches of any size and reused by every dataset that maps it and every batch packed
+        eagerly (`text_inputs.packed_batches`): tracing a byte-level BPE tokenizer takes
+        about a second, which each fit, evaluate and predict on text would pay again.
 
         `training`: for the batches `fit` trains on, each batch's width rounded up to a
         multiple of 8 (at most seq_length) with [PAD] ids and a 0 mask, which the model does
