@@ -149,22 +149,24 @@ def start(argv, cwd=REPO, env=None, stdout=os.devnull, stderr=os.devnull):
 
 
 def run_two_workers(argv, cwd, envs, outputs, timeout=600):
-    """Runs `argv` as the two workers of a local cluster: worker 1 a fresh interpreter
-    (`start` forks a tool only; a script runs as is) and, once its server listens, worker 0
-    (the chief) forked from the server. `envs[i]`: worker i's environment (its TF_CONFIG);
-    `outputs[i]`: its (stdout, stderr) file paths. Waits up to `timeout` s for each, then
-    kills one still running (waiting on the other's collective). Returns the two exit codes.
+    """Runs `argv` as the two workers of a local cluster: worker 1 a fresh interpreter and
+    worker 0 (the chief) a tool forked from the server once worker 1's server listens (a
+    script: another fresh interpreter, started with it). `envs[i]`: worker i's environment
+    (its TF_CONFIG); `outputs[i]`: its (stdout, stderr) file paths. Waits up to `timeout` s
+    for each, then kills one still running (waiting on the other's collective). Returns the
+    two exit codes.
 
     A worker that finds its peer not listening yet retries with gRPC's growing backoff (1 s,
     then 1.6 times longer each time): a chief forked at once waited seconds more the longer
-    the fresh interpreter took to import TensorFlow (12-29 s for one test)."""
+    the fresh interpreter took to import TensorFlow (12-30 s for one test)."""
     procs = []
     try:
         with open(outputs[1][0], "wb") as out, open(outputs[1][1], "wb") as err:
             procs.append(subprocess.Popen([os.fspath(a) for a in argv], cwd=cwd, env=envs[1],
                                           stdout=out, stderr=err))
-        _wait_until_listening(json.loads(envs[1]["TF_CONFIG"])["cluster"]["worker"][1],
-                              procs[0], timeout)
+        if _is_tool([os.fspath(a) for a in argv]):  # a forked chief starts at once
+            _wait_until_listening(json.loads(envs[1]["TF_CONFIG"])["cluster"]["worker"][1],
+                                  procs[0], timeout)
         stdout, stderr = outputs[0]
         procs.insert(0, start(argv, cwd=cwd, env=envs[0], stdout=stdout, stderr=stderr))
         procs[1].wait(timeout=timeout)
