@@ -159,12 +159,11 @@ def run_two_workers(argv, cwd, envs, outputs, timeout=600):
     A worker that finds its peer not listening yet retries with gRPC's growing backoff (1 s,
     then 1.6 times longer each time): a chief forked at once waited seconds more the longer
     the fresh interpreter took to import TensorFlow (12-30 s for one test)."""
-    procs = []
+    argv, procs = [os.fspath(a) for a in argv], []
     try:
         with open(outputs[1][0], "wb") as out, open(outputs[1][1], "wb") as err:
-            procs.append(subprocess.Popen([os.fspath(a) for a in argv], cwd=cwd, env=envs[1],
-                                          stdout=out, stderr=err))
-        if _is_tool([os.fspath(a) for a in argv]):  # a forked chief starts at once
+            procs.append(subprocess.Popen(argv, cwd=cwd, env=envs[1], stdout=out, stderr=err))
+        if _is_tool(argv):  # a forked chief starts at once
             _wait_until_listening(json.loads(envs[1]["TF_CONFIG"])["cluster"]["worker"][1],
                                   procs[0], timeout)
         stdout, stderr = outputs[0]
