@@ -24,6 +24,10 @@ setuptools.setup(
         "importlib_resources>=5",
         "absl-py>=2.0",
         "numpy>=1.26",
+        # TensorFlow's dtype extension (>=0.5.1 is TensorFlow's own bound): 0.7.0 takes 0.55 s
+        # to import against numpy 2.4 (ufunc loops registered one by one, each a linear
+        # search), 0.6.0 takes 0.06 s; every process that imports TensorFlow pays it.
+        "ml_dtypes>=0.5.1,<0.7",
     ],
     entry_points={"console_scripts": [
         f"bert-keras-{tool.replace('_', '-')} = bert_keras_tools.{tool}:run" for tool in (

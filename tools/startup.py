@@ -7,7 +7,10 @@
   on platforms with AVX-512" error line, which the first integer Transpose would print later,
   is used up there too (on CPU-only machines). With TF_CPP_MIN_LOG_LEVEL set, nothing changes.
 - It imports bert_keras before TensorFlow, so bert_keras/cpu_kernels.py's default (oneDNN
-  kernels on AVX2-only CPUs too) holds for every tool.
+  kernels on AVX2-only CPUs too) holds for every tool, then freezes what the imports made for
+  the garbage collector (`gc.freeze`): the ~1M objects of TensorFlow, Keras and the package
+  live as long as the tool, and every full collection of the run (and the one at exit) would
+  scan them again: a tiny pretraining run's CPU 10.0 -> 8.6 s with the import's own pause.
 - `run(main)` is `absl.app.run(main)` (through `absl_main`: the tool's docstring as its help,
   --help exiting 0) that turns a `bert_keras.errors.InputError` (a bad
   file, text or flag; `ConfigError` included), an `app.UsageError` (absl would print the
@@ -23,6 +26,7 @@ below the others):
     # isort: split
 """
 
+import gc
 import multiprocessing
 import os
 import sys
@@ -98,6 +102,7 @@ def say(message):
 
 
 _GPUS = _load_tensorflow_quietly()
+gc.freeze()
 if _GPUS is not None and multiprocessing.current_process().name == "MainProcess":
     say(f"running on {_device_line(_GPUS)}")  # once: not again in each spawned worker
 
