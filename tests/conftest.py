@@ -37,10 +37,13 @@ collect_ignore = ["fixtures/make_reference_outputs.py", "fixtures/make_family_re
                   "fixtures/make_reranker_references.py"]
 
 
-# Session fixtures that fit or export for tens of seconds. Under `-n 2` every worker that runs
-# one of their tests builds them again, so their tests run first, side by side: xdist's
-# worksteal hands each worker a contiguous half of the list and steals from a queue's end.
-SHARED_BUILDS = ("task_type_model", "tagger_export", "family_encoder_export", "tiny_pairs_model")
+# Session and module fixtures that fit or export for seconds to tens of seconds. Under `-n 2`
+# every worker that runs one of their tests builds them again, so their tests run first, side
+# by side: xdist's worksteal hands each worker a contiguous half of the list and steals from a
+# queue's end. (one_process: test_finetune_strategies.py's reference fine-tuning, 3-8 s, which
+# its mirrored and two-worker tests had each built when they ran on different workers.)
+SHARED_BUILDS = ("task_type_model", "tagger_export", "family_encoder_export", "tiny_pairs_model",
+                 "one_process")
 
 
 def pytest_collection_modifyitems(items):
