@@ -40,20 +40,26 @@ collect_ignore = ["fixtures/make_reference_outputs.py", "fixtures/make_family_re
 # Session and module fixtures that fit or export for seconds to tens of seconds. Under `-n 2`
 # every worker that runs one of their tests builds them again, so their tests run first, side
 # by side: xdist's worksteal hands each worker a contiguous half of the list and steals from a
-# queue's end. (one_process: test_finetune_strategies.py's reference fine-tuning, 3-8 s, which
-# its mirrored and two-worker tests had each built when they ran on different workers.)
+# queue's end. (one_process: test_finetune_strategies.py's reference fine-tuning, 3-8 s; runs:
+# test_pretrain_tool.py's tiny runs per objective, ~6 s of CPU each; bf16_encoder:
+# test_bfloat16_tolerance.py's MiniLM in each bfloat16 policy, 1-2.5 s: each had been built on
+# both workers when its tests ran on both.)
 SHARED_BUILDS = ("task_type_model", "tagger_export", "family_encoder_export", "tiny_pairs_model",
-                 "one_process")
+                 "one_process", "runs", "bf16_encoder")
 
 
 def pytest_collection_modifyitems(items):
-    """The tests of each SHARED_BUILDS fixture together, first; then the minutes-long
+    """The tests of each SHARED_BUILDS fixture together, first, in pytest's order (which
+    keeps the tests of each parameter of a module fixture together: sorted by `slow` too,
+    test_bfloat16_tolerance.py built each of its two encoders twice); then the minutes-long
     end-to-end tests: under `-n 2` they then run beside the short ones, instead of one of them
     running alone at the end."""
     def order(item):
         names = getattr(item, "fixturenames", ())
         shared = [i for i, name in enumerate(SHARED_BUILDS) if name in names]
-        return min(shared, default=len(SHARED_BUILDS)), item.get_closest_marker("slow") is None
+        if shared:
+            return min(shared), False
+        return len(SHARED_BUILDS), item.get_closest_marker("slow") is None
 
     items.sort(key=order)
 
