@@ -17,13 +17,20 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # the stderr that the failing test shows, instead of only a signal number.
 os.environ.setdefault("PYTHONFAULTHANDLER", "1")
 
-# Before any test module imports TensorFlow: the suite runs the kernels users get
-# (bert_keras/cpu_kernels.py: oneDNN on AVX2-only CPUs too).
-import bert_keras  # noqa: F401
-
 DATA_DIR = pathlib.Path(__file__).resolve().parents[1] / "bert_keras" / "assets"
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "support"))
+
+
+def pytest_configure(config):
+    """Imports bert_keras before any test module imports TensorFlow, so that the suite runs
+    the kernels users get (bert_keras/cpu_kernels.py: oneDNN on AVX2-only CPUs too): in each
+    process that runs tests, not in xdist's controller, which only hands them out (there
+    the import held back the workers' start by the ~4 s it takes)."""
+    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+        return
+    import bert_keras  # noqa: F401
+
 
 # Scripts, not tests: they need torch and transformers (pytest.ini's --doctest-modules would
 # import them).
@@ -85,6 +92,8 @@ def collect_the_tests_garbage_then_freeze_the_rest():
 def tiny_encoder_dir(tmp_path_factory):
     """A random 1-layer H=32 encoder with the bundled vocab, saved with save_pretrained: the
     init checkpoint of the fine-tuning tool tests that need seconds, not a real model."""
+    import bert_keras
+
     tokenizer = bert_keras.BertTokenizer(str(DATA_DIR / "vocab.txt"))
     encoder = bert_keras.BertEncoder(vocab_size=tokenizer.vocab_size, num_layers=1,
                                      hidden_size=32, num_heads=2, intermediate_size=64,
