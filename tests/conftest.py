@@ -44,31 +44,40 @@ collect_ignore = ["fixtures/make_reference_outputs.py", "fixtures/make_family_re
                   "fixtures/make_reranker_references.py"]
 
 
-# Session and module fixtures that fit or export for seconds to tens of seconds. Under `-n 2`
-# every worker that runs one of their tests builds them again, so their tests run first, side
-# by side: xdist's worksteal hands each worker a contiguous half of the list and steals from a
-# queue's end. (one_process: test_finetune_strategies.py's reference fine-tuning, 3-8 s; runs:
-# test_pretrain_tool.py's tiny runs per objective, ~6 s of CPU each; bf16_encoder:
-# test_bfloat16_tolerance.py's MiniLM in each bfloat16 policy, 1-2.5 s: each had been built on
-# both workers when its tests ran on both.)
-SHARED_BUILDS = ("task_type_model", "tagger_export", "family_encoder_export", "tiny_pairs_model",
-                 "one_process", "runs", "bf16_encoder")
+# Session fixtures that fit or export for seconds to tens of seconds. Under `-n 2` every
+# worker that runs one of their tests builds them again, so their tests run first, side by
+# side: xdist's worksteal hands each worker a contiguous half of the list and steals from a
+# queue's end.
+SHARED_BUILDS = ("task_type_model", "tagger_export", "family_encoder_export", "tiny_pairs_model")
 
 
 def pytest_collection_modifyitems(items):
-    """The tests of each SHARED_BUILDS fixture together, first, in pytest's order (which
-    keeps the tests of each parameter of a module fixture together: sorted by `slow` too,
-    test_bfloat16_tolerance.py built each of its two encoders twice); then the minutes-long
-    end-to-end tests: under `-n 2` they then run beside the short ones, instead of one of them
-    running alone at the end."""
+    """The tests of each SHARED_BUILDS fixture together, first; then the minutes-long
+    end-to-end (`slow`) tests, each with the tests that share a fixture of its module with it
+    (so that the module's fixture is built on one worker, once: test_pretrain_tool.py's tiny
+    runs, test_user_code.py's fits, test_finetune_strategies.py's reference run were each
+    built on both); then the rest. Within each group pytest's order, which keeps the tests of
+    each parameter of a module fixture together. The slow tests first: under `-n 2` they then
+    run beside the short ones, instead of one of them running alone at the end."""
+    slow_fixtures = {fixture for item in items if item.get_closest_marker("slow")
+                     for fixture in _module_fixtures(item)}
+
     def order(item):
         names = getattr(item, "fixturenames", ())
         shared = [i for i, name in enumerate(SHARED_BUILDS) if name in names]
         if shared:
-            return min(shared), False
-        return len(SHARED_BUILDS), item.get_closest_marker("slow") is None
+            return min(shared)
+        slow = item.get_closest_marker("slow") or slow_fixtures & _module_fixtures(item)
+        return len(SHARED_BUILDS) + (0 if slow else 1)
 
     items.sort(key=order)
+
+
+def _module_fixtures(item):
+    """{(module, name)} of the module- and class-scoped fixtures that `item` uses."""
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return {(fixture[-1].baseid, name) for name, fixture in defs.items()
+            if fixture and fixture[-1].scope in ("module", "class")}
 
 
 @pytest.fixture(autouse=True)
