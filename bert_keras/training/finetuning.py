@@ -3,10 +3,11 @@
 `run_finetuning(config)` trains the task of a `FinetuneConfig` on an encoder checkpoint. The
 task type (`bert_keras.tasks`) reads, featurizes, builds the model, predicts and scores; the
 trainer (`loop.train`, the one pretraining runs on too) runs the steps under the
-`--distribution_strategy`; this module gives it the epochs' batches and `_Epochs`, the
-evaluation after each epoch that keeps the best one on disk. The data are Python examples
-(`train_examples=`), files (`--train_file`) or a TFDS task (`--tfds_name`). Each epoch trains
-on length-bucketed batches, then evaluates; the best epoch by the main metric is kept, and
+`--distribution_strategy`; this module gives it the epochs' batches and `FinetuneEpochs`
+(finetuning_epochs.py), the evaluation after each epoch that keeps the best one on disk. The
+data are Python examples (`train_examples=`), files (`--train_file`) or a TFDS task
+(`--tfds_name`). Each epoch trains on length-bucketed batches, then evaluates; the best epoch
+by the main metric is kept, and
 `--early_stopping_patience` ends the run after that many epochs without a better one.
 tools/finetune.py is the command line over it.
 
@@ -59,8 +60,9 @@ from bert_keras.training import finetuning_state as state_lib
 from bert_keras.training import output_dirs
 from bert_keras.training import strategy as strategy_lib
 from bert_keras.training.finetuning_config import TIMED_CHECKPOINT_SECONDS, FinetuneConfig
+from bert_keras.training.finetuning_epochs import FinetuneEpochs
 from bert_keras.training.finetuning_teacher import Teacher
-from bert_keras.training.loop import Evaluation, train
+from bert_keras.training.loop import train
 from bert_keras.training.precision import resolve_dtype
 
 # What a run writes in OUTPUT_DIR before its first epoch ends: nothing worth keeping.
@@ -187,92 +189,6 @@ class _Run:
                           decoding=self.task.decoding_options(self.config))
 
 
-class _Epochs(Evaluation):
-    """The epochs of a run for the trainer: evaluation after each, the best one on disk, the
-    run's record in each checkpoint (the state holds the position as `epoch`: epochs done,
-    `batch`: steps done of the next one)."""
-
-    def __init__(self, run, steps_per_epoch):
-        config = run.config
-        super().__init__(steps_per_epoch, main_metric=run.main_metric if run.evaluation else None,
-                         patience=config.early_stopping_patience)
-        self.run, self.model, self.steps_per_epoch = run, None, steps_per_epoch
-        self.done, self.best_rows, self._rows = 0, None, None
-
-    def evaluate(self, model):
-        run = self.run
-        if not run.evaluation:
-            return {}
-        self._rows, predicted = run.predict(run.served(self.model), run.evaluation,
-                                            run.eval_features)
-        result = run.task.score(run.evaluation, predicted, run.label_map, run.glue_task)
-        if run.teacher is not None:
-            result.update(run.task.teacher_metrics(predicted, run.teacher_predicted))
-        return result
-
-    def describe(self, step, result, train_metrics):
-        if not result:
-            return None
-        main = self.main_metric
-        agreement = "".join(f", {k} {v:.4f}" for k, v in result.items() if k.startswith("teacher_"))
-        return (f"epoch {step // self.steps_per_epoch}: eval {main} = {result[main]:.4f}"
-                f"{agreement} (train loss {train_metrics.get('loss', float('nan')):.4f})")
-
-    def before_checkpoint(self, step, result, train_metrics, better):
-        run, record = self.run, self.run.record
-        epoch = step // self.steps_per_epoch
-        train_metrics = dict(train_metrics)
-        entry = {"epoch": epoch, "train_loss": train_metrics.pop("loss")}
-        if run.teacher is not None:  # the soft and hard loss terms and the teacher agreement
-            entry.update({f"train_{k}": v for k, v in train_metrics.items()})
-        entry["seconds"] = round(time.time() - run.started, 1)
-        if result:
-            entry["eval"] = result
-        record["epochs"].append(entry)
-        if better:
-            record["best_epoch"], self.best_rows = epoch, self._rows
-        self.done = epoch
-
-    def after_checkpoint(self, step, better):
-        """best/ and metrics.json after the checkpoint: a kill during the best/ save is then
-        redone by `restore`."""
-        if not self.chief:
-            return
-        record = self.run.record
-        if better:
-            self.run.save_best(self.model, record["epochs"][-1].get("eval", {}))
-        files.write_json(files.join(self.run.config.output_dir, "metrics.json"), record)
-
-    def state(self, step):
-        record = self.run.record
-        return dict(epoch=step // self.steps_per_epoch, batch=step % self.steps_per_epoch,
-                    epochs=record["epochs"], best_epoch=record["best_epoch"],
-                    seconds=time.time() - self.run.started,
-                    data_fingerprint=record["data_fingerprint"])
-
-    def restore(self, saved):
-        if not saved:
-            return
-        run, record = self.run, self.run.record
-        state_lib.check_same_data(run.config.output_dir, "an unfinished run",
-                                  saved["data_fingerprint"], record["data_fingerprint"])
-        self.done = saved["epoch"]
-        record["epochs"], record["best_epoch"] = saved["epochs"], saved["best_epoch"]
-        run.started = time.time() - saved["seconds"]
-        if self.chief and record["best_epoch"] == self.done and not saved["batch"]:
-            # The kill may have cut this epoch's best/ save, which follows its checkpoint (a
-            # checkpoint inside the next epoch comes after a complete save).
-            run.save_best(self.model, record["epochs"][self.done - 1].get("eval", {}))
-
-    def position(self, step, train_steps):
-        epochs, done = self.run.config.num_train_epochs, f"epoch {self.done} of"
-        batch = step % self.steps_per_epoch
-        if not batch:
-            return f": {done} {epochs} done, training from epoch {self.done + 1}"
-        return (f": {done} {epochs} done and {batch} of {self.steps_per_epoch} steps of epoch "
-                f"{self.done + 1}, training from its step {batch + 1}")
-
-
 def run_finetuning(config=None, *, train_examples=None, eval_examples=None, test_examples=None,
                    label_map=None, strategy=None, **options):
     """Fine-tunes the encoder and tokenizer of `config.init_checkpoint` on `config.task`;
@@ -353,7 +269,7 @@ def _run_in_output_dir(config, strategy, chief, teacher, train_examples, eval_ex
     sizes = [len(b) for b in batching.batch_indices(lengths, config.train_batch_size, True)]
     steps_per_epoch = strategy_lib.trained_batches(sizes, strategy.num_replicas_in_sync)
     run.record["steps_per_epoch"] = steps_per_epoch
-    epochs = _Epochs(run, steps_per_epoch)
+    epochs = FinetuneEpochs(run, steps_per_epoch)
     result = train(
         _model_fn(run, epochs, steps_per_epoch), _dataset_fn(run), model_dir=output_dir,
         train_steps=steps_per_epoch * config.num_train_epochs,
