@@ -8,9 +8,8 @@ import pytest
 import bert_keras as bk
 from bert_keras.configs import ConfigError
 from bert_keras.tasks.pretraining.distillation import DistillationPretrainer, student_from_teacher
-from bert_keras.tasks.pretraining.electra import (
-    ElectraOptions,
-    ElectraPretrainer,
+from bert_keras.tasks.pretraining.electra import ElectraOptions, ElectraPretrainer
+from bert_keras.tasks.pretraining.electra_generator import (
     generator_config,
     sample_tokens,
     scatter_positions,
