@@ -53,12 +53,12 @@ SHARED_BUILDS = ("task_type_model", "tagger_export", "family_encoder_export", "t
 
 def pytest_collection_modifyitems(items):
     """The tests of each SHARED_BUILDS fixture together, first; then the minutes-long
-    end-to-end (`slow`) tests, each with the tests that share a fixture of its module with it
-    (so that the module's fixture is built on one worker, once: test_pretrain_tool.py's tiny
-    runs, test_user_code.py's fits, test_finetune_strategies.py's reference run were each
-    built on both); then the rest. Within each group pytest's order, which keeps the tests of
-    each parameter of a module fixture together. The slow tests first: under `-n 2` they then
-    run beside the short ones, instead of one of them running alone at the end."""
+    end-to-end (`slow`) tests, each with the tests that share a module fixture with it (one
+    contiguous run of tests, so one worker builds that fixture, as test_pretrain_tool.py's
+    tiny runs or test_user_code.py's fits, where a slow test pulled out alone had both
+    workers build it); then the rest. Within each group pytest's order, which keeps the tests
+    of each parameter of a module fixture together. The slow tests first: under `-n 2` they
+    then run beside the short ones, instead of one of them running alone at the end."""
     slow_fixtures = {fixture for item in items if item.get_closest_marker("slow")
                      for fixture in _module_fixtures(item)}
 
