@@ -8,9 +8,10 @@ import tensorflow as tf
 
 
 class TieOrder:
-    """`order(ids[, begins, ends])`: the pieces of a model's vocabulary `pieces` (its
-    `word_start_marker`, "▁") reordered where transformers' Unigram orders equal-score ties
-    otherwise (`__call__`). A model without two pieces of one repeated root costs nothing.
+    """The order that transformers' Unigram gives to the equal-score ties of the model whose
+    vocabulary is `pieces` (`word_start_marker`: its word-start mark, "▁"): called on ids
+    [B, (P)] (and their byte offsets), it returns them in that order (`__call__`). A model
+    with no two pieces of one repeated root costs nothing.
 
     Example:
     >>> order = TieOrder(["<unk>", "-", "--", "-----"], "\u2581")
