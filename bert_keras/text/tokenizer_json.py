@@ -119,4 +119,4 @@ def _set_aside(target):
         shutil.rmtree(old, ignore_errors=True)
 
 
-__all__ = ["classic_files", "convert", "cache_root", "has_tokenizer_json"]
+__all__ = ["convert", "cache_root", "has_tokenizer_json"]

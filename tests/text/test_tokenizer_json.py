@@ -11,6 +11,7 @@ import pytest
 
 from bert_keras.errors import InputError
 from bert_keras.text import tokenizer_json
+from bert_keras.text.tokenizer_json_files import classic_files
 from bert_keras.text.tokenizers import load_tokenizer
 
 FAMILIES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "families"
@@ -70,11 +71,11 @@ def test_conversion_is_cached_and_leaves_no_temporaries(tmp_path):
 def test_merges_as_strings_and_as_pairs_agree(tmp_path):
     directory = json_only("roberta", tmp_path)
     spec = json.loads((directory / "tokenizer.json").read_text(encoding="utf-8"))
-    files = tokenizer_json.classic_files(json.dumps(spec).encode())
+    files = classic_files(json.dumps(spec).encode())
     assert files["merges.txt"] == (FAMILIES / "roberta" / "merges.txt").read_text("utf-8")
     spec["model"]["merges"] = [" ".join(pair) if isinstance(pair, list) else pair
                                for pair in spec["model"]["merges"]]
-    assert tokenizer_json.classic_files(json.dumps(spec).encode()) == files
+    assert classic_files(json.dumps(spec).encode()) == files
 
 
 def test_lower_case_override_and_config_casing(tmp_path):
