@@ -1,6 +1,6 @@
 """Pretraining: `run_pretraining(config)` over `loop.train`, for each `--objective`: BERT's
 masked LM + NSP / SOP / none, ELECTRA's replaced-token detection, DistilBERT's distillation
-(the models: `pretraining_models`).
+(the objectives: tasks/pretraining/objectives.py; the model of a run: `pretraining_models`).
 
 Data: `--train_data` (static TFRecords, e.g. from tools/create_pretraining_data.py) or
 `--train_text` (raw text, one sentence per line, blank line between documents; pairs and
@@ -43,6 +43,7 @@ from bert_keras.data.pretraining import documents, pipeline, records
 from bert_keras.errors import InputError
 from bert_keras.files import exists, expand_patterns, read_json, write_json
 from bert_keras.tasks import task_io
+from bert_keras.tasks.pretraining import Pretraining
 from bert_keras.text.tokenizer import WordPieceTokenizer
 from bert_keras.text.tokenizers import load_tokenizer
 from bert_keras.training import output_dirs, pretraining_eval, pretraining_models
@@ -73,7 +74,7 @@ def _dataset_fn(config, tokenizer, *, train_data, train_text, max_seq_length,
                 ngram=data.ngram, pair_mode=data.pair_mode, seed=config.seed,
                 documents_per_chunk=data.documents_per_chunk,
                 input_context=input_context, check_text=False)  # run_pretraining checked it
-        return pretraining_models.model_inputs(config, dataset)
+        return pretraining_models.objective_of(config).inputs(dataset)
 
     return dataset_fn
 
@@ -82,13 +83,14 @@ def _tokenizer(config):
     data = config.data
     if data.tokenizer_dir:
         return load_tokenizer(data.tokenizer_dir)
-    teacher = getattr(config.objective_options, "teacher_checkpoint", None)
+    teacher = (pretraining_models.objective_of(config).teacher
+               and config.objective_options.teacher_checkpoint)
     source = config.encoder.init_checkpoint or (
         teacher and (task_io.find_task_directory(teacher, "final") or teacher))
     if data.vocab_file is None and source:
         return load_tokenizer(source)
     return WordPieceTokenizer(data.vocab_file or pipeline.default_vocab_file(),
-                         lower_case=data.lower_case)
+                              lower_case=data.lower_case)
 
 
 def _model_fn(config, tokenizer):
@@ -170,7 +172,8 @@ def _pretrain(config, strategy, progress):
             max_predictions_per_seq=(data.phase2_max_predictions_per_seq
                                      or data.max_predictions_per_seq))))
     results = []
-    reports = pretraining_models.reports(config)  # one set for both phases: each warns once
+    objective = pretraining_models.objective_of(config)
+    reports = objective.reports(config)  # one set for both phases: each warns once
     for phase_steps, start_step, dataset_fn in phases:
         if start_step:
             print(f"Phase 2: sequence length {data.phase2_seq_length} from step {start_step}.",
@@ -190,12 +193,12 @@ def _pretrain(config, strategy, progress):
     if result.chief:
         _append_history(os.path.join(config.model_dir, "history.json"), history,
                         results[0].initial_step)
-        pretraining_models.final_encoder(result.model).save_pretrained(encoder_dir, tokenizer)
+        objective.final_encoder(result.model).save_pretrained(encoder_dir, tokenizer)
         logging.info("Saved the encoder to %s", encoder_dir)
-        masked_lm = pretraining_models.masked_lm_model(result.model)
+        masked_lm = objective.fill_mask_model(result.model)
         if masked_lm is not None:  # tools/export.py serves it as fill-mask
             task_io.save_task(os.path.join(config.model_dir, "final"), masked_lm, tokenizer,
-                              task="pretraining",
+                              task=Pretraining.name,
                               seq_length=data.phase2_seq_length or data.max_seq_length)
             logging.info("Saved the masked LM to %s/final", config.model_dir)
     return dict(step=result.step, initial_step=results[0].initial_step, history=history,

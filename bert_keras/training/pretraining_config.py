@@ -22,7 +22,7 @@ from bert_keras.configs import Config, check, chosen_section, option, section
 from bert_keras.data.pretraining.config import PretrainData
 from bert_keras.models.encoder.config import EncoderChoice
 from bert_keras.optimization.config import OptimizerConfig
-from bert_keras.training.pretraining_models import OBJECTIVES
+from bert_keras.tasks.pretraining.objectives import OBJECTIVES
 from bert_keras.training.runtime_config import RuntimeConfig
 from bert_keras.training.strategy import MULTI_STEP_STRATEGIES
 
@@ -37,10 +37,9 @@ class PretrainConfig(Config):
     """A pretraining run (masked LM + NSP / SOP / none, ELECTRA, distillation); see
     tools/pretrain.py."""
 
-    objective: str = option("mlm", "mlm: BERT's masked LM (+ --pair_mode); electra: replaced-"
-                            "token detection with a generator of --generator_size; distill: a "
-                            "student of half the layers of --teacher_checkpoint learns its soft "
-                            "targets (DistilBERT).", choices=tuple(OBJECTIVES))
+    objective: str = option("mlm", "; ".join(f"{name}: {objective.help}"
+                                             for name, objective in OBJECTIVES.items()) + ".",
+                            choices=tuple(OBJECTIVES))
     model_dir: str = option(None, "Checkpoints, TensorBoard logs, run_config.json and the final "
                             "encoder/ go here; rerunning with the same directory resumes.")
     train_steps: int = option(1000, "Optimizer updates to train for.")

@@ -80,7 +80,7 @@ def eval_dataset(config, tokenizer, batch_size):
             masked_lm_prob=data.masked_lm_prob, whole_word_mask=data.whole_word_mask,
             ngram=data.ngram, pair_mode=data.pair_mode, seed=config.seed,
             documents_per_chunk=data.documents_per_chunk, repeat=False, check_text=False)
-    return pretraining_models.model_inputs(config, dataset)
+    return pretraining_models.objective_of(config).inputs(dataset)
 
 
 def eval_batches(config, tokenizer):

@@ -10,8 +10,8 @@ import tensorflow as tf
 
 import bert_keras as bk
 from bert_keras.tasks.pretraining.electra import ElectraOptions, ElectraPretrainer
+from bert_keras.tasks.pretraining.objectives import OBJECTIVES
 from bert_keras.training.pretraining_config import PretrainConfig
-from bert_keras.training.pretraining_models import final_encoder
 
 FLAGS = pathlib.Path(__file__).resolve().parents[3] / "flags"
 V = 40
@@ -91,7 +91,7 @@ def test_the_saved_discriminator_reads_generator_plus_delta(tmp_path):
     inputs = {name: x[name] for name in ("input_word_ids", "input_mask", "input_type_ids")}
     during_training = np.asarray(model.discriminate(inputs, False)["sequence_output"])
 
-    final_encoder(model).save_pretrained(str(tmp_path))
+    OBJECTIVES["electra"].final_encoder(model).save_pretrained(str(tmp_path))
     saved = bk.BertEncoder.from_pretrained(str(tmp_path))
     by_path = {v.path: np.asarray(v) for v in saved.weights}
     for v, table, offset in zip(shared, trained, offsets):

@@ -522,22 +522,22 @@ def test_the_stuck_report_reads_the_windows_from_the_step_logs():
 
 def test_only_electra_runs_get_the_stuck_report():
     from bert_keras.tasks.pretraining.electra_monitor import StuckDiscriminatorReport
-    from bert_keras.training import pretraining_models
+    from bert_keras.tasks.pretraining.objectives import OBJECTIVES
 
     text = "bert_keras/assets/web_bible_corpus.txt.gz"
     electra = PretrainConfig.from_options(model_dir="/tmp/x", train_text=text,
                                           objective="electra", log_every=7)
-    (report,) = pretraining_models.reports(electra)
+    (report,) = OBJECTIVES["electra"].reports(electra)
     assert isinstance(report, StuckDiscriminatorReport) and report.log_every == 7
     # Its advice names the run's own values, not defaults written down twice.
     paper = PretrainConfig.from_options(
         model_dir="/tmp/x", train_text=text, objective="electra", sampling_temperature=1.0,
         start_temperature=None, rtd_weight=50.0)
-    (report,) = pretraining_models.reports(paper)
+    (report,) = OBJECTIVES["electra"].reports(paper)
     assert "(this run: 1 and 1;" in report.detector.advice
     assert "(this run: 50, paper 50)" in report.detector.advice
     mlm = PretrainConfig.from_options(model_dir="/tmp/x", train_text=text)
-    assert pretraining_models.reports(mlm) == []
+    assert OBJECTIVES["mlm"].reports(mlm) == []
 
 
 @pytest.mark.parametrize("option, value", [
