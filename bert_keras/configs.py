@@ -76,11 +76,12 @@ def check(condition, message):
         raise ConfigError(message)
 
 
-def option(default, help, *, choices=None, advanced=False):  # `help`: absl's name
+def option(default, help, *, choices=None, advanced=False, former_names=()):  # absl's `help`
     """A config field. `choices`: allowed values (an enum flag); `advanced`: listed by the
-    tool's --helpfull only."""
-    return dataclasses.field(default=default, metadata=dict(help=help, choices=choices,
-                                                            advanced=advanced))
+    tool's --helpfull only; `former_names`: the flag's earlier names, still read (a user's
+    flagfile may have them)."""
+    return dataclasses.field(default=default, metadata=dict(
+        help=help, choices=choices, advanced=advanced, former_names=tuple(former_names)))
 
 
 def section(config_cls, *, advanced=False, **defaults):
@@ -307,7 +308,9 @@ def define_flags(config_cls, flag_values=absl_flags.FLAGS, skip=()):
         module = main_module if owner is config_cls else owner.__module__
         if advanced and owner is config_cls:
             module = f"{main_module} (advanced)"
-        args = dict(name=field.name, default=default, help=meta["help"],
+        former = meta.get("former_names", ())
+        help_text = meta["help"] + "".join(f" (--{name}: its former name)" for name in former)
+        args = dict(name=field.name, default=default, help=help_text,
                     flag_values=flag_values, module_name=module)
         if meta["choices"]:
             absl_flags.DEFINE_enum(enum_values=list(meta["choices"]), **args)
@@ -323,6 +326,9 @@ def define_flags(config_cls, flag_values=absl_flags.FLAGS, skip=()):
             absl_flags.DEFINE_string(**args)
         else:
             raise TypeError(f"{owner.__name__}.{field.name}: no flag type for {kind}.")
+        for name in former:
+            absl_flags.DEFINE_alias(name, field.name, flag_values=flag_values,
+                                    module_name=module)
         if not advanced and module != main_module:
             flag_values.register_key_flag_for_module(main_module, flag_values[field.name])
 

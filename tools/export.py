@@ -31,7 +31,6 @@ from bert_keras.training import precision
 
 FLAGS = flags.FLAGS
 configs.define_flags(ExportConfig)
-flags.DEFINE_alias("max_answer_tokens", "max_answer_length")  # its former name, kept for flagfiles
 
 
 def main(argv):

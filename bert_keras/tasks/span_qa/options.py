@@ -50,8 +50,8 @@ class SpanQAExportOptions(WindowOptions):
     "decoding")."""
 
     max_answer_length: int = option(None, "Longest answer span in tokens; default: the run's "
-                                    "--max_answer_length (task.json), else 30 "
-                                    "(--max_answer_tokens: its former name).")
+                                    "--max_answer_length (task.json), else 30.",
+                                    former_names=("max_answer_tokens",))
     doc_stride: int = option(None, "Tokens between the starts of two windows of a long "
                              "context; default: the run's --doc_stride (task.json), else 128.")
 
