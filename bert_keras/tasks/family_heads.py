@@ -2,10 +2,13 @@
 `hidden_norm`: RoBERTa's dense-tanh, ModernBERT's dense-gelu-norm before the output layer), as
 `from_pretrained` takes them: from a task directory's model of the same class, or from a
 transformers checkpoint's family (`head_checkpoints.task_head_arguments`); and what a family's
-classifier-style heads (`*ForSequenceClassification`, `*ForMultipleChoice`) pool."""
+classifier-style heads (`*ForSequenceClassification`, `*ForMultipleChoice`) pool, and their
+tensor names for a model with such a head (`pooled_head_names`)."""
 
-from bert_keras import checkpoints
+from bert_keras import checkpoints, families
 from bert_keras.checkpoints import huggingface
+from bert_keras.checkpoints.transformers_spec import check_family_head, check_pooled_input
+from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
 
 # Each with its value in a model saved before it existed.
@@ -29,6 +32,21 @@ def family_poolings(family):
     """What `family`'s classifier heads (*ForSequenceClassification, *ForMultipleChoice) may
     pool (`pooling`, config.json's `classifier_pooling`): "cls" by default."""
     return getattr(family, "CLASSIFIER_POOLINGS", ("cls",))
+
+
+def pooled_head_names(model, head, transformers_head, family, what, kind):
+    """[(head, its tensor names)]: `model`'s `head` (a classifier-style head over its pooled
+    input) as `family`'s transformers `*{transformers_head}` head; InputError, `what` and
+    `kind` naming the model and the head, for a pooling, head layers or pooled input that
+    transformers' head does not have."""
+    table = families.task_head(family, transformers_head)
+    poolings = family_poolings(family)
+    if model.pooling not in poolings:
+        raise InputError(f"{what}: pooling={model.pooling!r}; transformers' {family.MODEL_TYPE} "
+                         f"{kind} reads {' or '.join(map(repr, poolings))}.")
+    check_family_head(head, table, family, what, kind)
+    check_pooled_input(table, model.encoder, family, what, kind)
+    return [(head, huggingface.head_names(table, head.name))]
 
 
 def checkpoint_pooling(path):

@@ -10,16 +10,14 @@
 
 from bert_keras import checkpoints, families
 from bert_keras.checkpoints import huggingface
-from bert_keras.checkpoints.transformers_spec import (
-    TransformersSpec,
-    check_family_head,
-    check_pooled_input,
-    label_config,
-    no_generator,
-)
+from bert_keras.checkpoints.transformers_spec import TransformersSpec, label_config, no_generator
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
-from bert_keras.tasks.family_heads import checkpoint_pooling, family_poolings
+from bert_keras.tasks.family_heads import (
+    checkpoint_pooling,
+    family_poolings,
+    pooled_head_names,
+)
 
 TRANSFORMERS_HEAD = "ForSequenceClassification"
 
@@ -78,14 +76,7 @@ def classifier_spec(classifier, generator=False, head_config=None, extra_files=N
     head = classifier.classification_head
 
     def head_names(family, what):
-        table = families.task_head(family, TRANSFORMERS_HEAD)
-        if classifier.pooling not in family_poolings(family):
-            raise InputError(f"{what}: pooling={classifier.pooling!r}; transformers' "
-                             f"{family.MODEL_TYPE} classifier reads "
-                             f"{' or '.join(map(repr, family_poolings(family)))}.")
-        check_family_head(head, table, family, what, "classification head")
-        check_pooled_input(table, classifier.encoder, family, what, "classifier")
-        return [(head, head_name_map(family, head.name))]
+        return pooled_head_names(classifier, head, TRANSFORMERS_HEAD, family, what, "classifier")
 
     def labels_and_problem(labels, what):
         names = labels if labels is not None else classifier.labels

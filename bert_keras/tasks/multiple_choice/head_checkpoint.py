@@ -6,15 +6,13 @@
 
 from bert_keras import checkpoints, families
 from bert_keras.checkpoints import huggingface
-from bert_keras.checkpoints.transformers_spec import (
-    TransformersSpec,
-    check_family_head,
-    check_pooled_input,
-    no_generator,
-)
+from bert_keras.checkpoints.transformers_spec import TransformersSpec, no_generator
 from bert_keras.errors import InputError
 from bert_keras.models import head_checkpoints
-from bert_keras.tasks.family_heads import checkpoint_pooling, family_poolings
+from bert_keras.tasks.family_heads import (
+    checkpoint_pooling,
+    pooled_head_names,
+)
 
 TRANSFORMERS_HEAD = "ForMultipleChoice"
 
@@ -77,15 +75,8 @@ def multiple_choice_spec(model, generator=False):
     head = model.multiple_choice_head
 
     def head_names(family, what):
-        table = families.task_head(family, TRANSFORMERS_HEAD)
-        poolings = family_poolings(family)
-        if model.pooling not in poolings:
-            raise InputError(f"{what}: pooling={model.pooling!r}; transformers' "
-                             f"{family.MODEL_TYPE} multiple-choice head reads "
-                             f"{' or '.join(map(repr, poolings))}.")
-        check_family_head(head, table, family, what, "multiple-choice head")
-        check_pooled_input(table, model.encoder, family, what, "multiple-choice head")
-        return [(head, head_name_map(family, head.name))]
+        return pooled_head_names(model, head, TRANSFORMERS_HEAD, family, what,
+                                 "multiple-choice head")
 
     def head_config(labels, what):
         # Another pooling than "cls" passed head_names only for a family that reads
