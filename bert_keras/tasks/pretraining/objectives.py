@@ -127,6 +127,9 @@ class Distillation(Objective):
     options_class = DistillOptions
 
     def model(self, config, tokenizer, teacher=None):
+        if teacher is None:
+            raise ValueError("The distill objective's model needs its teacher (a BertPretrainer "
+                             "of --teacher_checkpoint).")
         options = config.objective_options
         try:
             student = student_from_teacher(teacher.encoder, options.student_layer_list())
