@@ -125,6 +125,9 @@ def test_multi_label_and_regression(tmp_path):
     assert [e.label for e in ex] == [3.5, -0.01]
     with pytest.raises(ValueError, match="regression examples need no LabelMap"):
         LabelMap.from_examples(ex)
+    questions = [fd.SpanExample("q1", "Who?", "Moses.", [])]  # no labels to map
+    with pytest.raises(ValueError, match="examples that name their labels .* got SpanExample"):
+        LabelMap.from_examples(questions)
     bad = _write(tmp_path / "bad_reg.tsv", "3.5\tx\nhigh\ty\n")
     with pytest.raises(ValueError, match=r"bad_reg.tsv:2: regression label 'high'"):
         fd.read_tsv(bad, label_type="regression")

@@ -83,26 +83,16 @@ class LabelMap:
 
     @classmethod
     def from_examples(cls, examples: Sequence) -> "LabelMap":
-        """From examples with `tags` (TaggingExample: a list per example) or a `label`
-        (ClassificationExample: single- or multi-label)."""
+        """From training examples that name their labels (`map_labels()` and `multi_label`:
+        a task type's example, such as ClassificationExample or TaggingExample)."""
         if not examples:
             raise ValueError("no examples to build a LabelMap from")
         first = examples[0]
-        if hasattr(first, "tags"):
-            if any(ex.tags is None for ex in examples):
-                raise ValueError("cannot build a LabelMap from untagged TaggingExamples")
-            return cls.infer(t for ex in examples for t in ex.tags)
-        if not hasattr(first, "label"):
-            raise ValueError("expected examples with a label (ClassificationExample) or tags "
-                             f"(TaggingExample), got {type(first).__name__}")
-        for ex in examples:
-            if ex.label is None or isinstance(ex.label, float):
-                raise ValueError(
-                    f"example from {ex.source} has label {ex.label!r}: unlabeled and "
-                    "regression examples need no LabelMap"
-                )
-        multi = isinstance(first.label, list)
-        return cls.infer([ex.label for ex in examples], multi_label=multi)
+        if not callable(getattr(first, "map_labels", None)):
+            raise ValueError("expected examples that name their labels (ClassificationExample, "
+                             f"TaggingExample), got {type(first).__name__}")
+        return cls(_sort_labels(str(label) for ex in examples for label in ex.map_labels()),
+                   multi_label=first.multi_label)
 
     @property
     def num_labels(self) -> int:

@@ -54,6 +54,19 @@ class ClassificationExample:
         """The texts that must not be empty (`sanity.drop_empty_texts`): text_a (and text_b)."""
         return [self.text_a] if self.text_b is None else [self.text_a, self.text_b]
 
+    @property
+    def multi_label(self):
+        """Whether its label is a list of labels (`LabelMap(multi_label=...)`)."""
+        return isinstance(self.label, list)
+
+    def map_labels(self):
+        """Its label(s) for `LabelMap.from_examples`; ValueError for an example without a class
+        label (unlabeled, or a regression value)."""
+        if self.label is None or isinstance(self.label, float):
+            raise ValueError(f"example from {self.source} has label {self.label!r}: unlabeled "
+                             "and regression examples need no LabelMap")
+        return self.label if self.multi_label else [self.label]
+
 
 
 def _parse_label(value: str, label_type: str, label_delimiter: str, where: str, column: str):

@@ -17,6 +17,14 @@ class TaggingExample:
     tags: list[str] | None = None
     source: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
+    multi_label = False  # one tag per word
+
+    def map_labels(self):
+        """Its tags for `LabelMap.from_examples`; ValueError if it has none."""
+        if self.tags is None:
+            raise ValueError("cannot build a LabelMap from untagged TaggingExamples")
+        return self.tags
+
 
 
 def read_conll(
