@@ -96,3 +96,6 @@ finally:
     if _collecting:
         _gc.enable()
     del _collecting
+
+# Before XLA's first compile, which reads XLA_FLAGS: its faster compiles of the fused kernels.
+cpu_kernels.prefer_fast_xla_compiles()
