@@ -88,9 +88,10 @@ for dtype in (tf.float32, tf.bfloat16):
         tape.watch([x, h])
         y = training_activation("gelu")(residual_dropout_norm(
             x, h, tf.constant([3, 4]), 0.1, tf.ones(24), tf.zeros(24), 1e-12))
-        logits = tf.cast(y, tf.float32)
+        logits = tf.reshape(tf.cast(y, tf.float32), [4, 10, 24])  # (B, P, V), as masked LM's
         tape.watch(logits)
-        loss = _weighted_cross_entropy_sum(tf.range(40) % 24, logits, tf.ones(40))
+        loss = _weighted_cross_entropy_sum(tf.reshape(tf.range(40) % 24, [4, 10]), logits,
+                                           tf.ones([4, 10]))
     outputs += [y, loss, *tape.gradient(y, [x, h]), tape.gradient(loss, logits)]
 for output in outputs:
     print(output.dtype.name, base64.b64encode(output.numpy().tobytes()).decode())
