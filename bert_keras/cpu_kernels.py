@@ -42,6 +42,9 @@ import sys
 from absl import logging
 
 ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
+XLA_FLAGS_VARIABLE = "XLA_FLAGS"
+FAST_XLA_COMPILES = "--xla_cpu_use_fusion_emitters=false"
+FAST_XLA_COMPILES_VERSION = "2.21."  # the TensorFlow whose XLA has that option
 _X86_64 = ("x86_64", "amd64")
 # TensorFlow turns oneDNN on by itself on CPUs with any of these (its DefaultOneDnnPolicy,
 # tensorflow/core/util/port.cc).
@@ -64,11 +67,6 @@ ISA_CAP_HIDES = {
     "AVX512_CORE_BF16": ("avx512_fp16",) + _AMX,
     "AVX512_CORE_FP16": _AMX,
 }
-
-
-XLA_FLAGS_VARIABLE = "XLA_FLAGS"
-FAST_XLA_COMPILES = "--xla_cpu_use_fusion_emitters=false"
-FAST_XLA_COMPILES_VERSION = "2.21."  # the TensorFlow whose XLA has that option
 
 
 def cpu_flags(capped=True):
@@ -110,11 +108,10 @@ def prefer_onednn():
     return os.environ.get(ONEDNN_VARIABLE)
 
 
-
 def prefer_fast_xla_compiles():
     """Adds FAST_XLA_COMPILES to XLA_FLAGS where the user's XLA_FLAGS does not name its option,
-    TensorFlow (imported: XLA has not compiled yet) is 2.21 and the CPU is x86-64; returns
-    XLA_FLAGS (None: unset)."""
+    TensorFlow is 2.21 and the CPU is x86-64; returns XLA_FLAGS (None: unset). Called once
+    TensorFlow is imported, before XLA's first compile."""
     import tensorflow as tf
 
     option = FAST_XLA_COMPILES.split("=")[0]
