@@ -18,13 +18,14 @@ Eigen's to rounding (the parity tests run either way).
 
 The train steps' fused kernels (dropout masks, residual norms, activations, losses) are
 XLA-compiled for each new batch shape, in every process: a tiny fine-tuning run spends a third
-of its CPU there. XLA:CPU's LLVM IR emitters compile them ~35% faster than its MLIR fusion
-emitters (TensorFlow 2.21's default), into kernels as fast (within 2% at BERT-base shapes)
-whose results are the same bits forward and agree to float32 rounding backward (row sums in
-another order; tests/test_cpu_kernels.py). XLA reads `XLA_FLAGS` at its first compile, so
-`import bert_keras` adds `--xla_cpu_use_fusion_emitters=false` to it unless the user's
-`XLA_FLAGS` names that option, TensorFlow is not 2.21 (XLA aborts the process on a flag it
-does not know) or the machine is not x86-64.
+of its CPU there. XLA:CPU's LLVM IR emitters compile them 20-35% faster than its MLIR fusion
+emitters (TensorFlow 2.21's default), into kernels as fast (within 2% at BERT-base shapes;
+`python -m benchmarks.xla_compiles`, BENCHMARKS.md) whose results are the same bits forward
+and agree to float32 rounding backward (row sums in another order; tests/test_cpu_kernels.py).
+XLA reads `XLA_FLAGS` at its first compile, so `import bert_keras` adds
+`--xla_cpu_use_fusion_emitters=false` to it unless the user's `XLA_FLAGS` names that option,
+TensorFlow is not 2.21 (XLA aborts the process on a flag it does not know) or the machine is
+not x86-64.
 
 `cpu_flags()` is the one reader of the CPU's instruction sets (`--dtype=auto` and the
 benchmark ask it too).
