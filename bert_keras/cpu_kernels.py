@@ -19,7 +19,7 @@ Eigen's to rounding (the parity tests run either way).
 The train steps' fused kernels (dropout masks, residual norms, activations, losses) are
 XLA-compiled for each new batch shape, in every process: a tiny fine-tuning run spends a third
 of its CPU there. XLA:CPU's LLVM IR emitters compile them 20-35% faster than its MLIR fusion
-emitters (TensorFlow 2.21's default), into kernels as fast (within 2% at BERT-base shapes;
+emitters (TensorFlow 2.21's default), into kernels as fast (within 3% at BERT-base shapes;
 `python -m benchmarks.xla_compiles`, BENCHMARKS.md) whose results are the same bits forward
 and agree to float32 rounding backward (row sums in another order; tests/test_cpu_kernels.py).
 XLA reads `XLA_FLAGS` at its first compile, so `import bert_keras` adds
