@@ -30,7 +30,7 @@ flags.DEFINE_integer("shapes", 8, "New row counts compiled in each run.")
 FLAGS = flags.FLAGS
 
 # XLA_FLAGS of each setting: bert_keras keeps an XLA_FLAGS that names the option.
-SETTINGS = {"XLA's default emitters": cpu_kernels.FAST_XLA_COMPILES.replace("=false", "=true"),
+SETTINGS = {"XLA's default emitters": cpu_kernels.DEFAULT_XLA_COMPILES,
             "bert_keras (LLVM IR emitters)": cpu_kernels.FAST_XLA_COMPILES}
 
 

@@ -45,6 +45,7 @@ from absl import logging
 ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
 XLA_FLAGS_VARIABLE = "XLA_FLAGS"
 FAST_XLA_COMPILES = "--xla_cpu_use_fusion_emitters=false"
+DEFAULT_XLA_COMPILES = "--xla_cpu_use_fusion_emitters=true"  # XLA's own, for comparisons
 FAST_XLA_COMPILES_VERSION = "2.21."  # the TensorFlow whose XLA has that option
 _X86_64 = ("x86_64", "amd64")
 # TensorFlow turns oneDNN on by itself on CPUs with any of these (its DefaultOneDnnPolicy,

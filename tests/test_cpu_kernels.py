@@ -106,8 +106,7 @@ def test_fast_xla_compiles_give_the_fused_kernels_results_to_rounding():
     import tensorflow as tf
 
     assert cpu_kernels.FAST_XLA_COMPILES in os.environ.get(cpu_kernels.XLA_FLAGS_VARIABLE, "")
-    default_emitters = cpu_kernels.FAST_XLA_COMPILES.replace("=false", "=true")
-    env = dict(os.environ, XLA_FLAGS=default_emitters, TF_CPP_MIN_LOG_LEVEL="3")
+    env = dict(os.environ, XLA_FLAGS=cpu_kernels.DEFAULT_XLA_COMPILES, TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run([sys.executable, "-c", FUSED_KERNELS], capture_output=True,
                           text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
