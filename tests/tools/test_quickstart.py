@@ -3,8 +3,8 @@ quietly (tools/startup.py): run as a user runs it, without TF_CPP_MIN_LOG_LEVEL,
 prints TensorFlow's chatter that reads as failure (CUDA probes, oneDNN notices such as
 "oneDNN supports DT_INT64 only on platforms with AVX-512" from fine-tuning's ragged concat of
 pairs, absl's pre-init warning, the checkpoint saver's "Sharding callback duration"), and
-each says which devices it runs on, once (create_pretraining_data's two spawned workers
-import the tool again, without a device line each)."""
+each says which devices it runs on, once (create_pretraining_data's spawned worker
+imports the tool again, without a device line)."""
 
 import json
 import os
@@ -48,7 +48,7 @@ def test_quickstart_reduced_runs_every_stage_quietly_and_reuses_them(tmp_path):
     assert (run / "pretrain" / "encoder" / "bert_keras.json").exists()
     assert (run / "pretrain" / "final" / "task.json").exists()
     assert list((run / "pretrain" / "checkpoints").glob("*.index"))  # the saver ran, quietly
-    assert len(list((run / "pretrain_data").glob("train.tfrecord*"))) == 2  # by two workers
+    assert len(list((run / "pretrain_data").glob("train.tfrecord*"))) == 2  # by two processes
     metrics = json.loads((run / "paraphrase" / "metrics.json").read_text())
     assert 0.0 <= metrics["eval"]["accuracy"] <= 1.0
     assert metrics["train_examples"] == 256  # pairs: featurized by a ragged concat

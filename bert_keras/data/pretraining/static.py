@@ -1,9 +1,9 @@
 """Static pretraining data: raw text or TFDS -> sharded TFRecords of masked examples.
 
 `create_pretraining_tfrecords(...)` is the library behind `tools/create_pretraining_data.py`:
-sharded TFRecords with Google's feature names, multiprocessing workers (spawned; each with two
-threads running the tf.functions), bounded memory (two chunks of documents at a time per
-worker), byte-identical output for a given seed whatever the number of workers.
+sharded TFRecords with Google's feature names, worker processes (this one and spawned ones;
+each with two threads running the tf.functions), bounded memory (two chunks of documents at a
+time per worker), byte-identical output for a given seed whatever the number of workers.
 """
 
 import collections
@@ -182,13 +182,18 @@ def _write_shards(paths, config, num_workers):
 
 
 def _write_shard_jobs(jobs, config, num_workers):
-    """The DocumentStats of every shard written (by worker processes if num_workers > 1)."""
+    """The DocumentStats of every shard written. With num_workers > 1, this process writes
+    every num_workers-th shard while num_workers - 1 spawned ones (TF is not fork-safe) write
+    the rest: one TensorFlow start-up fewer than spawning them all and idling."""
     workers = min(num_workers, len(jobs))
     if workers == 1:
         results = [_write_shard(job) for job in jobs]
-    else:  # spawn: TF is not fork-safe
-        with multiprocessing.get_context("spawn").Pool(workers) as pool:
-            results = pool.map(_write_shard, jobs, chunksize=1)
+    else:
+        own = jobs[::workers]
+        others = [job for index, job in enumerate(jobs) if index % workers]
+        with multiprocessing.get_context("spawn").Pool(workers - 1) as pool:
+            spawned = pool.map_async(_write_shard, others, chunksize=1)
+            results = [_write_shard(job) for job in own] + spawned.get()
     stats = documents.DocumentStats()
     for r in results:
         stats.add(r)
@@ -219,8 +224,9 @@ def create_pretraining_tfrecords(output_file, *, input_files=None, vocab_file=No
         there is refused at once, unless tfds_download).
       vocab_file: defaults to the bundled vocab. Other args as in Google's script, plus
       pair_mode ("nsp", "sop", "none"), ngram (ALBERT's n-gram masking: spans of up to ngram
-      words, or WordPieces without whole_word_mask), num_workers (processes; each writes whole
-      shards) and documents_per_chunk (memory bound and random-next-document pool).
+      words, or WordPieces without whole_word_mask), num_workers (processes, this one included;
+      each writes whole shards) and documents_per_chunk (memory bound and random-next-document
+      pool).
 
     Returns:
       dict of counts (files, empty_files, documents, lines, invalid_utf8_lines,
