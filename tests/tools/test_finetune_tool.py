@@ -134,9 +134,16 @@ def test_run_finetuning_from_python(tiny_checkpoint, tmp_path):
                           tfds_name="glue/mrpc")
 
 
-def test_tagging_end_to_end(tiny_checkpoint, tmp_path):
+def test_tagging_with_a_crf_end_to_end(tiny_checkpoint, tmp_path):
+    """--task=tagging --crf: the run keeps its CRF in its task directory and its eval
+    predictions are that tagger's Viterbi paths. (Tagging without a CRF through the tool:
+    tests/tasks/test_transformers_tasks.py; the CRF flags' refusals:
+    tests/tasks/tagging/test_crf_tool.py.)"""
+    import bert_keras as bk
+
     out = tmp_path / "run"
-    result = run_tool(common(tiny_checkpoint, out, task="tagging",
+    result = run_tool(common(tiny_checkpoint, out, task="tagging", crf=True,
+                             crf_constraints="bio",
                              train_file=DATA / "bible_ner.train.conll.gz",
                              eval_file=DATA / "bible_ner.dev.conll.gz",
                              max_train_examples=32, max_eval_examples=20))
@@ -145,6 +152,11 @@ def test_tagging_end_to_end(tiny_checkpoint, tmp_path):
     assert {"precision", "recall", "f1", "word_accuracy"} <= set(metrics["eval"])
     rows = read_jsonl(out / "eval_predictions.jsonl")
     assert all(len(r["predictions"]) == len(r["words"]) == len(r["tags"]) for r in rows)
+    assert json.loads((out / "flags.json").read_text())["crf"] is True
+    tagger = bk.BertTokenClassifier.from_pretrained(str(out / "best"))
+    assert (tagger.crf, tagger.crf_constraints) == (True, "bio")
+    assert abs(tagger.crf_layer.transitions.numpy()).max() > 0  # trained
+    assert [r["predictions"] for r in rows] == tagger.tag([r["words"] for r in rows])
 
 
 def test_span_qa_end_to_end(tiny_checkpoint, tmp_path):

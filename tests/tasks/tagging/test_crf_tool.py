@@ -1,8 +1,7 @@
-"""tools/finetune.py --task=tagging --crf: the run trains a CRF tagger, keeps it in its task
-directory and predicts its Viterbi path; training tags that --crf_constraints forbid, and
-constraints without --crf, are refused in one line."""
+"""tools/finetune.py --task=tagging --crf: training tags that --crf_constraints forbid, and
+constraints without --crf, are refused in one line. (A CRF run end to end:
+tests/tools/test_finetune_tool.py::test_tagging_with_a_crf_end_to_end.)"""
 
-import json
 import os
 import pathlib
 import sys
@@ -11,7 +10,6 @@ import tool_runner  # tests/support: tools forked without their imports
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 TOOL = ROOT / "tools" / "finetune.py"
-DATA = ROOT / "bert_keras" / "assets"
 CHECKPOINT = ROOT / "tests" / "fixtures" / "families" / "bert_tagger"
 
 
@@ -25,24 +23,6 @@ def _common(out):
     return [f"--init_checkpoint={CHECKPOINT}", f"--output_dir={out}", "--task=tagging",
             "--max_seq_length=32", "--train_batch_size=16", "--eval_batch_size=16",
             "--num_train_epochs=1", "--learning_rate=1e-3", "--verbose=0"]
-
-
-def test_a_crf_run_keeps_its_crf_and_predicts_its_viterbi_path(tmp_path):
-    import bert_keras as bk
-
-    out = tmp_path / "run"
-    result = run_tool(*_common(out), "--crf", "--crf_constraints=bio",
-                      f"--train_file={DATA / 'bible_ner.train.conll.gz'}",
-                      f"--eval_file={DATA / 'bible_ner.dev.conll.gz'}",
-                      "--max_train_examples=32", "--max_eval_examples=12")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads((out / "flags.json").read_text())["crf"] is True
-    tagger = bk.BertTokenClassifier.from_pretrained(str(out / "best"))
-    assert (tagger.crf, tagger.crf_constraints) == (True, "bio")
-    assert abs(tagger.crf_layer.transitions.numpy()).max() > 0  # trained
-    rows = [json.loads(line) for line in (out / "eval_predictions.jsonl").open()]
-    assert len(rows) == 12
-    assert [r["predictions"] for r in rows] == tagger.tag([r["words"] for r in rows])
 
 
 def test_forbidden_training_tags_and_constraints_without_crf_are_refused(tmp_path):
