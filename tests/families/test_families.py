@@ -220,12 +220,14 @@ def test_export_of_a_family_encoder_takes_raw_text(family_encoder_export, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["roberta_classifier", "electra_discriminator"])
+@pytest.mark.parametrize("name", ["roberta_classifier"])
 def test_family_fine_tunes_and_its_export_answers_raw_text(tmp_path, name):
     """tools/finetune.py -> tools/export.py for pairs with a family checkpoint, unchanged
-    tools: RoBERTa's classifier with its own head and byte-level BPE, ELECTRA's discriminator
-    under a new head. (ALBERT's SentencePiece runs the same tools in test_transformers_tasks'
-    tagging and QA runs; every family's fine-tuned heads answer as transformers there too.)"""
+    tools: RoBERTa's classifier with its own head and byte-level BPE. (ALBERT's SentencePiece
+    runs the same tools in test_transformers_tasks' tagging and QA runs; every family's
+    fine-tuned heads answer as transformers there too. A new head of the family's kind:
+    test_fine_tuning_builds_the_family_head_and_loads_a_fitting_one; through the tools,
+    test_finetune_tool.py's bare encoder.)"""
     import sys
 
     root = FAMILIES.parents[2]
