@@ -30,6 +30,7 @@ type ids all 0 for a model with one token type, so that they are what the model 
 import tensorflow as tf
 
 from bert_keras.errors import InputError
+from bert_keras.models.layers.dense import forward_only
 from bert_keras.serving.input_checks import checked_strings, checked_texts, checked_token_ids
 from bert_keras.tasks.registry import get_task
 from bert_keras.text.packing import pack_with, shortest_packing
@@ -55,7 +56,7 @@ class ServingFunctions:
         # Not tracked here: export.py tracks its variables (as Keras' export does).
         self.encoder = getattr(model, "encoder", model)
         self.tokenizer = _TracedOnceTokenizer(tokenizer)
-        self._model_graph = _traced_once(lambda inputs: model(inputs, training=False))
+        self._model_graph = _traced_once(lambda inputs: _forward(model, inputs))
         self.task = task if task is not None else get_task(info["task"])
         self.options = _task_options(self.task, options)
         self.text_fields = tuple(self.task.serving_text_fields(info))
@@ -85,7 +86,7 @@ class ServingFunctions:
                  input_type_ids=input_type_ids),
             vocab_size=self.encoder.vocab_size, type_vocab_size=self.encoder.type_vocab_size,
             max_length=self.encoder.max_sequence_length)
-        out = self.encoder(inputs, training=False)
+        out = _forward(self.encoder, inputs)
         return {"sequence_output": tf.cast(out["sequence_output"], tf.float32),  # (B, T, H)
                 "pooled_output": tf.cast(out["pooled_output"], tf.float32)}  # (B, H)
 
@@ -139,6 +140,13 @@ class _TracedOnceTokenizer:
 
     def __getattr__(self, name):
         return getattr(self.wrapped, name)
+
+
+def _forward(model, inputs):
+    """`model` on `inputs` in inference mode, traced without gradient plumbing
+    (`dense.forward_only`): serving computes no gradient."""
+    with forward_only():
+        return model(inputs, training=False)
 
 
 def _traced_once(function):

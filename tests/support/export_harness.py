@@ -151,7 +151,8 @@ def run_client(tmp_path, exports, requests=None):
     keeps each matmul's weights from their first use), so every answer the tests check also
     checks that none of them went stale. The process serves every run_client of this test
     process (its TensorFlow import paid once; see serving_client.py --serve): each run still
-    checks that the project is not importable there, and a request that kills it fails."""
+    checks that the project is not importable there and that tf.saved_model.load warned of
+    nothing, and a request that kills it fails."""
     site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     out = tmp_path / "client_out.json"
     config = tmp_path / "client_config.json"
@@ -164,6 +165,8 @@ def run_client(tmp_path, exports, requests=None):
     project_dirs = {str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "support"),
                     str(ROOT / "bert_keras"), ""}
     assert not project_dirs & {p.rstrip("/") for p in report["sys_path"]}, report["sys_path"]
+    # Nothing a user would read as failure, such as "ops with unsaved custom gradients".
+    assert not any(report["load_warnings"].values()), report["load_warnings"]
     return report
 
 

@@ -12,7 +12,8 @@ inputs]]}, "out": path}; inputs are encoded by `encode`. For each export the cli
   2. loads the SavedModel with the TF1 SavedModelBundle path (tf.compat.v1 loader, a Session,
      signature tensor names: what tensorflow_model_server does) and with tf.saved_model.load,
   3. replays the warmup requests and the extra requests through both, recording outputs or
-     errors (a bad request must give an error, never kill the process),
+     errors (a bad request must give an error, never kill the process), and what
+     tf.saved_model.load warned of (a served model's load logs nothing alarming),
 and writes everything to "out" as JSON.
 
 With --serve it stays up and answers one CONFIG path per line of stdin (a REPLY line on stdout
@@ -22,8 +23,10 @@ batch is still served in a process without this project.
 """
 
 import base64
+import contextlib
 import importlib.util
 import json
+import logging
 import os
 import sys
 
@@ -105,6 +108,22 @@ def parse_prediction_log(raw):
 REPLY = "serving_client:"
 
 
+@contextlib.contextmanager
+def _warnings_logged():
+    """The messages of the warnings (and worse) that TensorFlow's loggers log inside."""
+    messages = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: messages.append(record.getMessage())
+    loggers = [logging.getLogger(name) for name in ("absl", "tensorflow")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+
+
 def main(config_path):
     with open(config_path) as f:
         config = json.load(f)
@@ -169,8 +188,10 @@ def main(config_path):
                 except Exception as e:  # A bad request: record its error.
                     result["tf1_error"] = f"{type(e).__name__}: {str(e)[:500]}"
 
-        # 2. TF2: tf.saved_model.load and the signature functions.
-        loaded = tf.saved_model.load(export_dir)
+        # 2. TF2: tf.saved_model.load and the signature functions; what the loader warns of.
+        with _warnings_logged() as warnings:
+            loaded = tf.saved_model.load(export_dir)
+        report.setdefault("load_warnings", {})[export_dir] = warnings
         for request, result in zip(requests, results):
             fn = loaded.signatures[request["signature"]]
             try:
