@@ -59,6 +59,10 @@ def _packed_list(value, is_float, is_byte):
     return [header, _byte_rows(raw)], len(header) + raw.shape[1]
 
 
+# Its Python loops run over features and a varint table of thousands of Python ints, never over
+# tensors: converted by autograph (a caller's tf.function), tracing took seconds (6.6 s at
+# L = 300), against 0.1 s as Python.
+@tf.autograph.experimental.do_not_convert
 def serialize_examples(features, float_names=(), byte_names=()):
     """Dict of name -> [B, L] tensors (static L) -> tf.string [B] serialized tf.train.Example.
 
