@@ -32,8 +32,10 @@ from bert_keras.serving.export_config import EXPORT_DTYPES
 from bert_keras.serving.warmup import warmup_requests, write_warmup
 
 METADATA_FILE = "bert_keras_metadata.json"
-# Serving runs the signatures forward only: the custom gradients of the fused layers are not
-# traced and saved (~0.5 s an export of a 2-layer tagger, 26 gradient functions).
+# Serving runs the signatures forward only: a custom gradient in them (the serving functions
+# trace the models under `dense.forward_only`, which leaves none) is not traced and saved
+# (~0.5 s an export of a 2-layer tagger had, 26 gradient functions); the loader would warn of
+# one, which the tests' serving client refuses.
 SAVE_OPTIONS = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
 
 ENCODE_OUTPUT_DOCS = {  # the outputs of `encode` and `preprocess`, every export's
