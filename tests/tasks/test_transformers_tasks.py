@@ -149,10 +149,10 @@ def test_exports_answer_as_transformers_in_a_process_without_this_project(tmp_pa
                            cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert tool.returncode == 0, tool.stderr[-3000:]
     paths = {names[0]: tool.stdout.splitlines()[0]}
-    for name in names:
-        paths.setdefault(name, export.run_export(bk.ExportConfig(
+    for name in names[1:]:
+        paths[name] = export.run_export(bk.ExportConfig(
             task_dir=str(FAMILIES / name), seq_length=64,  # the fixtures' position table
-            export_dir_base=str(tmp_path / "saved"))))
+            export_dir_base=str(tmp_path / "saved")))
     requests = {path: [["serving_default", {key: _enc(value) for key, value in
                                             request(name).items()}]]
                 for name, path in paths.items()}
