@@ -18,7 +18,12 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-_FORWARD_ONLY = threading.local()
+
+class _ForwardOnly(threading.local):
+    on = False  # each thread starts outside `forward_only`
+
+
+_FORWARD_ONLY = _ForwardOnly()
 
 
 def dense_initializer(initializer_range):
@@ -78,7 +83,7 @@ def forward_only():
     ...     Dense(2, kernel_initializer="ones")(np.ones((1, 3), "float32")).numpy().tolist()
     [[3.0, 3.0]]
     """
-    outer = getattr(_FORWARD_ONLY, "on", False)
+    outer = _FORWARD_ONLY.on
     _FORWARD_ONLY.on = True
     try:
         yield
@@ -102,7 +107,7 @@ class Dense(keras.layers.Dense):
     def call(self, inputs, training=None):
         x = ops.matmul(inputs, self.kernel)
         if self.bias is not None:
-            add = tf.nn.bias_add if getattr(_FORWARD_ONLY, "on", False) else bias_add
+            add = tf.nn.bias_add if _FORWARD_ONLY.on else bias_add
             x = add(x, ops.cast(self.bias, x.dtype))  # a tensor: no variable inside
         if self.activation is not None:
             x = self.activation(x)
