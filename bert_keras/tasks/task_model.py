@@ -43,6 +43,7 @@ from bert_keras.models.encoder import BertEncoder
 from bert_keras.models.idle_layers import IdleLayers
 from bert_keras.names import INPUT_NAMES
 from bert_keras.optimization import default_optimizer
+from bert_keras.optimization.slots import build_before_fit
 from bert_keras.tasks import text_inputs
 from bert_keras.tasks.task_io import is_task_directory, load_task_directory
 from bert_keras.tasks.text_preprocessor import TEXT_FIELDS, TextPreprocessor
@@ -230,19 +231,11 @@ class BertTaskModel(IdleLayers, keras.Model):
         x, y, sample_weight, batch_size = self._text(x, y, sample_weight, batch_size, shuffle,
                                                      training=True)
         shuffle = shuffle and not isinstance(x, tf.data.Dataset)  # ours is shuffled already
-        self._build_optimizer()
+        build_before_fit(self)
         return super().fit(x, y, batch_size=batch_size, epochs=epochs,
                            sample_weight=sample_weight, shuffle=shuffle,
                            validation_data=self._validation_text(validation_data),
                            validation_split=validation_split, **kwargs)
-
-    def _build_optimizer(self):
-        """Makes the optimizer's slots before `fit` traces its step: Keras makes them inside
-        the first trace when no strategy is set, and tf.function then traces the whole train
-        step a second time (one without variable creation): 1.5 s of a small model's first
-        fit."""
-        if self.built and self.optimizer is not None and not self.optimizer.built:
-            self.optimizer.build(self.trainable_variables)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """Keras `evaluate`; `x` may be raw text, as in `fit`."""

@@ -6,19 +6,27 @@ import keras
 
 from bert_keras.models.idle_layers import IdleLayers
 from bert_keras.models.objectives.losses import scale_for_replicas
+from bert_keras.optimization.slots import build_before_fit
 
 
 class ObjectiveModel(IdleLayers, keras.Model):
     """`call` returns what the loss needs; subclasses define `loss_terms(x, y_pred)` ->
     {"loss", term: value} of one replica's batch, name the terms to track as mean metrics in
     `loss_term_names`, and update any further metrics in `update_metrics(x, y_pred)`; layers
-    the loss never reads go in `idle_layers()`."""
+    the loss never reads go in `idle_layers()`. A subclass whose layers are all built when
+    its `__init__` ends says so (`self.built = True`): `fit` then makes the optimizer's slots
+    before its first trace (`build_before_fit`)."""
 
     loss_term_names = ()
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.trackers = {name: keras.metrics.Mean(name=name) for name in self.loss_term_names}
+
+    def fit(self, *args, **kwargs):
+        """Keras `fit`, with the optimizer built first where the model is."""
+        build_before_fit(self)
+        return super().fit(*args, **kwargs)
 
     def loss_terms(self, x, y_pred):
         raise NotImplementedError

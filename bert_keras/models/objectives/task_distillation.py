@@ -111,6 +111,7 @@ class TaskDistiller(ObjectiveModel):
         self.token_level = bool(token_level)
         self.hard_loss = student.loss
         self.teacher_agreement = None if soft_targets == "mse" else Ratio(name="teacher_agreement")
+        self.built = student.built  # no weights of its own
 
     def idle_layers(self):
         return self.student.idle_layers()
