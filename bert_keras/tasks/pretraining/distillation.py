@@ -164,7 +164,7 @@ class DistillationPretrainer(ObjectiveModel):
         self._masked_lm_loss = TokenCrossEntropy(epsilon=1e-5)
         self.masked_lm_accuracy = TokenAccuracy(name="masked_lm_accuracy")
         self.agreement = Ratio(name="agreement")
-        self.built = True  # the teacher and the student's pretrainer are
+        self.built = True  # its layers (the teacher, the student's pretrainer) are
         self.compile(optimizer=default_optimizer(self.default_learning_rate))
 
     def idle_layers(self):
