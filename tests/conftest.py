@@ -27,11 +27,23 @@ def pytest_configure(config):
     the kernels users get (bert_keras/cpu_kernels.py: oneDNN on AVX2-only CPUs too): in each
     process that runs tests, not in xdist's controller, which only hands them out (there
     the import held back the workers' start by the ~4 s it takes)."""
+    write_bytecode_caches()
     workers = config.getoption("numprocesses", None)
     if workers and not hasattr(config, "workerinput"):
         share_the_cores(workers)
         return
     import bert_keras  # noqa: F401
+
+
+def write_bytecode_caches():
+    """Lets Python write its bytecode caches (`__pycache__/`, ignored by git) in this process and
+    in the tools, scripts and workers it starts, where the environment turned them off
+    (PYTHONDONTWRITEBYTECODE=1, as container images set): otherwise each of the suite's Python
+    processes compiled the package, tools/ and tests/support from source again, and pytest
+    rewrote every test module again in each worker. Tool, serving and strategy tests, -n 0,
+    back to back on a 2-core Xeon: 67.4 and 66.8 s without the caches, 64.2 and 63.4 s with."""
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def share_the_cores(workers):
